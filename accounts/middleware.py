@@ -1,0 +1,22 @@
+"""Every page needs a login; the API answers 401 JSON itself instead of redirecting."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.auth.middleware import LoginRequiredMiddleware
+from django.http import HttpRequest, HttpResponseBase
+
+
+class LoginRequiredForPagesMiddleware(LoginRequiredMiddleware):
+    def process_view(
+        self,
+        request: HttpRequest,
+        view_func: Callable[..., Any],
+        view_args: tuple[Any, ...],
+        view_kwargs: dict[str, Any],
+    ) -> HttpResponseBase | None:
+        if request.path_info.startswith("/api/"):
+            return None
+        return super().process_view(request, view_func, view_args, view_kwargs)

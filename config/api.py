@@ -1,0 +1,91 @@
+"""The project's one NinjaAPI: every app's router joins here, errors map to HTTP once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI, Schema
+from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
+
+from accounts.auth import RuntimeTokenAuth, session_auth
+from accounts.models import RuntimeToken
+
+api = NinjaAPI(
+    title="Traitdeck API",
+    version="1",
+    description=(
+        "Control plane for the tool policy of LLM agent runtimes. Browser clients use the session"
+        " cookie and `X-CSRFToken`; machines use `Authorization: Bearer <runtime token>`."
+    ),
+    urls_namespace="api",
+)
+
+
+def install_error_handlers(target: NinjaAPI) -> None:
+    """Map errors to ``{"error": "<plain sentence>", …}`` bodies with the statuses of DESIGN §6."""
+
+    def respond(request: HttpRequest, status: int, message: str, **details: Any) -> HttpResponse:
+        return target.create_response(request, {"error": message, **details}, status=status)
+
+    @target.exception_handler(AuthenticationError)
+    def on_unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+        return respond(
+            request,
+            401,
+            "Authentication required: log in, or send a runtime token as "
+            "'Authorization: Bearer …'.",
+        )
+
+    @target.exception_handler(AuthorizationError)
+    def on_forbidden(request: HttpRequest, exc: AuthorizationError) -> HttpResponse:
+        return respond(request, 403, f"Not allowed: {exc.message}.")
+
+    @target.exception_handler(ValidationError)
+    def on_wrong_shape(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+        problems = [
+            f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body')}: {e.get('msg', '?')}"
+            for e in exc.errors
+        ]
+        return respond(
+            request,
+            422,
+            "The request does not have the expected shape: " + "; ".join(problems),
+            detail=exc.errors,
+        )
+
+    @target.exception_handler(HttpError)
+    def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+        return respond(request, exc.status_code, str(exc))
+
+
+install_error_handlers(api)
+
+
+class HealthOut(Schema):
+    status: str
+
+
+@api.get("/v1/health", response=HealthOut, tags=["meta"], auth=None)
+def health(request: HttpRequest) -> dict[str, str]:
+    """Liveness for load balancers and scripts; needs no login."""
+    return {"status": "ok"}
+
+
+class WhoAmIOut(Schema):
+    kind: str
+    name: str
+    scopes: list[str]
+
+
+@api.get(
+    "/v1/whoami", response=WhoAmIOut, tags=["meta"], auth=[session_auth, RuntimeTokenAuth(None)]
+)
+def whoami(request: HttpRequest) -> dict[str, Any]:
+    """Who the API thinks you are: a logged-in user, or a runtime token and its scopes."""
+    principal = request.auth  # type: ignore[attr-defined]
+    if isinstance(principal, RuntimeToken):
+        return {"kind": "token", "name": principal.name, "scopes": list(principal.scopes)}
+    assert isinstance(principal, AbstractBaseUser)
+    return {"kind": "user", "name": principal.get_username(), "scopes": []}

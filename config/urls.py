@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+
+from accounts import views as account_views
+from config.api import api
+
+urlpatterns = [
+    path("", account_views.overview, name="overview"),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("admin/", admin.site.urls),
+    path("api/", api.urls),
+]

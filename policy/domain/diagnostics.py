@@ -1,0 +1,74 @@
+"""Diagnostics: what Traitdeck tells the admin about a policy (DESIGN §2.9).
+
+A diagnostic names a place in the policy (``path``, below ``surfaces.as_consumer``), where that
+place is in the YAML source (``line``/``column``, 1-based, ``None`` only when no source node
+exists), what is wrong in plain words and how to fix it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+#: Order used when sorting diagnostics for people: errors first.
+SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+#: Codes whose presence means the text cannot be imported at all (DESIGN §6 "Imports").
+REFUSING_CODES = frozenset({"yaml-syntax", "duplicate-key", "yaml-too-large"})
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    severity: Severity
+    code: str
+    path: str
+    line: int | None
+    column: int | None
+    message: str
+    hint: str
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["severity"] = str(self.severity)
+        return data
+
+    def as_text(self) -> str:
+        """One line for people: ``line 12:5 error strategy-value at agents.main…: message``."""
+        where = f"line {self.line}:{self.column} " if self.line is not None else ""
+        at = f" at {self.path}" if self.path else ""
+        hint = f" Hint: {self.hint}" if self.hint else ""
+        return f"{where}{self.severity} {self.code}{at}: {self.message}{hint}"
+
+
+def summarize(diagnostics: Iterable[Diagnostic]) -> dict[str, int]:
+    """Count diagnostics per severity: ``{"errors": n, "warnings": n, "info": n}``."""
+    counts = {"errors": 0, "warnings": 0, "info": 0}
+    for diagnostic in diagnostics:
+        if diagnostic.severity is Severity.ERROR:
+            counts["errors"] += 1
+        elif diagnostic.severity is Severity.WARNING:
+            counts["warnings"] += 1
+        else:
+            counts["info"] += 1
+    return counts
+
+
+def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
+    return any(d.severity is Severity.ERROR for d in diagnostics)
+
+
+def sort_for_display(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Source order (line, column), diagnostics without a position last; stable otherwise."""
+    return sorted(
+        diagnostics,
+        key=lambda d: (d.line is None, d.line or 0, d.column or 0),
+    )

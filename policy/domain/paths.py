@@ -1,0 +1,37 @@
+"""Paths into a policy document and how people read them.
+
+A path is a tuple of mapping keys (``str``, or any other hashable YAML scalar) and list indexes
+(``int``) from the document root, e.g. ``("surfaces", "as_consumer", "agents", "main", "tools", 2,
+"tool_traits", "search", "strategy")``. Diagnostics show it below ``surfaces.as_consumer``:
+``agents.main.tools[2].tool_traits.search.strategy``; keys that are not plain identifiers are
+quoted: ``tool_traits["object.search"]``, ``tool_traits["*"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+Path = tuple[Any, ...]
+
+ROOT: Path = ()
+AS_CONSUMER: Path = ("surfaces", "as_consumer")
+AGENTS: Path = (*AS_CONSUMER, "agents")
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+def format_path(path: Path) -> str:
+    """Render a path for people, relative to ``surfaces.as_consumer`` when strictly below it."""
+    if len(path) > len(AS_CONSUMER) and path[: len(AS_CONSUMER)] == AS_CONSUMER:
+        path = path[len(AS_CONSUMER) :]
+    out = ""
+    for part in path:
+        if isinstance(part, int) and not isinstance(part, bool):
+            out += f"[{part}]"
+        elif isinstance(part, str) and _IDENTIFIER.match(part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{json.dumps(str(part), ensure_ascii=False)}]"
+    return out

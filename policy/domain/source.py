@@ -1,0 +1,41 @@
+"""Where things are in the YAML source: positions of keys and values by document path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from policy.domain.paths import Path
+
+#: (line, column), both 1-based.
+Mark = tuple[int, int]
+
+
+@dataclass(slots=True)
+class SourceMap:
+    """Positions recorded while loading YAML.
+
+    ``values[path]`` is where the node at ``path`` starts; ``keys[path]`` is where the mapping key
+    whose value is at ``path`` starts (absent for list items and the root). A document built in
+    Python (not loaded from text) has an empty map: every lookup answers ``None``.
+    """
+
+    values: dict[Path, Mark] = field(default_factory=dict)
+    keys: dict[Path, Mark] = field(default_factory=dict)
+
+    def at_value(self, path: Path) -> Mark | None:
+        """The node at ``path`` (a list item, a scalar); falls back to its key."""
+        return self.values.get(path) or self.keys.get(path)
+
+    def at_key(self, path: Path) -> Mark | None:
+        """The key that names ``path``; falls back to the node itself (list items have no key)."""
+        return self.keys.get(path) or self.values.get(path)
+
+    def first_key(self, path: Path) -> Mark | None:
+        """The first key of the mapping at ``path`` (for "this mapping lacks a field")."""
+        depth = len(path) + 1
+        firsts = [
+            mark
+            for key_path, mark in self.keys.items()
+            if len(key_path) == depth and key_path[:-1] == path
+        ]
+        return min(firsts) if firsts else self.at_value(path)

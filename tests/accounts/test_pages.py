@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from accounts.tokens import runtime_token_create, runtime_token_revoke
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def logged_in(client: Client) -> Client:
+    get_user_model().objects.create_user("ana", password="pw-ana-123")
+    client.login(username="ana", password="pw-ana-123")
+    return client
+
+
+def test_it_sends_anonymous_visitors_to_the_login_page(client: Client) -> None:
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response["Location"] == "/accounts/login/?next=/"
+
+
+def test_the_login_page_renders_for_anonymous_visitors(client: Client) -> None:
+    response = client.get("/accounts/login/")
+    assert response.status_code == 200
+    assert b'name="username"' in response.content
+
+
+def test_a_wrong_password_is_refused_with_a_message(client: Client) -> None:
+    get_user_model().objects.create_user("ana", password="pw-ana-123")
+    response = client.post("/accounts/login/", {"username": "ana", "password": "nope"})
+    assert response.status_code == 200
+    assert b"didn't match" in response.content
+
+
+def test_logging_in_lands_on_the_overview(client: Client) -> None:
+    get_user_model().objects.create_user("ana", password="pw-ana-123")
+    response = client.post(
+        "/accounts/login/", {"username": "ana", "password": "pw-ana-123"}, follow=True
+    )
+    assert response.redirect_chain[-1][0] == "/"
+    assert b"<h1>Overview</h1>" in response.content
+
+
+def test_the_overview_lists_tokens_with_their_last_use(logged_in: Client) -> None:
+    runtime_token_create(name="simulator", scopes=["events:write"])
+    runtime_token_create(name="old", scopes=["config:read"])
+    runtime_token_revoke(name="old")
+    page = logged_in.get("/").content.decode()
+    assert "simulator" in page
+    assert "never" in page
+    assert "revoked" in page
+
+
+def test_the_overview_says_when_there_are_no_tokens(logged_in: Client) -> None:
+    assert "No runtime tokens yet." in logged_in.get("/").content.decode()
+
+
+def test_the_page_loads_the_vendored_htmx_and_wires_csrf_for_it(logged_in: Client) -> None:
+    page = logged_in.get("/").content.decode()
+    assert "/static/vendor/htmx/4.0.1/htmx.min.js" in page
+    assert "/static/vendor/htmx/4.0.1/hx-ws.min.js" in page
+    assert 'hx-headers:inherited=\'{"x-csrftoken": "' in page
+    assert "cdn" not in page.lower()
+
+
+def test_logout_ends_the_session(logged_in: Client) -> None:
+    response = logged_in.post("/accounts/logout/")
+    assert response.status_code == 302
+    assert logged_in.get("/").status_code == 302
+
+
+def test_the_api_docs_serve_their_assets_locally(logged_in: Client) -> None:
+    page = logged_in.get("/api/docs").content.decode()
+    assert "/static/ninja/" in page
+    assert "cdn.jsdelivr" not in page
