@@ -1,0 +1,68 @@
+"""One entry point for "what does Traitdeck say about this policy text": load, then validate.
+
+The CLI, the web import, the editor and the API all go through here, so they agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from policy.domain.diagnostics import Diagnostic, has_errors, sort_for_display, summarize
+from policy.domain.manifest import Manifest
+from policy.domain.source import SourceMap
+from policy.domain.validate import validate_policy
+from policy.domain.yaml_io import MAX_NODES, WEB_MAX_BYTES, LoadedPolicy, load_policy
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A policy text as Traitdeck understands it: the document (unless refused) and findings."""
+
+    loaded: LoadedPolicy
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def refused(self) -> bool:
+        """The text cannot become a policy at all (DESIGN §6 "Imports")."""
+        return self.loaded.refused
+
+    @property
+    def data(self) -> Any:
+        return self.loaded.data
+
+    @property
+    def source(self) -> SourceMap:
+        return self.loaded.source
+
+    @property
+    def has_errors(self) -> bool:
+        return has_errors(self.diagnostics)
+
+    def summary(self) -> dict[str, int]:
+        return summarize(self.diagnostics)
+
+    def report(self) -> dict[str, Any]:
+        """``{"diagnostics": [...], "summary": {...}}``: the validate JSON of CLI and API."""
+        return {
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+            "summary": self.summary(),
+        }
+
+
+def analyze_text(
+    text: str | bytes,
+    *,
+    manifest: Manifest | None = None,
+    manifests: Mapping[str, Manifest] | None = None,
+    max_bytes: int = WEB_MAX_BYTES,
+    max_nodes: int = MAX_NODES,
+) -> Analysis:
+    """Load ``text`` and, unless it is refused, validate the policy it holds (``manifest`` for
+    every agent, ``manifests`` per agent name)."""
+    loaded = load_policy(text, max_bytes=max_bytes, max_nodes=max_nodes)
+    diagnostics = list(loaded.diagnostics)
+    if not loaded.refused:
+        diagnostics += validate_policy(loaded.data, loaded.source, manifest, manifests=manifests)
+    return Analysis(loaded=loaded, diagnostics=sort_for_display(diagnostics))

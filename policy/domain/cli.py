@@ -1,0 +1,274 @@
+"""``traitdeck``: validate, inspect and dry-run a policy file without a server or a database.
+
+Exit codes (DESIGN §6): 0 done and the policy has no errors; 1 the policy has errors (output is
+still printed, computed as the runtime would) or the agent/tool does not exist; 2 the command
+could not run as asked (usage, unreadable or oversized file, malformed round or manifest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+from policy.domain.analysis import Analysis, analyze_text
+from policy.domain.catalog import render_catalog
+from policy.domain.diagnostics import Diagnostic
+from policy.domain.dryrun import RoundSpecError, describe, dry_run, parse_round_spec
+from policy.domain.jsonable import jsonable
+from policy.domain.manifest import Manifest, ManifestError, parse_manifest
+from policy.domain.resolution import (
+    AgentResolution,
+    UnknownAgentError,
+    effective_json,
+    resolve_agent,
+)
+from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
+
+EXIT_OK = 0
+EXIT_NEGATIVE = 1
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """The command cannot run as asked: exit 2 with one line on stderr."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One clear line, not argparse's usage block: scripts read stderr.
+        self.exit(EXIT_USAGE, f"traitdeck: {message} (see 'traitdeck --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="traitdeck",
+        description="Check a tool-trait policy the way the agent runtime will read it.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def command(name: str, help_text: str, *, formats: bool) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        cmd.add_argument("file", metavar="FILE", help="policy YAML ('-' reads standard input)")
+        cmd.add_argument("--manifest", metavar="M.json", help="tools discovered in code (JSON)")
+        cmd.add_argument(
+            "--max-bytes",
+            type=_positive_int,
+            default=CLI_MAX_BYTES,
+            metavar="N",
+            help=f"refuse larger input files (default {CLI_MAX_BYTES})",
+        )
+        if formats:
+            cmd.add_argument("--format", choices=["text", "json"], default="text")
+        return cmd
+
+    command("validate", "Print every diagnostic; exit 1 when there are errors.", formats=True)
+    effective = command("effective", "Effective traits of an agent's tools.", formats=True)
+    effective.add_argument("--agent", required=True)
+    catalog = command("catalog", "The tool catalog text the model will read.", formats=False)
+    catalog.add_argument("--agent", required=True)
+    catalog.add_argument("--tool", metavar="ID", help="only this model-facing tool id")
+    catalog.add_argument("--no-builtins", action="store_true", help="leave out the react.* tools")
+    dry = command(
+        "dry-run", "Run a round through the overseer, early gate and ledger.", formats=True
+    )
+    dry.add_argument("--agent", required=True)
+    dry.add_argument("--round", required=True, metavar="R.json", help="the round to run (JSON)")
+    command("fmt", "Print the policy in Traitdeck's canonical export form.", formats=False)
+    return parser
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def _read(path: str, max_bytes: int, what: str) -> bytes:
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(max_bytes + 1)
+        else:
+            file = Path(path)
+            if file.is_file() and file.stat().st_size > max_bytes:
+                raise UsageError(f"{what} {path} is over the limit of {max_bytes} bytes")
+            data = file.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+    if len(data) > max_bytes:
+        raise UsageError(f"{what} {path} is over the limit of {max_bytes} bytes")
+    return data
+
+
+def _read_json(path: str, max_bytes: int, what: str) -> Any:
+    raw = _read(path, max_bytes, what)
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{what} {path} is not valid JSON: {exc}") from exc
+    except RecursionError:
+        # json.loads recurses once per level: a hostile file must not end in a traceback.
+        raise UsageError(f"{what} {path} nests too deeply to read") from None
+
+
+def _manifest(args: argparse.Namespace) -> Manifest | None:
+    if not args.manifest:
+        return None
+    try:
+        return parse_manifest(_read_json(args.manifest, args.max_bytes, "manifest"))
+    except ManifestError as exc:
+        raise UsageError(f"manifest {args.manifest} is malformed: {exc}") from exc
+
+
+def _diagnostic_line(file: str, diagnostic: Diagnostic) -> str:
+    """Compiler-style, so editors and CI logs link to the line: ``file:12:5: error [code] …``."""
+    where = f"{file}:{diagnostic.line}:{diagnostic.column}" if diagnostic.line else file
+    at = f" {diagnostic.path}:" if diagnostic.path else ""
+    hint = f" Hint: {diagnostic.hint}" if diagnostic.hint else ""
+    return f"{where}: {diagnostic.severity} [{diagnostic.code}]{at} {diagnostic.message}{hint}"
+
+
+def _summary_line(analysis: Analysis) -> str:
+    s = analysis.summary()
+    return f"{s['errors']} error(s), {s['warnings']} warning(s), {s['info']} info"
+
+
+def json_text(data: Any) -> str:
+    """The JSON the CLI prints (the web playground shows the same text)."""
+    return json.dumps(jsonable(data), indent=2, ensure_ascii=False) + "\n"
+
+
+def _print_json(data: Any, out: TextIO) -> None:
+    out.write(json_text(data))
+
+
+def _print_refused(file: str, analysis: Analysis, err: TextIO) -> int:
+    for diagnostic in analysis.diagnostics:
+        err.write(_diagnostic_line(file, diagnostic) + "\n")
+    return EXIT_NEGATIVE
+
+
+def _note_errors(file: str, analysis: Analysis, err: TextIO) -> int:
+    """Other commands still print their output; errors are named on stderr and exit 1."""
+    if not analysis.has_errors:
+        return EXIT_OK
+    errors = analysis.summary()["errors"]
+    err.write(
+        f"traitdeck: {file} has {errors} error(s); run 'traitdeck validate {file}' to see them\n"
+    )
+    return EXIT_NEGATIVE
+
+
+def _resolve(analysis: Analysis, agent: str, manifest: Manifest | None) -> AgentResolution:
+    return resolve_agent(analysis.data, agent, manifest)
+
+
+def cmd_validate(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
+    if args.format == "json":
+        _print_json(analysis.report(), out)
+    else:
+        for diagnostic in analysis.diagnostics:
+            out.write(_diagnostic_line(args.file, diagnostic) + "\n")
+        out.write(_summary_line(analysis) + "\n")
+    return EXIT_NEGATIVE if analysis.has_errors else EXIT_OK
+
+
+def cmd_effective(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
+    resolution = _resolve(analysis, args.agent, args.manifest_data)
+    # A YAML key may be a date or a number: JSON (and the provenance) spell keys as text.
+    data = jsonable(effective_json(resolution))
+    if args.format == "json":
+        _print_json(data, out)
+    else:
+        for tool_id, tool in data["tools"].items():
+            early = "starts early" if tool["early"] else "after generation"
+            strategy = ", ".join(tool["traits"].get("strategy", ["unknown"]))
+            out.write(f"{tool_id}  [{strategy}]  {early}\n")
+            for key, value in tool["traits"].items():
+                origin = tool["provenance"].get(key, "")
+                out.write(f"    {key}: {json.dumps(value, ensure_ascii=False)}  ({origin})\n")
+            for ns, override in tool.get("namespace_overrides", {}).items():
+                replacement = json.dumps(override, ensure_ascii=False)
+                out.write(f"    namespace {ns} replaces all traits with: {replacement}\n")
+            if tool["execution_design"]:
+                design = json.dumps(tool["execution_design"], ensure_ascii=False)
+                out.write(f"    execution design: {design}\n")
+    return _note_errors(args.file, analysis, err)
+
+
+def cmd_catalog(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
+    resolution = _resolve(analysis, args.agent, args.manifest_data)
+    tools = [t for t in resolution.tools if not (args.no_builtins and t.builtin)]
+    if args.tool is not None:
+        tools = [t for t in tools if t.tool_id == args.tool]
+        if not tools:
+            err.write(f"traitdeck: agent {args.agent!r} has no tool {args.tool!r}\n")
+            return EXIT_NEGATIVE
+    out.write(render_catalog([(t.tool_id, t.traits, t.namespace_overrides) for t in tools]))
+    return _note_errors(args.file, analysis, err)
+
+
+def cmd_dry_run(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
+    resolution = _resolve(analysis, args.agent, args.manifest_data)
+    try:
+        spec = parse_round_spec(_read_json(args.round, args.max_bytes, "round"))
+    except RoundSpecError as exc:
+        raise UsageError(f"round {args.round} is malformed: {exc}") from exc
+    result = dry_run(spec, resolution.resolver())
+    if args.format == "json":
+        _print_json(result, out)
+    else:
+        for line in describe(result):
+            out.write(line + "\n")
+    return _note_errors(args.file, analysis, err)
+
+
+def cmd_fmt(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
+    out.write(export_text(analysis.data))
+    return _note_errors(args.file, analysis, err)
+
+
+COMMANDS = {
+    "validate": cmd_validate,
+    "effective": cmd_effective,
+    "catalog": cmd_catalog,
+    "dry-run": cmd_dry_run,
+    "fmt": cmd_fmt,
+}
+
+
+def run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.manifest_data = _manifest(args)
+        text = _read(args.file, args.max_bytes, "file")
+        analysis = analyze_text(text, manifest=args.manifest_data, max_bytes=args.max_bytes)
+        if analysis.refused and args.command != "validate":
+            return _print_refused(args.file, analysis, err)
+        return COMMANDS[args.command](args, analysis, out, err)
+    except UsageError as exc:
+        err.write(f"traitdeck: {exc}\n")
+        return EXIT_USAGE
+    except UnknownAgentError:
+        err.write(f"traitdeck: {args.file} has no agent {args.agent!r}\n")
+        return EXIT_NEGATIVE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return run(argv, sys.stdout, sys.stderr)
+    except BrokenPipeError:  # `traitdeck fmt x | head` is not an error
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

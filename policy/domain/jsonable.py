@@ -1,0 +1,34 @@
+"""Policy values made safe for JSON output (CLI ``--format json`` and the HTTP API).
+
+YAML keys and values may be dates, numbers, booleans or ``null``; ``json.dumps`` refuses a date
+key and writes ``Infinity`` for ``.inf`` (not JSON). Traitdeck prints what the runtime would see,
+so such values are spelled as Python spells them (``str``) rather than dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with every mapping key a string and every leaf a JSON scalar.
+
+    Keys become ``str(key)``: the same spelling the provenance of a trait key uses, so a
+    trait and its provenance still pair up. Strings, finite numbers, booleans and ``None`` are
+    kept; anything else (dates, non-finite floats) becomes its ``str``.
+    """
+    if isinstance(value, Mapping):
+        return {_key(key): jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(item) for item in value]
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return str(value)
+
+
+def _key(key: Any) -> str:
+    return key if isinstance(key, str) else str(key)

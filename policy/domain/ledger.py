@@ -1,0 +1,178 @@
+"""The execution ledger: an early call runs at most once per round (DESIGN §2.5).
+
+A provider retry re-streams the same round (same turn and iteration). Before an early call starts,
+the runtime looks it up: first by its slot (turn, iteration, streamed index), then by its semantic
+fingerprint (tool id + params) at any index, because a retry may reorder siblings. A hit means the
+call already started (or finished, or failed) in this round and must not run again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final, Literal
+
+Status = Literal["running", "consumed", "failed"]
+Match = Literal["slot", "fingerprint"]
+
+STATUSES: Final = frozenset({"running", "consumed", "failed"})
+
+
+def _slot_parts(turn_id: str, iteration: int, action_index: int) -> tuple[str, int, int]:
+    # The runtime strips the turn and clamps negative numbers to 0 before hashing.
+    return turn_id.strip(), max(0, int(iteration)), max(0, int(action_index))
+
+
+def slot_id(turn_id: str, iteration: int, action_index: int) -> str:
+    """The identity of one action slot: hex sha256 of ``"{turn}\\x1f{iteration}\\x1f{index}"``."""
+    turn, it, index = _slot_parts(turn_id, iteration, action_index)
+    return hashlib.sha256(f"{turn}\x1f{it}\x1f{index}".encode()).hexdigest()
+
+
+def action_key(turn_id: str, iteration: int, action_index: int) -> str:
+    """The runtime's key for an early call: ``"early-tool:" + slot``."""
+    return "early-tool:" + slot_id(turn_id, iteration, action_index)
+
+
+def tool_call_id(turn_id: str, iteration: int, action_index: int) -> str:
+    """The tool call id of an early call: ``"tc_"`` + the first 12 hex digits of the slot."""
+    return "tc_" + slot_id(turn_id, iteration, action_index)[:12]
+
+
+def fingerprint(tool_id: str, params: Any) -> str:
+    """The semantic fingerprint of a call: sha256 of canonical JSON of tool id and params.
+
+    Params that are not a mapping count as ``{}``; keys are sorted so sibling order and key order
+    do not matter; non-ASCII text is kept as-is (UTF-8), not ``\\u`` escaped.
+    """
+    body = {"params": params if isinstance(params, Mapping) else {}, "tool_id": tool_id.strip()}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class LedgerRecord:
+    """One early call started in a round. Identity fields are stored normalized (stripped turn and
+    tool id, clamped numbers)."""
+
+    turn_id: str
+    iteration: int
+    action_index: int
+    tool_id: str
+    fingerprint: str
+    tool_call_id: str
+    status: Status
+
+    @property
+    def slot(self) -> str:
+        return slot_id(self.turn_id, self.iteration, self.action_index)
+
+    @property
+    def action_key(self) -> str:
+        return "early-tool:" + self.slot
+
+
+class Ledger:
+    """In-memory ledger of one process. The guarantee is per round, not process-wide exactly-once.
+
+    Early calls start from parallel tasks while the model streams, so every method holds a lock.
+    """
+
+    def __init__(self) -> None:
+        self._records: dict[str, LedgerRecord] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def records(self) -> list[LedgerRecord]:
+        """Every record, in the order the calls started."""
+        with self._lock:
+            return list(self._records.values())
+
+    def lookup(
+        self, turn_id: str, iteration: int, action_index: int, tool_id: str, params: Any
+    ) -> tuple[LedgerRecord, Match] | None:
+        """The record that makes this call a dedup, and how it matched; ``None`` means run it.
+
+        The slot wins whatever tool or params it holds; otherwise a record of the same turn and
+        iteration with the same tool id and fingerprint, at any index. Failed records count too:
+        a failed call is not re-run in the same round.
+        """
+        with self._lock:
+            return self._lookup(turn_id, iteration, action_index, tool_id, params)
+
+    def record(
+        self, turn_id: str, iteration: int, action_index: int, tool_id: str, params: Any
+    ) -> LedgerRecord:
+        """Record a call that starts now (status ``running``).
+
+        Raises ``ValueError`` when the slot is taken: recording over it would lose the first call.
+        """
+        with self._lock:
+            return self._record(turn_id, iteration, action_index, tool_id, params)
+
+    def claim(
+        self, turn_id: str, iteration: int, action_index: int, tool_id: str, params: Any
+    ) -> tuple[LedgerRecord, Match | None]:
+        """Lookup and record in one step: ``(existing, match)`` on a dedup, ``(new, None)`` when
+        the call should start. Two racing tasks can never both start the same call."""
+        with self._lock:
+            found = self._lookup(turn_id, iteration, action_index, tool_id, params)
+            if found is not None:
+                return found
+            return self._record(turn_id, iteration, action_index, tool_id, params), None
+
+    def finish(self, record: LedgerRecord, status: Status) -> LedgerRecord:
+        """Set the final status of a recorded call and return the updated record."""
+        if status not in STATUSES:
+            raise ValueError(f"status must be one of running, consumed, failed, not {status!r}")
+        with self._lock:
+            slot = record.slot
+            current = self._records.get(slot)
+            if current is None or current.tool_call_id != record.tool_call_id:
+                raise KeyError(f"no ledger record for {record.tool_call_id}")
+            updated = replace(current, status=status)
+            self._records[slot] = updated
+            return updated
+
+    def _lookup(
+        self, turn_id: str, iteration: int, action_index: int, tool_id: str, params: Any
+    ) -> tuple[LedgerRecord, Match] | None:
+        at_slot = self._records.get(slot_id(turn_id, iteration, action_index))
+        if at_slot is not None:
+            return at_slot, "slot"
+        turn, it, _ = _slot_parts(turn_id, iteration, action_index)
+        tool = tool_id.strip()
+        mark = fingerprint(tool, params)
+        for existing in self._records.values():
+            if (
+                existing.turn_id == turn
+                and existing.iteration == it
+                and existing.tool_id == tool
+                and existing.fingerprint == mark
+            ):
+                return existing, "fingerprint"
+        return None
+
+    def _record(
+        self, turn_id: str, iteration: int, action_index: int, tool_id: str, params: Any
+    ) -> LedgerRecord:
+        slot = slot_id(turn_id, iteration, action_index)
+        if slot in self._records:
+            raise ValueError(f"the slot of action {action_index} is already recorded")
+        turn, it, index = _slot_parts(turn_id, iteration, action_index)
+        new = LedgerRecord(
+            turn_id=turn,
+            iteration=it,
+            action_index=index,
+            tool_id=tool_id.strip(),
+            fingerprint=fingerprint(tool_id, params),
+            tool_call_id="tc_" + slot[:12],
+            status="running",
+        )
+        self._records[slot] = new
+        return new

@@ -1,0 +1,100 @@
+"""The runtime-discovered tools (the ``manifest`` trait layer, DESIGN §2.6).
+
+The runtime discovers tool metadata and ``@tool_trait`` decorators in code; an admin uploads that
+as JSON: ``{"<model-facing tool id>": {"tool_traits": {...}}, ...}``. It is the layer between the
+built-ins and the YAML config, and it lists the tools of a connection whose ``allowed`` list does
+not name them (absent, or ``*``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+
+class ManifestError(ValueError):
+    """The manifest is not the expected JSON shape; the message is one plain sentence."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Tool id → raw trait mapping, in manifest order."""
+
+    tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def __contains__(self, tool_id: object) -> bool:
+        return tool_id in self.tools
+
+    def traits_for(self, tool_id: str) -> Mapping[str, Any] | None:
+        """The discovered trait mapping of a tool, or ``None`` when the manifest lacks it."""
+        return self.tools.get(tool_id)
+
+    @staticmethod
+    def provenance(tool_id: str) -> str:
+        return f"manifest {tool_id}"
+
+    def callables_for(self, alias: str, kind: str) -> list[str]:
+        """The callables the manifest knows for a connection alias, in manifest order.
+
+        python (and named_service) ids are ``<alias>.<callable>`` with a plain callable name;
+        mcp ids are ``mcp.<alias>.<tool>``.
+        """
+        prefix = f"mcp.{alias}." if kind == "mcp" else f"{alias}."
+        found: list[str] = []
+        for tool_id in self.tools:
+            if not tool_id.startswith(prefix):
+                continue
+            name = tool_id[len(prefix) :]
+            # A python callable is an identifier: "a.b.c" belongs to alias "a.b", not to "a".
+            if not name or (kind != "mcp" and "." in name):
+                continue
+            if name not in found:
+                found.append(name)
+        return found
+
+
+def parse_manifest(data: Any) -> Manifest:
+    """Read an uploaded manifest (JSON-decoded); raise :class:`ManifestError` when malformed.
+
+    A tool entry without ``tool_traits`` is a discovered tool with no traits.
+    """
+    if not isinstance(data, Mapping):
+        raise ManifestError(
+            "The manifest must be a JSON object mapping tool ids to "
+            '{"tool_traits": {...}} objects, not ' + _kind_of(data) + "."
+        )
+    tools: dict[str, Mapping[str, Any]] = {}
+    for tool_id, entry in data.items():
+        if not isinstance(tool_id, str) or not tool_id.strip():
+            raise ManifestError(f"Manifest tool id {tool_id!r} must be a non-empty string.")
+        if not isinstance(entry, Mapping):
+            raise ManifestError(
+                f"Manifest entry {tool_id!r} must be an object like "
+                f'{{"tool_traits": {{...}}}}, not {_kind_of(entry)}.'
+            )
+        traits = entry.get("tool_traits", {})
+        if traits is None:
+            traits = {}
+        if not isinstance(traits, Mapping):
+            raise ManifestError(
+                f"The tool_traits of manifest entry {tool_id!r} must be an object, "
+                f"not {_kind_of(traits)}."
+            )
+        tools[tool_id] = MappingProxyType(dict(traits))
+    return Manifest(tools=MappingProxyType(tools))
+
+
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return f"a {type(value).__name__}"

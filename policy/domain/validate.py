@@ -1,0 +1,208 @@
+"""Validation of a policy document's content: every agent, connection and tool (DESIGN §2.9).
+
+What the text itself gets wrong (yaml-syntax, duplicate-key, yaml-too-large, hash-mismatch, and the
+refusal of a document without ``surfaces.as_consumer.agents``) is reported by ``yaml_io``; this
+module reports where the runtime would read the document differently from what the admin wrote.
+It never raises, whatever the structure under ``agents``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from policy.domain.builtins import BUILTIN_ALIAS
+from policy.domain.connections import (
+    KINDS,
+    MCP,
+    NAMED_SERVICE,
+    PYTHON,
+    Connection,
+)
+from policy.domain.diagnostics import Diagnostic
+from policy.domain.manifest import Manifest
+from policy.domain.paths import AGENTS
+from policy.domain.resolution import agents_mapping, resolve_agent_key
+from policy.domain.source import SourceMap
+from policy.domain.validate_keys import check_design_entries, check_namespaces, check_trait_keys
+from policy.domain.validate_report import Reporter, close_match, describe, shape_list
+from policy.domain.validate_tools import check_tools
+
+
+def validate_policy(
+    data: Any,
+    source: SourceMap,
+    manifest: Manifest | None = None,
+    *,
+    manifests: Mapping[str, Manifest] | None = None,
+) -> list[Diagnostic]:
+    """Every content diagnostic of the document, for every agent, in document order per agent.
+
+    ``manifest`` applies to every agent (the CLI's ``--manifest``); ``manifests`` gives each
+    agent its own (the editor stores one per agent) and wins for the agents it names.
+    """
+    reporter = Reporter(source)
+    for key, agent in agents_mapping(data).items():
+        own = manifests.get(str(key)) if manifests else None
+        _check_agent(reporter, data, key, agent, own or manifest)
+    return reporter.diagnostics
+
+
+def _check_agent(
+    reporter: Reporter, data: Any, key: Any, agent: Any, manifest: Manifest | None
+) -> None:
+    path = (*AGENTS, key)
+    if not isinstance(agent, Mapping):
+        reporter.error(
+            "shape",
+            path,
+            f"Agent {key!r} must be a mapping with a tools list, not {describe(agent)}; the "
+            "runtime cannot read it.",
+            "Write the agent as a mapping: tools: [...].",
+        )
+        return
+    tools = agent.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        reporter.error(
+            "shape",
+            (*path, "tools"),
+            f"tools of agent {key!r} must be a list of connections, not {describe(tools)}; the "
+            "runtime loads no configured tool for this agent.",
+            "Write tools as a list: each item one connection mapping (kind, alias, allowed, …).",
+        )
+    elif isinstance(tools, list):
+        for index, item in enumerate(tools):
+            if not isinstance(item, Mapping):
+                reporter.error(
+                    "shape",
+                    (*path, "tools", index),
+                    f"A connection must be a mapping (kind, alias, allowed, …), not "
+                    f"{describe(item)}; the runtime skips it.",
+                    "Write the connection as a mapping, e.g. {kind: mcp, server_id: browser}.",
+                )
+    resolution = resolve_agent_key(data, key, manifest)
+    for connection in resolution.connections:
+        _check_connection(reporter, connection)
+    _check_aliases(reporter, resolution.connections)
+    check_tools(reporter, resolution)
+
+
+def _check_connection(reporter: Reporter, connection: Connection) -> None:
+    raw, path = connection.raw, connection.path
+    if "id" in raw:
+        _id_key_ignored(reporter, connection)
+    if connection.kind is None:
+        kind = raw.get("kind")
+        suggestion = close_match(kind, KINDS)
+        reporter.error(
+            "connection-kind",
+            (*path, "kind"),
+            f"kind {kind!r} is not python, mcp or named_service: the runtime cannot load this "
+            "connection and offers none of its tools.",
+            f"Did you mean kind: {suggestion}?"
+            if suggestion
+            else "Use python, mcp or named_service (no kind means python).",
+        )
+        return
+    alias = raw.get("alias")
+    if alias is not None and not (isinstance(alias, str) and alias.strip()):
+        reporter.error(
+            "shape",
+            (*path, "alias"),
+            f"alias must be a non-empty string, not {describe(alias)}; the runtime "
+            "ignores it and names the tools after name (or the default).",
+            "Write alias as a plain name, e.g. alias: workspace_jobs.",
+        )
+    if connection.kind == NAMED_SERVICE:
+        check_namespaces(reporter, connection)
+    else:
+        _check_listed(reporter, connection)
+    if not connection.loadable:
+        _unloadable(reporter, connection)
+        return
+    check_trait_keys(reporter, connection)
+    check_design_entries(reporter, connection)
+
+
+def _id_key_ignored(reporter: Reporter, connection: Connection) -> None:
+    raw = connection.raw
+    if connection.alias is not None and connection.alias_path is not None:
+        named = f"its tools are named after {connection.alias_path[-1]} {connection.alias!r}"
+    elif connection.alias is not None:
+        named = f"its tools are named after the default alias {connection.alias!r}"
+    else:
+        named = "it has no alias or name, so the runtime skips it"
+    if connection.alias_path is not None and connection.alias_path[-1] == "alias":
+        hint = "Remove id: alias already names this connection."
+    else:
+        hint = f"Rename id to alias if {raw['id']!r} should name the tools."
+    reporter.warning(
+        "id-key-ignored",
+        (*connection.path, "id"),
+        f"The runtime does not read id ({raw['id']!r}) on a connection: {named}.",
+        hint,
+        at="key",
+    )
+
+
+def _unloadable(reporter: Reporter, connection: Connection) -> None:
+    raw = connection.raw
+    if connection.kind == PYTHON and "module or ref" in (connection.problem or ""):
+        message = "it has neither module nor ref, so there is no code to load"
+        hint = "Add ref: path/to/tools.py or module: package.module."
+    elif connection.kind == PYTHON:
+        message = "it has no alias or name, so its tools would have no id prefix"
+        hint = "Add alias: <name>; the model sees <alias>.<callable>."
+        if "id" in raw:
+            hint = "Rename id to alias: the runtime reads alias (or name), never id."
+    elif connection.kind == MCP:
+        message = "it has no server_id, server or name, so the runtime has no server to reach"
+        hint = "Add server_id: <the MCP server's id>."
+    else:
+        message = "no namespace allows an operation that maps to an offered callable"
+        hint = "List operations such as object.search under namespaces.<namespace>.allowed."
+        if "allowed" in raw:
+            hint = "Move allowed under namespaces.<namespace>: a named service reads it there."
+    reporter.error(
+        "connection-unloadable",
+        connection.path,
+        f"The runtime skips this {connection.kind} connection: {message}. None of its tools "
+        "is offered.",
+        hint,
+        at="first_key",
+    )
+
+
+def _check_listed(reporter: Reporter, connection: Connection) -> None:
+    for key in ("allowed", "tools") if connection.kind == MCP else ("allowed",):
+        shape_list(reporter, connection.raw, connection.path, key)
+
+
+def _check_aliases(reporter: Reporter, connections: tuple[Connection, ...]) -> None:
+    seen: dict[str, int | None] = {}
+    for connection in connections:
+        if not connection.loadable or connection.alias is None:
+            continue
+        alias = connection.alias
+        clashes_builtin = alias == BUILTIN_ALIAS and connection.kind != MCP
+        if alias in seen or clashes_builtin:
+            place = connection.alias_path or connection.path
+            if clashes_builtin:
+                message = (
+                    f"Alias {alias!r} is the runtime's own read-only connection (react.read, "
+                    "react.delegate, …): this connection's tool ids clash with the built-in ones."
+                )
+            else:
+                message = (
+                    f"Alias {alias!r} is already used by tools[{seen[alias]}]: both connections "
+                    "name their tools after it, and where two tools get the same id Traitdeck "
+                    "assumes the later connection's tool replaces the earlier one."
+                )
+            reporter.warning(
+                "alias-duplicate",
+                place,
+                message,
+                "Give each connection its own alias.",
+                at="key" if connection.alias_path else "first_key",
+            )
+        seen.setdefault(alias, connection.index)

@@ -1,0 +1,480 @@
+"""Reading and writing policy YAML (DESIGN §3; §6 "Export bytes and hashes", "Imports").
+
+Loading never raises: every problem becomes a diagnostic. The text is composed into nodes with
+PyYAML's SafeLoader (nodes keep their source marks) and the Python values are built here, node by
+node, so that Traitdeck can refuse what ``yaml.safe_load`` silently accepts (a repeated key keeps
+only its last value) and bound what it would happily expand (aliases, nesting).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.reader import ReaderError
+
+from policy.domain.diagnostics import Diagnostic, Severity
+from policy.domain.paths import AGENTS, Path, format_path
+from policy.domain.source import Mark, SourceMap
+
+WEB_MAX_BYTES: Final = 1024 * 1024
+CLI_MAX_BYTES: Final = 64 * 1024 * 1024
+#: Nodes a document may hold once aliases are expanded: "billion laughs" files stop here.
+MAX_NODES: Final = 100_000
+#: Nesting levels (aliases expanded): far above any policy, well below Python's recursion limit.
+MAX_DEPTH: Final = 100
+HEADER_FORMAT_LINE: Final = "# traitdeck-format: 1\n"
+EMPTY_POLICY: Final[dict[str, Any]] = {"surfaces": {"as_consumer": {"agents": {}}}}
+
+_WARNINGS = frozenset({"hash-mismatch", "format-version"})
+_SHAPE_HINT = "start from `surfaces: {as_consumer: {agents: {}}}`"
+_REEXPORT_HINT = "export it again from Traitdeck, or ignore this if the edit was intended"
+_HEADER = re.compile(r"# traitdeck-format: 1\r?\n# sha256: ([0-9a-f]{64})\r?\n")
+_FORMAT_LINE = re.compile(r"# traitdeck-format:[ \t]*(\S*)")
+_TAGS = "tag:yaml.org,2002:"
+_MAP_TAG, _SEQ_TAG, _STR_TAG = f"{_TAGS}map", f"{_TAGS}seq", f"{_TAGS}str"
+_MERGE_TAG, _VALUE_TAG = f"{_TAGS}merge", f"{_TAGS}value"
+# PyYAML names tokens in its messages; people read words.
+_TOKEN_WORDS = {
+    "'?'": "a mapping key",
+    "'<stream end>'": "the end of the text",
+    "<block end>": "the end of the indented block",
+}
+_FAILED: Final = object()  # a scalar or key that could not be built (already reported)
+
+
+@dataclass
+class LoadedPolicy:
+    """What reading policy text gave: the data (``None`` when refused) and what was found."""
+
+    data: Any
+    source: SourceMap
+    diagnostics: list[Diagnostic]
+    refused: bool
+    header_hash: str | None = None
+
+
+def _mark(mark: yaml.Mark | None) -> Mark | None:
+    return None if mark is None else (mark.line + 1, mark.column + 1)
+
+
+def _diagnostic(
+    code: str, message: str, hint: str, path: Path = (), at: Mark | Node | None = None
+) -> Diagnostic:
+    severity = Severity.WARNING if code in _WARNINGS else Severity.ERROR
+    line, column = (_mark(at.start_mark) if isinstance(at, Node) else at) or (None, None)
+    return Diagnostic(severity, code, format_path(path), line, column, message, hint)
+
+
+class _Refusal(Exception):
+    """Stops loading at once: going on would cost too much or never end."""
+
+    def __init__(self, code: str, message: str, hint: str, at: Mark | Node | None) -> None:
+        super().__init__(message)
+        self.diagnostic = _diagnostic(code, message, hint, (), at)
+
+
+def _too_deep(at: Mark | Node | None) -> _Refusal:
+    message = f"the document nests more than {MAX_DEPTH} levels deep (aliases expanded)"
+    return _Refusal("yaml-too-large", message, "flatten the structure", at)
+
+
+def _position(text: str, index: int) -> Mark:
+    return (text.count("\n", 0, index) + 1, index - text.rfind("\n", 0, index))
+
+
+def _clip(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag.removeprefix(_TAGS) if tag.startswith(_TAGS) else tag
+
+
+class _Loader(yaml.SafeLoader):
+    """A SafeLoader that bounds nesting while composing and remembers anchor names."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.depth = 0
+        self.anchor_names: dict[int, str] = {}
+
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        # The composer recurses once per level: stop well before Python's recursion limit does.
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if self.depth >= MAX_DEPTH:
+            raise _too_deep(_mark(event.start_mark))
+        self.depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+        if node is not None and not isinstance(event, yaml.AliasEvent) and event.anchor:
+            self.anchor_names[id(node)] = event.anchor
+        return node
+
+
+class _Builder:
+    """Builds Python values from composed nodes, recording positions and reporting data loss."""
+
+    def __init__(self, loader: _Loader, max_nodes: int) -> None:
+        self.loader, self.max_nodes = loader, max_nodes
+        self.source = SourceMap()
+        self.errors: list[Diagnostic] = []
+        self._reported: set[tuple[str, int | None, int | None]] = set()
+        self._measured: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, height)
+        self._active: set[int] = set()  # ids of the nodes being measured: a cycle's way back
+
+    def measure(self, node: Node, depth: int = 0) -> tuple[int, int]:
+        """Count nodes with aliases expanded, without expanding them (each node is sized once)."""
+        if depth >= MAX_DEPTH:  # the root is level 1, as for the composer
+            raise _too_deep(node)
+        known = self._measured.get(id(node))
+        if known is None:
+            if id(node) in self._active:
+                name = self.loader.anchor_names.get(id(node), "?")
+                message = f"recursive alias: the anchor `&{name}` is used inside itself"
+                hint = f"replace the inner `*{name}` with the values it should hold"
+                raise _Refusal("yaml-syntax", message, hint, node)
+            self._active.add(id(node))
+            nodes, height = 1, 0
+            children = node.value if isinstance(node, SequenceNode) else []
+            if isinstance(node, MappingNode):
+                children = [child for pair in node.value for child in pair]
+            for child in children:
+                child_nodes, child_height = self.measure(child, depth + 1)
+                nodes, height = nodes + child_nodes, max(height, child_height + 1)
+                if nodes > self.max_nodes:
+                    message = f"aliases expand to more than {self.max_nodes} nodes"
+                    hint = "write fewer aliases of large anchors: each alias copies its anchor"
+                    raise _Refusal("yaml-too-large", message, hint, node)
+            self._active.discard(id(node))
+            known = self._measured[id(node)] = (nodes, height)
+        if depth + known[1] >= MAX_DEPTH:
+            raise _too_deep(node)
+        return known
+
+    def fail(self, code: str, message: str, hint: str, path: Path, node: Node) -> object:
+        diagnostic = _diagnostic(code, message, hint, path, node)
+        # An anchor is built once per alias: report each problem in the text only once.
+        where = (code, diagnostic.line, diagnostic.column)
+        if where not in self._reported:
+            self._reported.add(where)
+            self.errors.append(diagnostic)
+        return _FAILED
+
+    def build(self, node: Node, path: Path) -> Any:
+        """The Python value of ``node``; aliases give equal, separate copies."""
+        if (at := _mark(node.start_mark)) is not None:
+            self.source.values[path] = at
+        if isinstance(node, ScalarNode):
+            value = self._scalar(node, path)
+            return None if value is _FAILED else value
+        if node.tag != (_SEQ_TAG if isinstance(node, SequenceNode) else _MAP_TAG):
+            message = f"the tag `{_short_tag(node.tag)}` is not supported on a list or mapping"
+            hint = "remove the tag: Traitdeck reads plain mappings, lists and values"
+            self.fail("yaml-syntax", message, hint, path, node)
+            return None
+        if isinstance(node, MappingNode):
+            return self._mapping(node, path)
+        return [self.build(item, (*path, index)) for index, item in enumerate(node.value)]
+
+    def _scalar(self, node: ScalarNode, path: Path) -> Any:
+        try:
+            # SafeLoader's own constructors: the same ints, floats, dates… as yaml.safe_load.
+            return self.loader.construct_object(node, deep=True)
+        except Exception as exc:  # bad dates raise ValueError, unknown tags ConstructorError
+            short = _short_tag(node.tag)
+            if node.tag not in yaml.SafeLoader.yaml_constructors:
+                message, hint = f"the tag `{short}` is not supported", "remove the tag"
+            else:
+                reason = exc.problem if isinstance(exc, yaml.MarkedYAMLError) else exc
+                message = f"`{_clip(node.value)}` cannot be read as `{short}`: {reason}"
+                hint = "correct it, or put it in quotes to keep it as text"
+            return self.fail("yaml-syntax", message, hint, path, node)
+
+    def _key(self, node: Node, path: Path) -> Any:
+        if not isinstance(node, ScalarNode):
+            kind = "list" if isinstance(node, SequenceNode) else "mapping"
+            message = f"a {kind} is used as a mapping key: keys must be single values"
+            return self.fail("yaml-syntax", message, "use a text key", path, node)
+        if node.tag == _VALUE_TAG:
+            return node.value  # yaml.safe_load reads a bare `=` key as text
+        return self._scalar(node, path)
+
+    def _merged(self, node: Node, path: Path) -> dict[Any, Any]:
+        """What a merge key ``<<: node`` brings into the mapping at ``path``."""
+        sources = [node] if isinstance(node, MappingNode) else []
+        if isinstance(node, SequenceNode) and all(isinstance(n, MappingNode) for n in node.value):
+            sources = list(reversed(node.value))  # earlier mappings win, so they come last
+        if not sources:
+            message = "a merge key `<<` takes a mapping or a list of mappings"
+            hint = "merge an anchored mapping: `<<: *defaults`"
+            self.fail("yaml-syntax", message, hint, path, node)
+        merged: dict[Any, Any] = {}
+        for source in sources:
+            built = self.build(source, path)
+            merged.update(built if isinstance(built, dict) else {})
+        return merged
+
+    def _mapping(self, node: MappingNode, path: Path) -> dict[Any, Any]:
+        result: dict[Any, Any] = {}
+        # Merged keys come first and explicit keys override them, as with yaml.safe_load.
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                result.update(self._merged(value_node, path))
+        if (at := _mark(node.start_mark)) is not None:  # merged mappings recorded their start
+            self.source.values[path] = at
+        first: dict[Any, Node] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG or (key := self._key(key_node, path)) is _FAILED:
+                continue
+            if key in first:
+                self._duplicate(first[key], key_node, (*path, key))
+            first.setdefault(key, key_node)
+            if (key_at := _mark(key_node.start_mark)) is not None:
+                self.source.keys[(*path, key)] = key_at
+            result[key] = self.build(value_node, (*path, key))
+        return result
+
+    def _duplicate(self, first: Node, second: Node, path: Path) -> None:
+        line = (_mark(first.start_mark) or ("?",))[0]
+        same = "" if first.value == second.value else f" (equal to `{_clip(first.value)}`)"
+        message = (
+            f"the key `{_clip(second.value)}` is repeated{same}; it first appears on line {line}, "
+            "and YAML loaders silently keep only the last value"
+        )
+        hint = "remove one of them, or merge their contents under a single key"
+        self.fail("duplicate-key", message, hint, path, second)
+
+
+def _syntax_diagnostic(exc: yaml.YAMLError, text: str) -> Diagnostic:
+    hint = "check the indentation and punctuation on this line and the one before"
+    if isinstance(exc, ReaderError):
+        character = exc.character if isinstance(exc.character, int) else ord(str(exc.character))
+        message = f"the character U+{character:04X} is not allowed in YAML text"
+        hint = "remove it; inside double quotes, write control characters as escapes like `\\t`"
+        return _diagnostic("yaml-syntax", message, hint, (), _position(text, int(exc.position)))
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return _diagnostic("yaml-syntax", f"the text is not valid YAML: {exc}", hint)
+    message = exc.problem or exc.context or "the text is not valid YAML"
+    for token, words in _TOKEN_WORDS.items():
+        message = message.replace(token, words)
+    context = exc.context if exc.problem else None
+    if "'\\t'" in message:
+        message = "a tab character where YAML expects spaces"
+        hint = "indent with spaces: YAML does not allow tabs for indentation"
+    elif context and context.startswith("expected a single document"):
+        message = f"{context}, {message}"
+        hint = "keep one document per file: remove the extra `---` or `...` and what follows"
+    elif context:
+        where = f" on line {exc.context_mark.line + 1}" if exc.context_mark else ""
+        message = f"{message} ({context}{where})"
+    if "undefined alias" in message:
+        hint = "define the anchor (`&name`) before its first use (`*name`)"
+    elif "mapping values are not allowed" in message:
+        hint = "quote a value that contains `: `, or fix the indentation"
+    return _diagnostic(
+        "yaml-syntax", message, hint, (), _mark(exc.problem_mark or exc.context_mark)
+    )
+
+
+def _decode(text: str | bytes, max_bytes: int) -> str | Diagnostic:
+    """The text to parse, or the diagnostic refusing it (too large, not UTF-8)."""
+    hint = "remove unused parts of the policy"
+    if max_bytes < CLI_MAX_BYTES:
+        hint = "import it with the `traitdeck` command line, which reads up to 64 MiB"
+    too_large = _diagnostic("yaml-too-large", f"the text is over {max_bytes} bytes", hint)
+    not_utf8, utf8_hint = "the file is not UTF-8 text", "save the file as UTF-8 text"
+    if isinstance(text, str):
+        if len(text) > max_bytes:  # every character takes at least one byte: skip encoding
+            return too_large
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError as exc:  # lone surrogates
+            return _diagnostic("yaml-syntax", not_utf8, utf8_hint, (), _position(text, exc.start))
+        decoded = text
+    else:
+        size = len(text)
+        try:
+            decoded = "" if size > max_bytes else bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            before = bytes(text[: exc.start]).decode("utf-8", "replace")
+            at = _position(before, len(before))
+            return _diagnostic("yaml-syntax", not_utf8, utf8_hint, (), at)
+    return too_large if size > max_bytes else decoded.removeprefix("\ufeff")
+
+
+def split_header(text: str) -> tuple[str | None, str]:
+    """The sha256 of a Traitdeck export header and the body below it; ``(None, text)`` if none."""
+    match = _HEADER.match(text)
+    return (match.group(1), text[match.end() :]) if match else (None, text)
+
+
+def body_hash(body: str) -> str:
+    """The sha256 hex digest of the body's UTF-8 bytes (what an export header carries)."""
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def _read_header(text: str) -> tuple[str | None, list[Diagnostic]]:
+    header_hash, body = split_header(text)
+    if header_hash is not None:
+        if body_hash(body) == header_hash:
+            return header_hash, []
+        message = "the body no longer matches the header's sha256: it was edited since export"
+        return header_hash, [_diagnostic("hash-mismatch", message, _REEXPORT_HINT, (), (2, 1))]
+    declared = _FORMAT_LINE.match(text)
+    if declared is not None and declared.group(1) != "1":
+        version = declared.group(1) or "(none)"
+        message = f"the file says traitdeck-format {version}; this Traitdeck understands format 1"
+        hint = "check the imported policy carefully, or export it again in format 1"
+        return None, [_diagnostic("format-version", message, hint, (), (1, 1))]
+    if declared is not None and text.partition("\n")[2].startswith("# sha256:"):
+        message = "the header's sha256 is not 64 lowercase hex digits: edits cannot be detected"
+        return None, [_diagnostic("hash-mismatch", message, _REEXPORT_HINT, (), (2, 1))]
+    return None, []
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return "empty" if value is None else "true/false"
+    kinds = ((str, "text"), (int, "a number"), (float, "a number"), (list, "a list"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), type(value).__name__)
+
+
+def _shape_error(data: Any, source: SourceMap) -> Diagnostic | None:
+    if not isinstance(data, dict):
+        message = f"the top of the file must be a mapping with `surfaces`, not {_describe(data)}"
+        if not source.values:
+            message = "the file is empty: it holds no policy"
+        return _diagnostic("shape", message, _SHAPE_HINT, (), source.at_value(()))
+    node: Any = data
+    for depth in range(len(AGENTS)):
+        path = AGENTS[: depth + 1]
+        name = ".".join(path)
+        if path[-1] not in node:
+            message = f"`{name}` is missing: the runtime reads agents from `{'.'.join(AGENTS)}`"
+            at = source.first_key(AGENTS[:depth])
+            return _diagnostic("shape", message, _SHAPE_HINT, path, at)
+        node = node[path[-1]]
+        if not isinstance(node, dict):
+            message = f"`{name}` must be a mapping, not {_describe(node)}"
+            return _diagnostic("shape", message, _SHAPE_HINT, path, source.at_value(path))
+    return None
+
+
+def _load_yaml(text: str, max_nodes: int) -> tuple[Any, SourceMap, list[Diagnostic]]:
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()  # raises on a second document
+        builder = _Builder(loader, max_nodes)
+        if root is None:
+            return None, builder.source, []
+        builder.measure(root)  # refuses before anything is expanded
+        return builder.build(root, ()), builder.source, builder.errors
+    finally:
+        loader.dispose()
+
+
+def load_policy(
+    text: str | bytes, *, max_bytes: int = WEB_MAX_BYTES, max_nodes: int = MAX_NODES
+) -> LoadedPolicy:
+    """Read policy text safely; never raises. Refused text has ``data=None`` and error diagnostics.
+
+    Refused: over ``max_bytes`` or ``max_nodes`` (aliases expanded), not UTF-8, not YAML, a
+    repeated key, or no ``surfaces.as_consumer.agents`` mapping. A Traitdeck export header whose
+    hash does not match the body only warns (``hash-mismatch``).
+    """
+    decoded = _decode(text, max_bytes)
+    if isinstance(decoded, Diagnostic):
+        return LoadedPolicy(None, SourceMap(), [decoded], True, None)
+    header_hash, diagnostics = _read_header(decoded)
+    data: Any = None
+    source = SourceMap()
+    try:
+        data, source, errors = _load_yaml(decoded, max_nodes)
+        shape = None if errors else _shape_error(data, source)
+        diagnostics += [*errors, shape] if shape else errors
+    except _Refusal as refusal:
+        diagnostics.append(refusal.diagnostic)
+    except yaml.YAMLError as exc:
+        diagnostics.append(_syntax_diagnostic(exc, decoded))
+    except RecursionError:
+        diagnostics.append(_too_deep(None).diagnostic)
+    except Exception as exc:
+        # Import answers with diagnostics, never a server error (DESIGN §6), whatever PyYAML does.
+        message = f"the text cannot be read as YAML: {exc}"
+        diagnostics.append(_diagnostic("yaml-syntax", message, "check the file is a YAML policy"))
+    refused = any(d.severity is Severity.ERROR for d in diagnostics)
+    return LoadedPolicy(None if refused else data, source, diagnostics, refused, header_hash)
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper for policy bodies: no anchors, indented lists, multi-line text as blocks."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        # Objects shared in memory are written out in full, as a person would write them.
+        return True
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        # Lists are indented below their key, like DESIGN §3, not flush with it (PyYAML's default).
+        super().increase_indent(flow, False)
+
+
+def _represent_str(dumper: _Dumper, data: str) -> ScalarNode:
+    # Multi-line text reads best as a literal block; the emitter itself falls back to quotes
+    # whenever a block could not give the same text back (trailing spaces, control characters).
+    style = "|" if "\n" in data else None
+    if any(ch in data for ch in "\x85\u2028\u2029"):
+        # PyYAML writes these line breaks raw (and loses them) in every style but double quotes.
+        style = '"'
+    return dumper.represent_scalar(_STR_TAG, data, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump_body(data: Any) -> str:
+    """Deterministic YAML for ``data``, keys in their order, that loads back equal; ends in \\n."""
+    return yaml.dump(
+        data,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        indent=2,
+        width=float("inf"),  # never fold long text: the body stays line-for-line diffable
+    )
+
+
+def export_text(data: Any) -> str:
+    """The export: ``# traitdeck-format: 1``, ``# sha256: <hex of the body>``, then the body."""
+    body = dump_body(data)
+    return f"{HEADER_FORMAT_LINE}# sha256: {body_hash(body)}\n{body}"
+
+
+def agent_export_text(data: Any, agent: str) -> str:
+    """The runtime's file for one agent: ``surfaces.as_consumer`` with only that agent (§6).
+
+    Raises ``KeyError`` when the agent does not exist.
+    """
+    as_consumer = data["surfaces"]["as_consumer"]
+    agents = as_consumer["agents"]
+    if agent not in agents:
+        raise KeyError(agent)
+    kept = {
+        key: {agent: agents[agent]} if key == "agents" else value
+        for key, value in as_consumer.items()
+    }
+    return export_text({"surfaces": {"as_consumer": kept}})
+
+
+def empty_policy() -> dict[str, Any]:
+    """A fresh copy of the empty policy a new instance starts from."""
+    return copy.deepcopy(EMPTY_POLICY)

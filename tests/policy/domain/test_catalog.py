@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from policy.domain.catalog import render_catalog, render_scope, render_value
+from policy.domain.traits import EARLY_PROFILE
+
+DELEGATE = {"strategy": ["neutral"], "execution": dict(EARLY_PROFILE)}
+
+# DESIGN §2.7, byte for byte.
+DELEGATE_SCOPE = (
+    "   Scope:\n"
+    "       \u2022 strategy: neutral\n"
+    "       \u2022 execution: trigger=tool_call_complete, concurrency=parallel_with_generation, "
+    "result_dependency=detached, replay=at_most_once_per_round\n"
+)
+
+
+def test_it_renders_the_design_example_byte_for_byte() -> None:
+    rendered = render_scope(DELEGATE)
+    assert rendered == DELEGATE_SCOPE
+    assert rendered.encode("utf-8").count(b"\xe2\x80\xa2 ") == 2
+
+
+def test_it_renders_no_scope_block_without_traits() -> None:
+    assert render_scope({}) == ""
+    assert render_scope({}, {}) == ""
+
+
+def test_it_renders_normalized_traits_in_mapping_order() -> None:
+    traits = {
+        "execution": {key: value.upper() for key, value in EARLY_PROFILE.items()},
+        "strategy": [" Neutral ", "bogus", "neutral"],
+    }
+    assert render_scope(traits).splitlines()[1:] == [
+        "       \u2022 execution: trigger=tool_call_complete, "
+        "concurrency=parallel_with_generation, "
+        "result_dependency=detached, replay=at_most_once_per_round",
+        "       \u2022 strategy: neutral",
+    ]
+
+
+def test_it_renders_an_invalid_strategy_as_unknown() -> None:
+    assert render_scope({"strategy": []}) == "   Scope:\n       \u2022 strategy: unknown\n"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (["exploration", "exploitation"], "exploration, exploitation"),
+        ({"a": "1", "": "x", "b": None, "c": "", "d": 0}, "a=1, d=0"),
+        ("plain", "plain"),
+        (30, "30"),
+        (True, "True"),
+    ],
+)
+def test_it_renders_lists_mappings_and_scalars_like_the_runtime(value: Any, text: str) -> None:
+    assert render_value(value) == text
+
+
+def test_it_keeps_other_trait_keys_as_is() -> None:
+    rendered = render_scope({"strategy": "exploration", "audience": ["Ops", "Admins"]})
+    assert rendered.endswith("       \u2022 audience: Ops, Admins\n")
+
+
+def test_it_renders_namespace_overrides_after_the_default_strategy() -> None:
+    rendered = render_scope(
+        {"strategy": ["exploration"]},
+        {"task": {"strategy": ["Exploitation"]}, "docs": {"note": "no strategy here"}},
+    )
+    assert rendered == (
+        "   Scope:\n"
+        "       \u2022 strategy: exploration (default)\n"
+        "       \u2022 strategy overrides by namespace:\n"
+        "           - task: exploitation\n"
+        "           - docs: unknown\n"
+    )
+
+
+def test_it_renders_the_overrides_block_when_the_default_has_no_strategy() -> None:
+    rendered = render_scope({}, {"task": {"strategy": ["neutral", "exploration"]}})
+    assert rendered == (
+        "   Scope:\n"
+        "       \u2022 strategy overrides by namespace:\n"
+        "           - task: neutral, exploration\n"
+    )
+
+
+def test_it_renders_a_numbered_catalog_with_a_blank_line_per_tool() -> None:
+    catalog = render_catalog(
+        [
+            ("react.delegate", DELEGATE, None),
+            ("workspace_jobs.export_report", None, None),
+            ("named_services.search_objects", {"strategy": "exploration"}, {"task": {}}),
+        ]
+    )
+    assert catalog == (
+        "[1] react.delegate\n"
+        + DELEGATE_SCOPE
+        + "\n"
+        + "[2] workspace_jobs.export_report\n"
+        + "\n"
+        + "[3] named_services.search_objects\n"
+        + "   Scope:\n"
+        + "       \u2022 strategy: exploration (default)\n"
+        + "       \u2022 strategy overrides by namespace:\n"
+        + "           - task: unknown\n"
+        + "\n"
+    )
