@@ -123,8 +123,8 @@ class _Loader(yaml.SafeLoader):
 class _Builder:
     """Builds Python values from composed nodes, recording positions and reporting data loss."""
 
-    def __init__(self, loader: _Loader, max_nodes: int) -> None:
-        self.loader, self.max_nodes = loader, max_nodes
+    def __init__(self, loader: _Loader, max_nodes: int, distinct: int = 0) -> None:
+        self.loader, self.max_nodes, self.distinct = loader, max_nodes + distinct, distinct
         self.source = SourceMap()
         self.errors: list[Diagnostic] = []
         self._reported: set[tuple[str, int | None, int | None]] = set()
@@ -151,7 +151,8 @@ class _Builder:
                 child_nodes, child_height = self.measure(child, depth + 1)
                 nodes, height = nodes + child_nodes, max(height, child_height + 1)
                 if nodes > self.max_nodes:
-                    message = f"aliases expand to more than {self.max_nodes} nodes"
+                    limit = self.max_nodes - self.distinct
+                    message = f"aliases expand to more than {limit} nodes beyond the text itself"
                     hint = "write fewer aliases of large anchors: each alias copies its anchor"
                     raise _Refusal("yaml-too-large", message, hint, node)
             self._active.discard(id(node))
@@ -369,11 +370,29 @@ def _shape_error(data: Any, source: SourceMap) -> Diagnostic | None:
     return None
 
 
+def _distinct_nodes(root: Node | None) -> int:
+    """How many nodes the text itself holds (each anchored node once, however often aliased)."""
+    seen: set[int] = set()
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, MappingNode):
+            stack.extend(child for pair in node.value for child in pair)
+    return len(seen)
+
+
 def _load_yaml(text: str, max_nodes: int) -> tuple[Any, SourceMap, list[Diagnostic]]:
     loader = _Loader(text)
     try:
         root = loader.get_single_node()  # raises on a second document
-        builder = _Builder(loader, max_nodes)
+        # The limit bounds what ALIASES add, not the size of the text itself: a large file
+        # written out in full is bounded by max_bytes; a small one that expands is the attack.
+        builder = _Builder(loader, max_nodes, _distinct_nodes(root))
         if root is None:
             return None, builder.source, []
         builder.measure(root)  # refuses before anything is expanded
@@ -387,9 +406,9 @@ def load_policy(
 ) -> LoadedPolicy:
     """Read policy text safely; never raises. Refused text has ``data=None`` and error diagnostics.
 
-    Refused: over ``max_bytes`` or ``max_nodes`` (aliases expanded), not UTF-8, not YAML, a
-    repeated key, or no ``surfaces.as_consumer.agents`` mapping. A Traitdeck export header whose
-    hash does not match the body only warns (``hash-mismatch``).
+    Refused: over ``max_bytes``, aliases adding more than ``max_nodes`` nodes, not UTF-8, not
+    YAML, a repeated key, or no ``surfaces.as_consumer.agents`` mapping. A Traitdeck export
+    header whose hash does not match the body only warns (``hash-mismatch``).
     """
     decoded = _decode(text, max_bytes)
     if isinstance(decoded, Diagnostic):
