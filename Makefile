@@ -25,6 +25,7 @@ venv: $(VENV)/.installed
 demo: venv
 	@export DEBUG=1 TRAITDECK_DEMO=1; \
 	$(PY) manage.py migrate --no-input -v0 && \
+	$(PY) manage.py load_sample_policy && \
 	$(PY) manage.py ensure_demo_admin && \
 	echo "Traitdeck is starting at http://$(HOST):$(PORT)/  (log in as demo / demo-traitdeck; Ctrl-C stops)" && \
 	exec $(VENV)/bin/daphne -b $(HOST) -p $(PORT) config.asgi:application

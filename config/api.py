@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
 
 from accounts.auth import RuntimeTokenAuth, session_auth
 from accounts.models import RuntimeToken
+from policy.api import router as policy_router
 
 api = NinjaAPI(
     title="Traitdeck API",
@@ -55,12 +57,18 @@ def install_error_handlers(target: NinjaAPI) -> None:
             detail=exc.errors,
         )
 
+    @target.exception_handler(RequestDataTooBig)
+    def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+        return respond(request, 413, "The body is over the size limit.")
+
     @target.exception_handler(HttpError)
     def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         return respond(request, exc.status_code, str(exc))
 
 
 install_error_handlers(api)
+
+api.add_router("/v1", policy_router)
 
 
 class HealthOut(Schema):

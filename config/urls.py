@@ -10,5 +10,6 @@ urlpatterns = [
     path("", account_views.overview, name="overview"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
+    path("policy/", include("policy.urls")),
     path("api/", api.urls),
 ]

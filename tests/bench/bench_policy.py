@@ -55,7 +55,9 @@ def measure(label: str, fn: Any) -> Any:
 def main() -> None:
     for agents, connections, tools in [(1, 5, 10), (10, 10, 20), (20, 25, 20)]:
         data = big_policy(agents, connections, tools)
-        text = measure(f"export {agents}x{connections}x{tools} tools", lambda d=data: export_text(d))
+        text = measure(
+            f"export {agents}x{connections}x{tools} tools", lambda d=data: export_text(d)
+        )
         size = len(text.encode())
         analysis = measure(
             f"load+validate {size / 1e6:.2f} MB",

@@ -1,0 +1,222 @@
+"""Policy API: validate, import, export the draft; an agent's effective traits, catalog, dry-run.
+
+Handlers stay thin: read the body, call one selector or service, shape the response.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Router, Schema, Status
+from ninja.errors import HttpError
+
+from accounts.auth import session_auth
+from policy.domain.catalog import render_catalog, render_scope
+from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
+from policy.domain.jsonable import jsonable
+from policy.domain.resolution import UnknownAgentError, effective_json
+from policy.domain.yaml_io import WEB_MAX_BYTES
+from policy.importing import import_preview
+from policy.selectors import agent_resolution, draft_state, text_analysis
+from policy.services import StaleRevision, draft_replace
+
+router = Router(tags=["policy"], auth=session_auth)
+
+
+class DiagnosticOut(Schema):
+    severity: str
+    code: str
+    path: str
+    line: int | None
+    column: int | None
+    message: str
+    hint: str
+
+
+class SummaryOut(Schema):
+    errors: int
+    warnings: int
+    info: int
+
+
+class ReportOut(Schema):
+    """What `traitdeck validate --format json` prints."""
+
+    diagnostics: list[DiagnosticOut]
+    summary: SummaryOut
+
+
+class RefusalOut(ReportOut):
+    """Text that cannot become a policy: why, and its diagnostics. Nothing was changed."""
+
+    error: str
+
+
+class ImportOut(ReportOut):
+    diff: str
+    applied: bool
+    revision: int
+
+
+class ConflictOut(Schema):
+    error: str
+    revision: int
+
+
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
+YAML_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {t: {"schema": {"type": "string"}} for t in YAML_TYPES},
+    }
+}
+JSON_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"type": "object"}}},
+    }
+}
+
+
+def read_body(request: HttpRequest, *, content_types: tuple[str, ...], limit: int) -> bytes:
+    """The raw body, after the checks every endpoint shares: 415 wrong type, 413 too large."""
+    content_type = request.content_type.lower() if request.content_type else ""
+    if content_type not in content_types:
+        raise HttpError(
+            415,
+            f"Send the body as {' or '.join(content_types)} (got {content_type or 'none'}).",
+        )
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
+        raise HttpError(413, f"The body is over the limit of {limit} bytes.")
+    body = request.body
+    if len(body) > limit:
+        raise HttpError(413, f"The body is over the limit of {limit} bytes.")
+    return body
+
+
+def read_json(request: HttpRequest, *, limit: int = WEB_MAX_BYTES) -> Any:
+    body = read_body(request, content_types=("application/json",), limit=limit)
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise HttpError(400, f"The body is not valid JSON: {exc}.") from exc
+    except RecursionError:
+        # json.loads recurses once per nesting level: a hostile body must not become a 500.
+        raise HttpError(400, "The body is not valid JSON: it nests too deeply.") from None
+
+
+def if_match_revision(request: HttpRequest) -> int | None:
+    """``If-Match: "<revision>"`` → the revision the change is based on (None: no header)."""
+    header = request.headers.get("If-Match")
+    if header is None or header.strip() == "*":  # "*": any current draft, as with no header
+        return None
+    value = header.strip().removeprefix("W/").strip('"')
+    # isascii: "²".isdigit() is True, but int("²") fails.
+    if not (value.isascii() and value.isdigit()):
+        raise HttpError(400, 'If-Match must be a quoted draft revision, like "5".')
+    return int(value)
+
+
+@router.post(
+    "/policy/validate", response={200: ReportOut, 413: RefusalOut}, openapi_extra=YAML_BODY
+)
+def validate(request: HttpRequest) -> Any:
+    """Diagnostics of a YAML text (any text: a syntax error is a `yaml-syntax` diagnostic)."""
+    body = read_body(request, content_types=YAML_TYPES, limit=WEB_MAX_BYTES)
+    analysis = text_analysis(body, max_bytes=WEB_MAX_BYTES)
+    too_large = [d for d in analysis.diagnostics if d.code == "yaml-too-large"]
+    if too_large:
+        error = f"The text is too large: {too_large[0].message}."
+        return Status(413, {"error": error, **analysis.report()})
+    return analysis.report()
+
+
+@router.post(
+    "/policy/import",
+    response={200: ImportOut, 409: ConflictOut, 413: RefusalOut, 422: RefusalOut},
+    openapi_extra=YAML_BODY,
+)
+def import_policy(request: HttpRequest, dry_run: bool = True) -> Any:
+    """Preview (default) or apply a YAML import: diagnostics, a diff against the draft, and
+    with `dry_run=false` the draft is replaced. Refused text changes nothing (422, or 413 when
+    too large)."""
+    body = read_body(request, content_types=YAML_TYPES, limit=WEB_MAX_BYTES)
+    base_revision = if_match_revision(request)
+    preview = import_preview(body, max_bytes=WEB_MAX_BYTES)
+    if preview.refused:
+        return Status(
+            413 if preview.too_large else 422,
+            {
+                "error": "The text cannot be imported; nothing was changed.",
+                **preview.analysis.report(),
+            },
+        )
+    # A precondition holds for previews too: a diff against another draft than the client
+    # believes it has would mislead.
+    if base_revision is not None and base_revision != preview.draft.revision:
+        stale = StaleRevision(base_revision, preview.draft.revision)
+        return Status(409, {"error": str(stale), "revision": stale.current})
+    result = {**preview.analysis.report(), "diff": preview.diff}
+    if dry_run:
+        return {**result, "applied": False, "revision": preview.draft.revision}
+    try:
+        new_state = draft_replace(data=preview.data, base_revision=base_revision, user=request.user)
+    except StaleRevision as exc:
+        return Status(409, {"error": str(exc), "revision": exc.current})
+    return {**result, "applied": True, "revision": new_state.revision}
+
+
+@router.get("/policy/export.yaml")
+def export_yaml(request: HttpRequest) -> HttpResponse:
+    """The draft as the YAML the runtime loads, byte-identical to `traitdeck fmt`."""
+    state = draft_state()
+    response = HttpResponse(state.text, content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="traitdeck-policy.yaml"'
+    response["X-Draft-Revision"] = str(state.revision)
+    return response
+
+
+def _resolution(agent: str) -> Any:
+    try:
+        return agent_resolution(draft_state(), agent)
+    except UnknownAgentError:
+        raise HttpError(404, f"The draft has no agent {agent!r}.") from None
+
+
+@router.get("/agents/{agent}/effective")
+def effective(request: HttpRequest, agent: str) -> Any:
+    """Effective traits of each tool and the layer each key came from (`traitdeck effective`)."""
+    # jsonable: a YAML trait key may be a date or a number; JSON keys are text.
+    return jsonable(effective_json(_resolution(agent)))
+
+
+@router.get("/agents/{agent}/catalog")
+def catalog(request: HttpRequest, agent: str, format: str = "text") -> Any:
+    """The catalog text the model reads (`text/plain`), or `{"tools": [{"id", "scope"}]}`."""
+    if format not in {"text", "json"}:
+        raise HttpError(422, "format must be text or json.")
+    tools = _resolution(agent).tools
+    if format == "json":
+        return {
+            "tools": [
+                {"id": t.tool_id, "scope": render_scope(t.traits, t.namespace_overrides)}
+                for t in tools
+            ]
+        }
+    text = render_catalog([(t.tool_id, t.traits, t.namespace_overrides) for t in tools])
+    return HttpResponse(text, content_type="text/plain; charset=utf-8")
+
+
+@router.post("/agents/{agent}/dry-run", openapi_extra=JSON_BODY)
+def dry_run_round(request: HttpRequest, agent: str) -> Any:
+    """Run a round through the overseer, early gate and ledger (as `traitdeck dry-run`)."""
+    resolution = _resolution(agent)
+    data = read_json(request)
+    try:
+        spec = parse_round_spec(data)
+    except RoundSpecError as exc:
+        raise HttpError(422, f"The round is malformed: {exc}") from exc
+    return dry_run(spec, resolution.resolver())

@@ -1,0 +1,88 @@
+"""Read side of the policy app: the draft as the domain sees it, and what Traitdeck says of it."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from policy.domain.analysis import Analysis, analyze_text
+from policy.domain.manifest import Manifest, parse_manifest
+from policy.domain.resolution import AgentResolution, agent_names, resolve_agent
+from policy.domain.yaml_io import CLI_MAX_BYTES, empty_policy, export_text, load_policy
+from policy.models import AgentManifest, PolicyDraft
+
+
+@dataclass(frozen=True)
+class DraftState:
+    """The draft document, its revision and its exported text (what `export.yaml` serves)."""
+
+    data: dict[str, Any]
+    revision: int
+    text: str
+
+    @property
+    def agents(self) -> list[str]:
+        return agent_names(self.data)
+
+
+@lru_cache(maxsize=8)
+def _load_body(body: str) -> tuple[str, dict[str, Any]]:
+    """The export text and document of a stored body. Parsing YAML is the slow part of every
+    page; a body never changes once stored, so it is parsed once per process."""
+    loaded = load_policy(body, max_bytes=CLI_MAX_BYTES)
+    data = loaded.data if not loaded.refused else empty_policy()
+    return export_text(data), data
+
+
+def draft_state() -> DraftState:
+    draft = PolicyDraft.objects.filter(pk=PolicyDraft.SINGLETON_ID).first()
+    if draft is None:
+        data = empty_policy()
+        return DraftState(data=data, revision=0, text=export_text(data))
+    text, data = _load_body(draft.body)
+    # Each caller gets its own copy: edits must never mutate the cached document.
+    return DraftState(data=copy.deepcopy(data), revision=draft.revision, text=text)
+
+
+def manifests() -> dict[str, Manifest]:
+    return {m.agent: parse_manifest(m.data) for m in AgentManifest.objects.all()}
+
+
+def manifest_for(agent: str) -> Manifest | None:
+    row = AgentManifest.objects.filter(agent=agent).first()
+    return parse_manifest(row.data) if row else None
+
+
+def manifest_rows() -> dict[str, AgentManifest]:
+    return {m.agent: m for m in AgentManifest.objects.all()}
+
+
+@lru_cache(maxsize=32)
+def _analysis(text: str, manifests_json: str) -> Analysis:
+    per_agent = {agent: parse_manifest(data) for agent, data in json.loads(manifests_json).items()}
+    return analyze_text(text, manifests=per_agent, max_bytes=CLI_MAX_BYTES)
+
+
+def _manifests_json() -> str:
+    rows = AgentManifest.objects.order_by("agent").values_list("agent", "data")
+    return json.dumps(dict(rows), sort_keys=True)
+
+
+def draft_analysis(state: DraftState | None = None) -> Analysis:
+    """Diagnostics of the draft; line numbers are those of the exported file."""
+    state = state or draft_state()
+    return _analysis(state.text, _manifests_json())
+
+
+def text_analysis(text: str | bytes, *, max_bytes: int) -> Analysis:
+    """Diagnostics of text that is not (yet) the draft: validate and import previews."""
+    per_agent = manifests()
+    return analyze_text(text, manifests=per_agent, max_bytes=max_bytes)
+
+
+def agent_resolution(state: DraftState, agent: str) -> AgentResolution:
+    """Raises ``UnknownAgentError`` when the draft has no such agent."""
+    return resolve_agent(state.data, agent, manifest_for(agent))

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from policy.views import agents, inspect, tools, transfer
+
+app_name = "policy"
+
+urlpatterns = [
+    path("", agents.agent_list, name="agents"),
+    path("agents/add/", agents.agent_add, name="agent-add"),
+    path("agents/<str:agent>/", agents.agent_detail, name="agent"),
+    path("agents/<str:agent>/rename/", agents.agent_rename, name="agent-rename"),
+    path("agents/<str:agent>/remove/", agents.agent_remove, name="agent-remove"),
+    path("agents/<str:agent>/manifest/", agents.manifest_upload_view, name="manifest"),
+    path("agents/<str:agent>/connections/new/", agents.connection_add, name="connection-add"),
+    path(
+        "agents/<str:agent>/connections/<int:index>/edit/",
+        agents.connection_edit,
+        name="connection-edit",
+    ),
+    path(
+        "agents/<str:agent>/connections/<int:index>/remove/",
+        agents.connection_remove,
+        name="connection-remove",
+    ),
+    path(
+        "agents/<str:agent>/connections/<int:index>/move/",
+        agents.connection_move,
+        name="connection-move",
+    ),
+    path(
+        "agents/<str:agent>/connections/<int:index>/tools/<str:key>/",
+        tools.tool_edit,
+        name="tool-edit",
+    ),
+    path(
+        "agents/<str:agent>/connections/<int:index>/tools/<str:key>/preview/",
+        tools.tool_preview,
+        name="tool-preview",
+    ),
+    path("agents/<str:agent>/effective/", inspect.effective_view, name="effective"),
+    path("agents/<str:agent>/catalog/", inspect.catalog_view, name="catalog"),
+    path("agents/<str:agent>/playground/", inspect.playground, name="playground"),
+    path("import/", transfer.import_view, name="import"),
+    path("export.yaml", transfer.export_view, name="export"),
+]

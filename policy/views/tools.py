@@ -1,0 +1,243 @@
+"""Editing one tool's traits and execution design, with diagnostics while the admin types.
+
+``tool_preview`` applies the form to a copy of the draft (nothing is saved), validates the result
+and answers with the diagnostics of that one tool: one round trip per pause in typing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from policy.domain.connections import MCP, NAMED_SERVICE, WILDCARD, Connection
+from policy.domain.diagnostics import Diagnostic
+from policy.domain.edits import DESIGN_FIELDS, EditError, set_tool, tool_entries
+from policy.domain.placement import entry_keys, key_target, place, tool_rows
+from policy.domain.resolution import EffectiveTool, UnknownAgentError, resolve_agent
+from policy.domain.traits import (
+    EARLY_PROFILE,
+    UNKNOWN,
+    is_early_profile,
+    is_exactly_neutral,
+    resolved_strategy,
+)
+from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
+from policy.forms import ToolForm
+from policy.selectors import (
+    DraftState,
+    agent_resolution,
+    draft_analysis,
+    draft_state,
+    manifest_for,
+    text_analysis,
+)
+from policy.views.agents import HtmxHttpRequest, render_page, show_agent
+from policy.views.common import Edit, apply_edit
+
+TOOL_TEMPLATE = "policy/tool_form.html"
+
+
+@dataclass(frozen=True)
+class ToolTarget:
+    """The tool a URL names: ``key`` as written in the URL, ``name`` the row (callable or ``*``),
+    and the keys its entries live under."""
+
+    agent: str
+    index: int
+    key: str
+    name: str
+    trait_key: str
+    design_key: str
+    namespace: str | None
+    connection: Connection
+    tool: EffectiveTool | None
+
+    @property
+    def with_design(self) -> bool:
+        """A namespace override and the MCP wildcard carry traits only (DESIGN §2.8 is per tool)."""
+        return self.namespace is None and self.name != WILDCARD
+
+    @property
+    def tool_id(self) -> str:
+        return self.connection.tool_id(self.name)
+
+    def entries(self, doc: Mapping[str, Any]) -> tuple[dict[str, Any] | None, Any]:
+        return tool_entries(
+            doc,
+            self.agent,
+            self.index,
+            self.trait_key,
+            design_key=self.design_key,
+            namespace=self.namespace,
+        )
+
+    def edit(self, form: ToolForm) -> Edit:
+        """The edit of the form's values, applied to whatever the document holds for the tool."""
+
+        def apply(doc: dict[str, Any]) -> dict[str, Any]:
+            traits, design = self.entries(doc)
+            return set_tool(
+                doc,
+                self.agent,
+                self.index,
+                self.trait_key,
+                traits=form.traits(traits),
+                design=form.design(design) if self.with_design else design,
+                namespace=self.namespace,
+                design_key=self.design_key,
+            )
+
+        return apply
+
+
+def _target(
+    state: DraftState, agent: str, index: int, key: str, namespace: str | None
+) -> ToolTarget:
+    try:
+        resolution = agent_resolution(state, agent)
+    except UnknownAgentError:
+        raise Http404(f"The draft has no agent {agent!r}.") from None
+    connection = next((c for c in resolution.connections if c.index == index), None)
+    if connection is None or not connection.loadable:
+        raise Http404(f"Agent {agent!r} has no loadable connection #{index + 1}.")
+    name = key_target(connection, key)
+    is_wildcard = connection.kind == MCP and name == WILDCARD
+    if name is None or not (is_wildcard or name in tool_rows(connection)):
+        raise Http404(f"Connection #{index + 1} of {agent!r} offers no tool {key!r}.")
+    if namespace is not None:
+        names = [ns.name for ns in connection.namespaces]
+        if connection.kind != NAMED_SERVICE or namespace not in names:
+            raise Http404(f"Connection #{index + 1} has no namespace {namespace!r}.")
+    trait_key, design_key = entry_keys(connection, name)
+    if key in connection.traits_raw():
+        trait_key = key
+    tool = None if is_wildcard else resolution.find(connection.tool_id(name))
+    return ToolTarget(agent, index, key, name, trait_key, design_key, namespace, connection, tool)
+
+
+def _namespace(request: HtmxHttpRequest) -> str | None:
+    return request.GET.get("namespace") or None
+
+
+def _inherited(target: ToolTarget, traits: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """Trait keys a lower layer (code, manifest, built-in) supplies and this entry does not set:
+    what the runtime reads when the form leaves them out."""
+    if target.tool is None or target.namespace is not None:
+        return []
+    own = traits or {}
+    return [
+        (str(key), target.tool.provenance.get(key, ""))
+        for key in target.tool.traits
+        if key not in own and not str(target.tool.provenance.get(key, "")).startswith("config")
+    ]
+
+
+def _context(
+    state: DraftState, target: ToolTarget, form: ToolForm, diagnostics: tuple[Diagnostic, ...]
+) -> dict[str, Any]:
+    traits, design = target.entries(state.data)
+    traits = traits or {}
+    execution = traits.get("execution")
+    inherited = _inherited(target, traits)
+    query = "?" + urlencode({"namespace": target.namespace}) if target.namespace else ""
+    args = [target.agent, target.index, target.key]
+    return {
+        "state": state,
+        "base_revision": state.revision,
+        "agent": target.agent,
+        "target": target,
+        "form": form,
+        "diagnostics": diagnostics,
+        "show_empty": True,
+        "save_url": reverse("policy:tool-edit", args=args) + query,
+        "preview_url": reverse("policy:tool-preview", args=args) + query,
+        "agent_url": reverse("policy:agent", args=[target.agent]),
+        "extension_keys": [
+            (str(k), v) for k, v in traits.items() if k not in ("strategy", "execution")
+        ],
+        "execution_extras": [
+            (str(k), v)
+            for k, v in (execution.items() if isinstance(execution, Mapping) else ())
+            if k not in EARLY_PROFILE
+        ],
+        "strategy_as_written": traits.get("strategy") if "strategy" in traits else None,
+        "inherited": inherited,
+        "inherited_strategy": any(key == "strategy" for key, _ in inherited),
+        "early_profile": list(EARLY_PROFILE.items()),
+        "design_extras": [(str(k), v) for k, v in (design or {}).items() if k not in DESIGN_FIELDS],
+        "summary": _summary(target.tool, target.namespace),
+    }
+
+
+def _summary(tool: EffectiveTool | None, namespace: str | None) -> dict[str, Any] | None:
+    """What the runtime will read for the tool: its strategy and whether it starts early."""
+    if tool is None:
+        return None
+    traits = tool.traits_for({"namespace": namespace}) if namespace else tool.traits
+    strategy = resolved_strategy(traits)
+    return {
+        "strategy": strategy,
+        "runs_alone": strategy == (UNKNOWN,),
+        "early": is_exactly_neutral(strategy) and is_early_profile(traits.get("execution")),
+    }
+
+
+def _draft_diagnostics(state: DraftState, target: ToolTarget) -> tuple[Diagnostic, ...]:
+    placement = place(
+        draft_analysis(state).diagnostics,
+        target.agent,
+        agent_resolution(state, target.agent).connections,
+        manifest_for(target.agent),
+    )
+    return placement.for_tool(target.index, target.name)
+
+
+@require_http_methods(["GET", "POST"])
+def tool_edit(request: HtmxHttpRequest, agent: str, index: int, key: str) -> HttpResponse:
+    state = draft_state()
+    target = _target(state, agent, index, key, _namespace(request))
+    traits, design = target.entries(state.data)
+    if request.method == "GET":
+        form = ToolForm(traits=traits, design=design, with_design=target.with_design)
+        context = _context(state, target, form, _draft_diagnostics(state, target))
+        return render_page(request, TOOL_TEMPLATE, context)
+    form = ToolForm(request.POST, traits=traits, design=design, with_design=target.with_design)
+    if not form.is_valid():
+        context = _context(state, target, form, _draft_diagnostics(state, target))
+        template = f"{TOOL_TEMPLATE}#tool-editor" if request.htmx else TOOL_TEMPLATE
+        return render(request, template, context, status=422)
+    # Saving a tool with errors is allowed: the agent page keeps showing them on its row.
+    return apply_edit(request, target.edit(form), lambda new: show_agent(request, new, agent))
+
+
+@require_POST
+def tool_preview(request: HtmxHttpRequest, agent: str, index: int, key: str) -> HttpResponse:
+    """The tool's diagnostics as if the form were saved (nothing is stored)."""
+    state = draft_state()
+    target = _target(state, agent, index, key, _namespace(request))
+    traits, design = target.entries(state.data)
+    form = ToolForm(request.POST, traits=traits, design=design, with_design=target.with_design)
+    context: dict[str, Any] = {"show_empty": True, "preview": True}
+    if not form.is_valid():
+        context["form_errors"] = [str(e) for errors in form.errors.values() for e in errors]
+        return render(request, f"{TOOL_TEMPLATE}#tool-diagnostics", context)
+    try:
+        new = target.edit(form)(state.data)
+    except EditError as exc:
+        context["form_errors"] = [str(exc)]
+        return render(request, f"{TOOL_TEMPLATE}#tool-diagnostics", context)
+    manifest = manifest_for(agent)
+    analysis = text_analysis(export_text(new), max_bytes=CLI_MAX_BYTES)
+    resolution = resolve_agent(new, agent, manifest)
+    placement = place(analysis.diagnostics, agent, resolution.connections, manifest)
+    tool = None if target.name == WILDCARD else resolution.find(target.tool_id)
+    context["diagnostics"] = placement.for_tool(index, target.name)
+    context["summary"] = _summary(tool, target.namespace)
+    return render(request, f"{TOOL_TEMPLATE}#tool-diagnostics", context)

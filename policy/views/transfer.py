@@ -1,0 +1,132 @@
+"""Import (preview first, then apply) and export of the draft policy as YAML."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+
+from policy.domain.diagnostics import Severity
+from policy.domain.yaml_io import WEB_MAX_BYTES
+from policy.importing import ImportPreview, import_preview
+from policy.selectors import draft_state
+from policy.services import StaleRevision, draft_replace
+from policy.views.agents import render_page
+from policy.views.common import base_revision
+
+TOO_LARGE = (
+    f"The text is too large: the web import takes at most {WEB_MAX_BYTES // (1024 * 1024)} MiB"
+    f" ({WEB_MAX_BYTES} bytes). Nothing was changed. Larger files can be checked with"
+    " `traitdeck validate FILE`."
+)
+NO_TEXT = "Paste the policy YAML or choose a file to upload."
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _submitted_text(request: HttpRequest) -> str | bytes:
+    """The YAML the form carries: an uploaded file wins over the text area.
+
+    Raises ``_TooLarge`` over the web limit (also when Django refuses to read a huge body).
+    """
+    try:
+        upload = request.FILES.get("file")
+        text = request.POST.get("text", "")
+    except RequestDataTooBig:
+        raise _TooLarge from None
+    if upload is not None and upload.size:
+        if upload.size > WEB_MAX_BYTES:
+            raise _TooLarge
+        data: bytes = upload.read(WEB_MAX_BYTES + 1)
+        return data
+    # Browsers send a text area's line breaks as CRLF; the admin pasted LF (and the limit is
+    # about the file, not about the form encoding).
+    return text.replace("\r\n", "\n")
+
+
+def _preview_context(preview: ImportPreview, text: str | bytes) -> dict[str, Any]:
+    diagnostics = preview.analysis.diagnostics
+    diff = preview.diff
+    return {
+        "previewed": True,
+        "refused": preview.refused,
+        "too_large": preview.too_large,
+        "diagnostics": diagnostics,
+        "summary": preview.analysis.summary(),
+        "errors": [d for d in diagnostics if d.severity is Severity.ERROR],
+        "diff_lines": [_diff_line(line) for line in diff.splitlines()],
+        "unchanged": not preview.refused and not diff,
+        "base_revision": preview.draft.revision,
+        # Carried back by the Apply form: what is applied is exactly what was previewed.
+        # (Text that is not UTF-8 is refused, so "replace" never changes what gets applied.)
+        "carried_text": text.decode("utf-8", "replace") if isinstance(text, bytes) else text,
+    }
+
+
+def _diff_line(line: str) -> tuple[str, str]:
+    if line.startswith(("+++", "---")):
+        return "file", line
+    kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
+    return kind, line
+
+
+def _page(
+    request: HttpRequest, context: dict[str, Any], *, status: int = 200, partial: bool = False
+) -> HttpResponse:
+    context = {"max_bytes": WEB_MAX_BYTES, "draft": draft_state(), **context}
+    if partial:  # an htmx preview: only the preview box changes
+        return render(request, "policy/import.html#preview", context, status=status)
+    return render_page(request, "policy/import.html", context, status=status)
+
+
+def import_view(request: HttpRequest) -> HttpResponse:
+    """GET: the form. POST ``op=preview``: diagnostics and diff, nothing changes.
+    POST ``op=apply``: replace the draft with the previewed text (409 when the draft moved)."""
+    if request.method != "POST":
+        return _page(request, {})
+    partial = bool(getattr(request, "htmx", False))
+    try:
+        text = _submitted_text(request)
+    except _TooLarge:
+        return _page(request, {"previewed": True, "notice": TOO_LARGE}, status=413, partial=partial)
+    if not text.strip():
+        return _page(request, {"previewed": True, "notice": NO_TEXT}, status=422, partial=partial)
+    preview = import_preview(text, max_bytes=WEB_MAX_BYTES)
+    context = {"text": "" if isinstance(text, bytes) else text, **_preview_context(preview, text)}
+    if preview.too_large:
+        return _page(request, {**context, "notice": TOO_LARGE}, status=413, partial=partial)
+    if preview.refused:
+        return _page(request, context, status=422, partial=partial)
+    if request.POST.get("op") != "apply":
+        return _page(request, context, partial=partial)
+    revision = base_revision(request)
+    if revision is None:
+        notice = "The form did not say which draft revision it previewed; preview it again."
+        return _page(request, {**context, "notice": notice}, status=422, partial=partial)
+    try:
+        state = draft_replace(data=preview.data, base_revision=revision, user=request.user)
+    except StaleRevision as exc:
+        # The preview above is already against the current draft: review it, then apply again.
+        conflict = {"message": str(exc), "status": 409, "conflict": True}
+        return _page(request, {**context, **conflict}, status=409, partial=partial)
+    agents = len(state.agents)
+    messages.success(
+        request,
+        f"Imported: the draft is now at revision {state.revision} with {agents} "
+        f"agent{'' if agents == 1 else 's'}.",
+    )
+    return redirect("policy:agents")
+
+
+def export_view(request: HttpRequest) -> HttpResponse:
+    """The draft as a YAML download: the same bytes as the API export and ``traitdeck fmt``."""
+    state = draft_state()
+    response = HttpResponse(state.text, content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="traitdeck-policy.yaml"'
+    response["X-Draft-Revision"] = str(state.revision)
+    return response

@@ -1,0 +1,505 @@
+"""The effective-traits page, the catalog preview and the playground of one agent."""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import AbstractBaseUser
+from django.test import Client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from policy.domain.cli import run as cli_run
+from policy.domain.yaml_io import load_policy
+from policy.selectors import draft_state
+from policy.services import draft_replace, manifest_upload
+
+pytestmark = pytest.mark.django_db
+
+POLICY = """\
+surfaces:
+  as_consumer:
+    agents:
+      main:
+        tools:
+          - name: workspace_jobs
+            ref: tools/workspace_jobs.py
+            alias: workspace_jobs
+            allowed: [search, export_report, launch_background_job]
+            tool_traits:
+              search: {strategy: [exploration], note: "<b>reads</b> & lists"}
+              launch_background_job:
+                strategy: [neutral]
+                execution: {trigger: tool_call_complete, concurrency: parallel_with_generation,
+                            result_dependency: detached, replay: at_most_once_per_round}
+            tool_execution:
+              export_report: {timeout_s: 20, mode: sync, retry: idempotency_key}
+          - {kind: mcp, server_id: browser, alias: browser, allowed: [open_page, click],
+             tool_traits: {open_page: {strategy: [exploitation]}}}
+          - kind: named_service
+            alias: named_services
+            namespaces:
+              task:
+                allowed: [object.search]
+                tool_traits: {search_objects: {strategy: [exploitation]}}
+            tool_traits: {search_objects: {strategy: [exploration]}}
+"""
+DELEGATE_PARAMS = '{"charter": "A", "agent_alias": "strong_agent"}'
+DELEGATE_REORDERED = '{"agent_alias": "strong_agent", "charter": "A"}'
+
+
+@pytest.fixture
+def web(admin_client: Client) -> Client:
+    draft_replace(data=load_policy(POLICY).data, base_revision=None)
+    return admin_client
+
+
+def page(response: Any) -> str:
+    return response.content.decode("utf-8")
+
+
+def pre(response: Any, element_id: str) -> str:
+    """The text of ``<pre id=…>`` as a browser shows it (entities decoded)."""
+    match = re.search(rf'<pre id="{element_id}"[^>]*>(.*?)</pre>', page(response), re.DOTALL)
+    assert match, f"no <pre id={element_id}>"
+    return html.unescape(match[1])
+
+
+def row(response: Any, tool_id: str) -> str:
+    match = re.search(
+        rf'<tr data-tool="{re.escape(tool_id)}">(.*?)</tr>', page(response), re.DOTALL
+    )
+    assert match, f"no row for {tool_id}"
+    return match[1]
+
+
+def cli(argv: list[str], tmp_path: Path, round_spec: Any = None) -> str:
+    """The CLI run on the exported draft (and the round, when given)."""
+    (tmp_path / "draft.yaml").write_text(draft_state().text, encoding="utf-8")
+    (tmp_path / "r.json").write_text(json.dumps(round_spec), encoding="utf-8")
+    paths = {"FILE": str(tmp_path / "draft.yaml"), "ROUND": str(tmp_path / "r.json")}
+    out, err = io.StringIO(), io.StringIO()
+    cli_run([paths.get(a, a) for a in argv], out, err)
+    return out.getvalue()
+
+
+# --- effective traits ---------------------------------------------------------------------------
+
+
+def test_the_effective_page_lists_configured_tools_then_builtins(web: Client) -> None:
+    text = page(web.get("/policy/agents/main/effective/"))
+    configured = text.index('id="configured-tools"')
+    builtins = text.index('id="builtin-tools"')
+    assert configured < text.index('data-tool="workspace_jobs.search"') < builtins
+    assert configured < text.index('data-tool="named_services.search_objects"') < builtins
+    assert (
+        builtins < text.index('data-tool="react.read"') < text.index('data-tool="react.delegate"')
+    )
+
+
+def test_each_trait_key_shows_where_it_comes_from(web: Client) -> None:
+    response = web.get("/policy/agents/main/effective/")
+    search = row(response, "workspace_jobs.search")
+    assert "config agents.main.tools[0].tool_traits.search" in search
+    assert "exploration" in search
+    # An extension key is kept and shown as-is (escaped, never as markup).
+    assert "&lt;b&gt;reads&lt;/b&gt; &amp; lists" in search
+    assert "builtin react.delegate" in row(response, "react.delegate")
+
+
+def test_a_manifest_trait_shows_manifest_provenance(web: Client) -> None:
+    manifest_upload(
+        agent="main",
+        data={"mcp.browser.click": {"tool_traits": {"strategy": ["exploration"], "cost": "low"}}},
+    )
+    click = row(web.get("/policy/agents/main/effective/"), "mcp.browser.click")
+    assert "manifest mcp.browser.click" in click
+    assert "low" in click
+
+
+def test_the_early_column_says_which_tools_start_early(web: Client) -> None:
+    response = web.get("/policy/agents/main/effective/")
+    assert "starts early" in row(response, "workspace_jobs.launch_background_job")
+    assert "starts early" in row(response, "react.delegate")
+    assert "starts early" not in row(response, "workspace_jobs.search")
+
+
+def test_the_execution_design_and_namespace_overrides_are_shown(web: Client) -> None:
+    response = web.get("/policy/agents/main/effective/")
+    report = row(response, "workspace_jobs.export_report")
+    assert "<dt>timeout_s</dt>" in report
+    assert "idempotency_key" in report
+    assert "runs alone" in report  # no strategy: unknown
+    named = row(response, "named_services.search_objects")
+    assert "<code>task</code>" in named
+    assert "strategy: exploitation" in named
+
+
+@pytest.mark.parametrize("view", ["effective", "catalog", "playground"])
+def test_an_unknown_agent_is_404(view: str, web: Client) -> None:
+    assert web.get(f"/policy/agents/nobody/{view}/").status_code == 404
+
+
+@pytest.mark.parametrize("view", ["effective", "catalog", "playground"])
+def test_agent_pages_are_404_on_a_fresh_instance(view: str, admin_client: Client) -> None:
+    assert admin_client.get(f"/policy/agents/main/{view}/").status_code == 404
+
+
+@pytest.mark.parametrize("view", ["effective", "catalog", "playground"])
+def test_agent_pages_need_a_login(view: str, client: Client) -> None:
+    response = client.get(f"/policy/agents/main/{view}/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+def test_an_htmx_navigation_gets_only_the_page_content(web: Client) -> None:
+    response = web.get("/policy/agents/main/effective/", HTTP_HX_REQUEST="true")
+    assert "<html" not in page(response)
+    assert 'id="configured-tools"' in page(response)
+
+
+# --- catalog preview ----------------------------------------------------------------------------
+
+
+def test_the_catalog_preview_is_byte_identical_to_the_api_text_catalog(web: Client) -> None:
+    shown = pre(web.get("/policy/agents/main/catalog/"), "catalog")
+    api = web.get("/api/v1/agents/main/catalog").content.decode("utf-8")
+    assert shown == api
+    assert "       \u2022 note: <b>reads</b> & lists\n" in shown
+
+
+def test_the_catalog_preview_equals_traitdeck_catalog(web: Client, tmp_path: Path) -> None:
+    shown = pre(web.get("/policy/agents/main/catalog/"), "catalog")
+    assert shown == cli(["catalog", "FILE", "--agent", "main"], tmp_path)
+
+
+def test_the_catalog_preview_shows_namespace_overrides(web: Client) -> None:
+    shown = pre(web.get("/policy/agents/main/catalog/"), "catalog")
+    assert (
+        "       \u2022 strategy: exploration (default)\n"
+        "       \u2022 strategy overrides by namespace:\n"
+        "           - task: exploitation\n"
+    ) in shown
+
+
+# --- playground -----------------------------------------------------------------------------------
+
+
+def form(*attempts: list[tuple[str, str]], op: str = "run", **fields: str) -> dict[str, str]:
+    """The playground form as the browser posts it: a0-0-tool, a0-0-params, …"""
+    data = {"turn_id": "turn-1", "iteration": "2", "max_actions": "", "op": op}
+    data["attempt_count"] = str(len(attempts))
+    for a, actions in enumerate(attempts):
+        for i, (tool, params) in enumerate(actions):
+            data[f"a{a}-{i}-tool"] = tool
+            data[f"a{a}-{i}-params"] = params
+    return {**data, **fields}
+
+
+def action_values(response: Any) -> list[list[tuple[str, str]]]:
+    """What the re-rendered form holds: per attempt, (selected choice, params text)."""
+    text = page(response)
+    attempts: list[list[tuple[str, str]]] = []
+    for fieldset in re.findall(r'<fieldset class="attempt".*?</fieldset>', text, re.DOTALL):
+        actions = []
+        for block in re.findall(
+            r'<div class="pg-action.*?<div class="pg-buttons">', fieldset, re.DOTALL
+        ):
+            selected = re.search(r'<option value="([^"]*)"[^>]* selected>', block)
+            params = re.search(r"<textarea[^>]*>\n(.*?)</textarea>", block, re.DOTALL)
+            assert selected, block
+            assert params, block
+            actions.append((html.unescape(selected[1]), html.unescape(params[1])))
+        attempts.append(actions)
+    return attempts
+
+
+PLAYGROUND = "/policy/agents/main/playground/"
+
+
+def test_the_playground_offers_the_agents_tools_and_the_final_answers(web: Client) -> None:
+    text = page(web.get(PLAYGROUND))
+    for tool_id in ["workspace_jobs.search", "mcp.browser.click", "react.delegate"]:
+        assert f'<option value="{tool_id}"' in text
+    assert '<option value="complete"' in text
+    assert '<option value="exit"' in text
+    assert action_values(web.get(PLAYGROUND)) == [[("workspace_jobs.search", "{}")]]
+
+
+def test_a_tool_in_the_query_string_is_preselected(web: Client) -> None:
+    response = web.get(f"{PLAYGROUND}?tool=react.delegate")
+    assert action_values(response) == [[("react.delegate", "{}")]]
+
+
+def test_running_a_round_shows_verdicts_early_start_and_ledger_identity(web: Client) -> None:
+    response = web.post(
+        PLAYGROUND,
+        form([("react.delegate", DELEGATE_PARAMS), ("workspace_jobs.search", "{}")]),
+    )
+    assert response.status_code == 200
+    results = page(response).split('id="results"')[1]
+    assert "starts early" in results
+    assert "tc_5ca55cec48db" in results
+    assert "40b78e51de2d48e9f19370949ed7eafe6594198e5a75bc7896e0cd02e0a4681f" in results
+    assert results.count('<span class="chip ok">accepted</span>') == 2
+
+
+def test_a_rejection_is_explained_in_words(web: Client) -> None:
+    response = web.post(
+        PLAYGROUND, form([("workspace_jobs.search", "{}"), ("mcp.browser.open_page", "{}")])
+    )
+    results = page(response).split('id="results"')[1]
+    assert "multi_action_bundle_strategy_incompatible" in results
+    assert (
+        "workspace_jobs.search (exploration) was accepted first; mcp.browser.open_page" in results
+    )
+    assert "first_tool_id=workspace_jobs.search" in results
+
+
+def test_the_raw_json_equals_the_cli_dry_run_json(web: Client, tmp_path: Path) -> None:
+    response = web.post(
+        PLAYGROUND,
+        form(
+            [("react.delegate", DELEGATE_PARAMS), ("workspace_jobs.search", "{}")],
+            [("workspace_jobs.search", "{}"), ("react.delegate", DELEGATE_REORDERED)],
+            max_actions="3",
+        ),
+    )
+    round_spec = json.loads(pre(response, "round-json"))
+    assert round_spec == {
+        "turn_id": "turn-1",
+        "iteration": 2,
+        "max_actions": 3,
+        "attempts": [
+            [
+                {
+                    "action": "call_tool",
+                    "tool_id": "react.delegate",
+                    "params": json.loads(DELEGATE_PARAMS),
+                },
+                {"action": "call_tool", "tool_id": "workspace_jobs.search", "params": {}},
+            ],
+            [
+                {"action": "call_tool", "tool_id": "workspace_jobs.search", "params": {}},
+                {
+                    "action": "call_tool",
+                    "tool_id": "react.delegate",
+                    "params": json.loads(DELEGATE_REORDERED),
+                },
+            ],
+        ],
+    }
+    expected = cli(
+        ["dry-run", "FILE", "--agent", "main", "--round", "ROUND", "--format", "json"],
+        tmp_path,
+        round_spec,
+    )
+    assert pre(response, "result-json") == expected
+
+
+def test_a_provider_retry_that_reorders_shows_a_dedup_by_fingerprint(web: Client) -> None:
+    response = web.post(
+        PLAYGROUND,
+        form(
+            [("react.delegate", DELEGATE_PARAMS), ("workspace_jobs.search", "{}")],
+            [("workspace_jobs.search", "{}"), ("react.delegate", DELEGATE_REORDERED)],
+        ),
+    )
+    second = page(response).split("<h3>Attempt 2</h3>")[1]
+    assert "dedup" in second
+    assert '<strong class="match">fingerprint</strong>' in second
+    assert 'reuses <code class="tool-call-id">tc_5ca55cec48db</code>' in second
+
+
+def test_the_same_slot_in_a_retry_is_a_dedup_by_slot(web: Client) -> None:
+    response = web.post(
+        PLAYGROUND,
+        form([("react.delegate", DELEGATE_PARAMS)], [("react.delegate", '{"charter": "B"}')]),
+    )
+    second = page(response).split("<h3>Attempt 2</h3>")[1]
+    assert '<strong class="match">slot</strong>' in second
+
+
+def test_empty_params_mean_no_params_and_no_early_start(web: Client) -> None:
+    response = web.post(PLAYGROUND, form([("react.delegate", "")]))
+    result = json.loads(pre(response, "result-json"))
+    (action,) = result["attempts"][0]["actions"]
+    assert action["verdict"] == "accepted"
+    assert action["early"] is False
+    assert "params" not in json.loads(pre(response, "round-json"))["attempts"][0][0]
+
+
+def test_final_answers_are_sent_as_complete_or_exit(web: Client) -> None:
+    response = web.post(PLAYGROUND, form([("react.hide", "{}"), ("complete", "")]))
+    result = json.loads(pre(response, "result-json"))
+    final = result["attempts"][0]["actions"][1]
+    assert (final["action"], final["tool_id"], final["verdict"]) == ("complete", None, "accepted")
+
+
+def test_invalid_json_params_get_a_message_on_that_action_not_a_500(web: Client) -> None:
+    response = web.post(
+        PLAYGROUND, form([("react.delegate", DELEGATE_PARAMS), ("workspace_jobs.search", "{oops")])
+    )
+    assert response.status_code == 422
+    text = page(response)
+    assert 'id="a0-1-error"' in text
+    assert "The params are not valid JSON (line 1, column 2)" in text
+    assert 'id="a0-0-error"' not in text
+    assert 'id="results"' not in text
+    # What the admin typed is kept so it can be fixed.
+    assert action_values(response) == [
+        [("react.delegate", DELEGATE_PARAMS), ("workspace_jobs.search", "{oops")]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"iteration": "two"}, "The iteration is a whole number, 0 or more."),
+        ({"iteration": "-1"}, "The iteration is a whole number, 0 or more."),
+        ({"turn_id": "  "}, "Give a turn id"),
+        ({"max_actions": "many"}, "The cap is a whole number"),
+    ],
+)
+def test_bad_round_fields_get_a_message_not_a_500(
+    fields: dict[str, str], message: str, web: Client
+) -> None:
+    response = web.post(PLAYGROUND, form([("react.hide", "{}")], **fields))
+    assert response.status_code == 422
+    assert message in page(response)
+
+
+def test_a_cap_below_one_means_two(web: Client) -> None:
+    actions = [("react.read", "{}"), ("react.rg", "{}"), ("react.pull", "{}")]
+    response = web.post(PLAYGROUND, form(actions, max_actions="0"))
+    result = json.loads(pre(response, "result-json"))
+    assert result["max_actions"] == 2
+    assert [a["verdict"] for a in result["attempts"][0]["actions"]] == [
+        "accepted",
+        "accepted",
+        "rejected",
+    ]
+
+
+def test_a_run_over_htmx_answers_with_the_workspace_only(web: Client) -> None:
+    response = web.post(PLAYGROUND, form([("react.hide", "{}")]), HTTP_HX_REQUEST="true")
+    text = page(response)
+    assert response.status_code == 200
+    assert "<html" not in text
+    assert text.lstrip().startswith('<div id="playground">')
+    assert 'id="results"' in text
+
+
+def test_add_action_appends_a_row_with_the_default_tool(web: Client) -> None:
+    response = web.post(PLAYGROUND, form([("react.hide", "{}")], op="add-action:0"))
+    assert response.status_code == 200
+    assert action_values(response) == [[("react.hide", "{}"), ("workspace_jobs.search", "{}")]]
+    assert 'id="results"' not in page(response)
+
+
+def test_remove_action_drops_that_row(web: Client) -> None:
+    actions = [("react.hide", "{}"), ("react.read", '{"p": 1}'), ("complete", "")]
+    response = web.post(PLAYGROUND, form(actions, op="remove-action:0:1"))
+    assert action_values(response) == [[("react.hide", "{}"), ("complete", "")]]
+
+
+@pytest.mark.parametrize(
+    ("op", "order"),
+    [
+        ("up:0:1", ["react.read", "react.hide", "complete"]),
+        ("down:0:1", ["react.hide", "complete", "react.read"]),
+    ],
+)
+def test_actions_can_be_moved_up_and_down(op: str, order: list[str], web: Client) -> None:
+    actions = [("react.hide", "{}"), ("react.read", "{}"), ("complete", "")]
+    response = web.post(PLAYGROUND, form(actions, op=op))
+    assert [choice for choice, _ in action_values(response)[0]] == order
+
+
+def test_add_a_second_attempt_copies_the_first_attempts_actions(web: Client) -> None:
+    first = [("react.delegate", DELEGATE_PARAMS), ("workspace_jobs.search", '{"q": "x"}')]
+    response = web.post(PLAYGROUND, form(first, op="add-attempt"))
+    assert action_values(response) == [first, first]
+    assert "a provider retry" in page(response)
+    assert 'name="attempt_count" value="2"' in page(response)
+
+
+def test_a_retry_attempt_can_be_removed_but_not_the_first(web: Client) -> None:
+    actions = [("react.hide", "{}")]
+    removed = web.post(PLAYGROUND, form(actions, [("react.read", "{}")], op="remove-attempt:1"))
+    assert action_values(removed) == [actions]
+    kept = web.post(PLAYGROUND, form(actions, op="remove-attempt:0"))
+    assert action_values(kept) == [actions]
+
+
+def test_an_attempt_with_no_actions_runs_and_says_so(web: Client) -> None:
+    response = web.post(PLAYGROUND, form([("react.hide", "{}")], op="remove-action:0:0"))
+    assert action_values(response) == [[]]
+    ran = web.post(
+        PLAYGROUND, {"turn_id": "t", "iteration": "0", "attempt_count": "1", "op": "run"}
+    )
+    assert ran.status_code == 200
+    assert "No actions: nothing to decide." in page(ran)
+
+
+def test_a_tool_the_agent_does_not_have_stays_selected_and_resolves_unknown(web: Client) -> None:
+    response = web.post(PLAYGROUND, form([("mcp.gone.tool", "{}")]))
+    assert action_values(response) == [[("mcp.gone.tool", "{}")]]
+    result = json.loads(pre(response, "result-json"))
+    assert result["attempts"][0]["actions"][0]["strategy"] == ["unknown"]
+
+
+FIELD_NAMES = [
+    "turn_id",
+    "iteration",
+    "max_actions",
+    "attempt_count",
+    "op",
+    "a0-0-tool",
+    "a0-0-params",
+    "a0-1-tool",
+    "a1-0-params",
+    "a999-999-tool",
+    "a1-5-params",
+]
+FIELD_VALUES = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "run",
+            "add-attempt",
+            "add-action:0",
+            "up:0:1",
+            "down:0:0",
+            "remove-attempt:1",
+            "remove-action:3:9",
+            "react.delegate",
+            "complete",
+            "{}",
+            "[",
+            "99",
+            "\u00b2",
+            "-5",
+        ]
+    ),
+)
+
+
+def test_random_playground_posts_never_fail_with_a_500(admin_user: AbstractBaseUser) -> None:
+    draft_replace(data=load_policy(POLICY).data, base_revision=None)
+    client = Client()
+    client.force_login(admin_user)
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.dictionaries(st.sampled_from(FIELD_NAMES), FIELD_VALUES, max_size=8))
+    def check(data: dict[str, str]) -> None:
+        response = client.post(PLAYGROUND, data)
+        assert response.status_code in {200, 422}, data
+
+    check()
