@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import reswap, retarget
 
 from policy.selectors import DraftState
@@ -21,12 +24,25 @@ def base_revision(request: HttpRequest) -> int | None:
     return int(raw) if raw.isascii() and raw.isdigit() else None  # "²".isdigit() is True
 
 
+def page_url(request: HttpRequest) -> str:
+    """The page the user is looking at (where "Reload" should go), never the POST-only URL an
+    edit was sent to: htmx names it in ``HX-Current-URL``, a plain form in ``Referer``."""
+    htmx = getattr(request, "htmx", None)
+    candidate = (htmx.current_url if htmx else None) or request.headers.get("Referer") or ""
+    parts = urlsplit(candidate)
+    if candidate and url_has_allowed_host_and_scheme(
+        candidate, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return parts.path + (f"?{parts.query}" if parts.query else "")
+    return reverse("policy:agents")
+
+
 def problem(request: HttpRequest, message: str, *, status: int) -> HttpResponse:
     """A refusal shown in the page's ``#problem`` box (htmx) or as a small page (no JS)."""
     response = render(
         request,
         "policy/problem.html#problem",
-        {"message": message, "status": status},
+        {"message": message, "status": status, "reload_url": page_url(request)},
         status=status,
     )
     if getattr(request, "htmx", False):

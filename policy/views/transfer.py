@@ -15,7 +15,7 @@ from policy.importing import ImportPreview, import_preview
 from policy.selectors import draft_state
 from policy.services import StaleRevision, draft_replace
 from policy.views.agents import render_page
-from policy.views.common import base_revision
+from policy.views.common import base_revision, page_url
 
 TOO_LARGE = (
     f"The text is too large: the web import takes at most {WEB_MAX_BYTES // (1024 * 1024)} MiB"
@@ -112,7 +112,12 @@ def import_view(request: HttpRequest) -> HttpResponse:
         state = draft_replace(data=preview.data, base_revision=revision, user=request.user)
     except StaleRevision as exc:
         # The preview above is already against the current draft: review it, then apply again.
-        conflict = {"message": str(exc), "status": 409, "conflict": True}
+        conflict = {
+            "message": str(exc),
+            "status": 409,
+            "conflict": True,
+            "reload_url": page_url(request),
+        }
         return _page(request, {**context, **conflict}, status=409, partial=partial)
     agents = len(state.agents)
     messages.success(

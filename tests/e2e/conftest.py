@@ -13,12 +13,13 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import Page
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -127,3 +128,98 @@ def admin_user(live_server: LiveServer) -> tuple[str, str]:
     )
     live_server.manage("shell", "-c", code)
     return username, password
+
+
+# --- the policy editor (issue 4) -------------------------------------------------------------
+
+SAMPLE_POLICY = ROOT / "policy" / "sample" / "sample-policy.yaml"
+
+
+def log_in(page: Page, live_server: LiveServer, user: tuple[str, str]) -> None:
+    """Log in through the login form, as a visitor does."""
+    username, password = user
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/")
+
+
+@pytest.fixture
+def signed_in_page(page: Page, live_server: LiveServer, admin_user: tuple[str, str]) -> Page:
+    """Playwright's ``page``, logged in as a fresh superuser through the login form."""
+    log_in(page, live_server, admin_user)
+    return page
+
+
+@pytest.fixture
+def sample_draft(live_server: LiveServer, signed_in_page: Page) -> str:
+    """The draft holds exactly the sample policy (its agent ``main``), whatever ran before.
+
+    The server is shared by the whole session: on a fresh database ``load_sample_policy`` loads
+    the sample; when the draft already has content, the sample is imported through the API
+    (``dry_run=false``) with the logged-in session, so a test never depends on the order.
+    Returns the command's output.
+    """
+    output = live_server.manage("load_sample_policy").stdout
+    if "sample not loaded" not in output:
+        return output
+    page = signed_in_page
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    response = page.request.post(
+        f"{live_server.url}/api/v1/policy/import?dry_run=false",
+        data=SAMPLE_POLICY.read_bytes(),
+        headers={"Content-Type": "application/yaml", "X-CSRFToken": token},
+    )
+    assert response.status == 200, response.text()
+    assert response.json()["applied"] is True, response.text()
+    return output
+
+
+# --- live rounds (issue 5) --------------------------------------------------------------------
+
+
+@pytest.fixture
+def simulator_token(live_server: LiveServer) -> str:
+    """A fresh runtime token with scope events:write, made with the real command."""
+    done = live_server.manage(
+        "runtime_token",
+        "create",
+        "e2e-simulator",
+        "--scope",
+        "events:write",
+        "--rotate",
+        check=False,
+    )
+    assert done.returncode == 0, f"runtime_token create failed: {done.stderr}"
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def start_simulator(
+    live_server: LiveServer, simulator_token: str
+) -> Iterator[Callable[..., subprocess.Popen[str]]]:
+    """Start ``manage.py simulate`` against the live server as a runtime would run it.
+
+    Returns a function taking extra arguments (``--rounds``, ``--seed``…); the processes it
+    started are stopped at the end of the test if still running.
+    """
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*args: str) -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "simulate", "--url", live_server.url, *args],
+            cwd=ROOT,
+            env={**live_server.env, "TRAITDECK_TOKEN": simulator_token},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.terminate()
+            process.communicate(timeout=10)

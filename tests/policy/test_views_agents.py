@@ -603,3 +603,24 @@ def test_a_connection_of_unknown_kind_is_explained_not_edited(editor: Client) ->
     )
     assert response.status_code == 422
     assert connections() == [{"kind": "grpc", "alias": "x", "discovery": True}]
+
+
+def test_a_conflict_reload_link_goes_back_to_the_page_the_user_was_on(client) -> None:  # type: ignore[no-untyped-def]
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.create_user("rel", password="pw-rel-123")
+    client.login(username="rel", password="pw-rel-123")
+    client.post("/policy/agents/add/", {"name": "first", "base_revision": "0"})
+    response = client.post(
+        "/policy/agents/add/",
+        {"name": "second", "base_revision": "0"},
+        headers={"HX-Request": "true", "HX-Current-URL": "http://testserver/policy/?x=1"},
+    )
+    assert response.status_code == 409
+    assert 'href="/policy/?x=1">Reload</a>' in response.content.decode()
+    foreign = client.post(
+        "/policy/agents/add/",
+        {"name": "third", "base_revision": "0"},
+        headers={"HX-Request": "true", "HX-Current-URL": "https://evil.example/policy/"},
+    )
+    assert 'href="/policy/">Reload</a>' in foreign.content.decode()
