@@ -10,7 +10,7 @@ NOT_DJANGO := --ignore=tests/e2e $(foreach d,$(DOMAIN_TESTS),--ignore=$(d))
 .PHONY: help venv demo test lint test-unit test-django test-async test-browser system-deps bench clean
 
 help:
-	@echo "make demo   - install, migrate, load the sample policy and serve http://$(HOST):$(PORT)/"
+	@echo "make demo   - install, migrate, load the sample policy, serve http://$(HOST):$(PORT)/ and run the simulator"
 	@echo "make test   - lint, then the unit, django, async and browser test groups"
 	@echo "make bench  - measure speed targets"
 
@@ -23,12 +23,7 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed
 
 demo: venv
-	@export DEBUG=1 TRAITDECK_DEMO=1; \
-	$(PY) manage.py migrate --no-input -v0 && \
-	$(PY) manage.py load_sample_policy && \
-	$(PY) manage.py ensure_demo_admin && \
-	echo "Traitdeck is starting at http://$(HOST):$(PORT)/  (log in as demo / demo-traitdeck; Ctrl-C stops)" && \
-	exec $(VENV)/bin/daphne -b $(HOST) -p $(PORT) config.asgi:application
+	@HOST=$(HOST) PORT=$(PORT) exec scripts/demo
 
 system-deps:
 	@scripts/ensure-system-deps
@@ -57,7 +52,8 @@ test-browser: venv system-deps
 	@DJANGO_ALLOW_ASYNC_UNSAFE=true scripts/test-group browser -p no:django -W ignore::pytest.PytestConfigWarning tests/e2e
 
 bench: venv
-	@echo "no benchmarks yet"
+	@echo "=== policy: load, validate, export ===" && $(PY) tests/bench/bench_policy.py
+	@echo "=== observe: ingest throughput (SQLite file) ===" && $(PY) tests/bench/bench_ingest.py
 
 clean:
 	rm -rf $(VENV) .test-artifacts .mypy_cache .ruff_cache .hypothesis

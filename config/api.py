@@ -12,6 +12,7 @@ from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Val
 
 from accounts.auth import RuntimeTokenAuth, session_auth
 from accounts.models import RuntimeToken
+from observe.api import router as observe_router
 from policy.api import router as policy_router
 
 api = NinjaAPI(
@@ -69,6 +70,7 @@ def install_error_handlers(target: NinjaAPI) -> None:
 install_error_handlers(api)
 
 api.add_router("/v1", policy_router)
+api.add_router("/v1", observe_router)
 
 
 class HealthOut(Schema):

@@ -1,7 +1,11 @@
-"""Websocket routes of every app (the live view adds its consumer here)."""
+"""Websocket routes of every app."""
 
 from __future__ import annotations
 
-from typing import Any
+from django.urls import path
 
-websocket_urlpatterns: list[Any] = []
+from observe.consumers import LiveRoundsConsumer
+
+websocket_urlpatterns = [
+    path("ws/live/", LiveRoundsConsumer.as_asgi()),
+]

@@ -11,5 +11,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("policy/", include("policy.urls")),
+    path("live/", include("observe.urls")),
     path("api/", api.urls),
 ]

@@ -1,0 +1,88 @@
+"""Rounds and their events as received from runtimes (DESIGN §4)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Round(models.Model):
+    """One round (agent, turn_id, iteration), re-assembled from its events after every ingest.
+
+    ``version`` is a global, strictly growing change number: every change to any round takes the
+    next one. The live stream sends "changed up to version N" and each listener fetches what it
+    has not seen, so a dropped channel message delays an update instead of losing it.
+    """
+
+    agent = models.CharField(max_length=200)
+    turn_id = models.CharField(max_length=200)
+    iteration = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    generation_finished_at = models.DateTimeField(null=True, blank=True)
+    # NULL is meaningful here and in the API: "still in progress" / "the runtime did not say".
+    outcome = models.CharField(max_length=16, null=True, blank=True)  # noqa: DJ001
+    policy_hash = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    max_actions = models.PositiveIntegerField(null=True, blank=True)
+    agent_in_policy = models.BooleanField(default=True)
+    actions = models.PositiveIntegerField(default=0)
+    rejections = models.PositiveIntegerField(default=0)
+    early_starts = models.PositiveIntegerField(default=0)
+    dedups = models.PositiveIntegerField(default=0)
+    timeouts = models.PositiveIntegerField(default=0)
+    version = models.PositiveBigIntegerField(unique=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "turn_id", "iteration"], name="round_key")
+        ]
+        indexes = [
+            models.Index(fields=["-started_at", "-id"], name="round_newest"),
+            models.Index(fields=["agent", "-started_at"], name="round_agent_newest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent}/{self.turn_id}/{self.iteration}"
+
+
+class RoundTool(models.Model):
+    """A tool id a round's actions named: the history's "rounds that used tool X" filter."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="tools")
+    tool_id = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["round", "tool_id"], name="round_tool_unique")
+        ]
+        indexes = [models.Index(fields=["tool_id"], name="round_tool_id")]
+
+    def __str__(self) -> str:
+        return self.tool_id
+
+
+class Event(models.Model):
+    """One stored event; ``data`` is the normalized event (unknown fields kept)."""
+
+    event_id = models.CharField(max_length=36, unique=True)
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="events")
+    type = models.CharField(max_length=32)
+    ts = models.DateTimeField()
+    data = models.JSONField()
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["round", "ts"], name="event_round_ts")]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.event_id}"
+
+
+class StreamCounter(models.Model):
+    """The single row that hands out ``Round.version`` numbers (locked while taking one)."""
+
+    SINGLETON_ID = 1
+    value = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"stream version {self.value}"

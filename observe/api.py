@@ -1,0 +1,284 @@
+"""Observe API: runtimes post round events; people and tools query the rounds (DESIGN §4, §6).
+
+Handlers stay thin: check the request, call one service or selector, shape the response. The
+ingest body is read by hand rather than through a schema so that each way a body can be wrong
+gets its own status (400 not JSON, 413 too large, 415 wrong type, 422 wrong shape) and a plain
+sentence, and so that one bad event never refuses the batch (it is reported by index instead).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from django.http import HttpRequest
+from ninja import P, QueryEx, Router, Schema, Status
+from ninja.errors import HttpError
+
+from accounts.auth import RuntimeTokenAuth, session_auth
+from observe.domain.events import format_ts
+from observe.domain.rounds import round_detail_dict
+from observe.models import Round
+from observe.selectors import (
+    KIND_COLUMNS,
+    BadCursor,
+    RoundFilter,
+    round_assembled,
+    round_get,
+    round_url,
+    rounds_page,
+)
+from observe.services import events_ingest
+from policy.selectors import draft_state
+
+router = Router(tags=["rounds"])
+
+MAX_BODY_BYTES: Final = 1024 * 1024
+MAX_EVENTS: Final = 1000
+DEFAULT_LIMIT: Final = 50
+MAX_LIMIT: Final = 500
+#: The largest iteration a round can have (the protocol's bound on counts).
+MAX_ITERATION: Final = 2**31 - 1
+
+#: People read rounds with their session; tools with a runtime token that may read events.
+READ_AUTH = [session_auth, RuntimeTokenAuth("events:read")]
+
+
+class ErrorOut(Schema):
+    error: str
+
+
+class RejectedOut(Schema):
+    index: int
+    error: str
+
+
+class IngestOut(Schema):
+    accepted: int
+    duplicates: int
+    rejected: list[RejectedOut]
+
+
+class CountsOut(Schema):
+    actions: int
+    rejections: int
+    early_starts: int
+    dedups: int
+    timeouts: int
+
+
+class RoundOut(Schema):
+    agent: str
+    turn_id: str
+    iteration: int
+    started_at: str
+    finished_at: str | None
+    outcome: str | None
+    policy_hash: str | None
+    agent_in_policy: bool
+    counts: CountsOut
+    url: str
+
+
+class RoundsPageOut(Schema):
+    rounds: list[RoundOut]
+    next: str | None
+
+
+EVENTS_BODY: Final = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["events"],
+                    "properties": {
+                        "events": {
+                            "type": "array",
+                            "minItems": 1,
+                            "maxItems": MAX_EVENTS,
+                            "items": {"type": "object"},
+                        }
+                    },
+                }
+            }
+        },
+    }
+}
+
+ERRORS: Final = {400: ErrorOut, 413: ErrorOut, 415: ErrorOut, 422: ErrorOut}
+
+
+# --- ingest ---------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def read_events(request: HttpRequest) -> list[Any]:
+    """The ``events`` list of an ingest body, after every check of the body as a whole."""
+    content_type = (request.content_type or "").lower()
+    if content_type != "application/json":
+        raise HttpError(415, f"Send the events as application/json (got {content_type or 'none'}).")
+    too_large = f"The body is over the limit of {MAX_BODY_BYTES} bytes; send smaller batches."
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    # Refuse on the declared length before reading anything.
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise HttpError(413, too_large)
+    body = request.body
+    if len(body) > MAX_BODY_BYTES:
+        raise HttpError(413, too_large)
+    try:
+        # NaN and Infinity are not JSON (RFC 8259), though Python's parser takes them by default.
+        data = json.loads(body, parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise HttpError(400, f"The body is not valid JSON: {exc}.") from exc
+    except RecursionError:
+        raise HttpError(400, "The body is not valid JSON: it nests too deeply.") from None
+    if not isinstance(data, dict):
+        raise HttpError(422, 'The body must be a JSON object like {"events": [ … ]}.')
+    events = data.get("events")
+    if not isinstance(events, list):
+        raise HttpError(422, 'The body must hold a list of events: {"events": [ … ]}.')
+    if not events:
+        raise HttpError(422, "The events list is empty; send at least one event.")
+    if len(events) > MAX_EVENTS:
+        raise HttpError(
+            413,
+            f"A batch holds at most {MAX_EVENTS} events; this one has {len(events)}."
+            " Send them in several batches.",
+        )
+    return events
+
+
+@router.post(
+    "/events",
+    auth=RuntimeTokenAuth("events:write"),
+    response={200: IngestOut, **ERRORS},
+    openapi_extra=EVENTS_BODY,
+)
+def post_events(request: HttpRequest) -> Any:
+    """Store a batch of round events (1–1000, at most 1 MiB). Valid events are stored even when
+    others are invalid; each invalid one is reported by index. A repeated `event_id` with the
+    same content counts as a duplicate; `accepted` counts newly stored events only."""
+    events = read_events(request)
+    # The draft is the policy in force until versions exist.
+    result = events_ingest(events, known_agents=frozenset(draft_state().agents))
+    return Status(200, result.to_dict())
+
+
+# --- history --------------------------------------------------------------------------------
+
+# A "+" in a query string decodes to a space, so "…T10:00:00+02:00" sent unencoded arrives as
+# "…T10:00:00 02:00". Nothing else can mean that: put the sign back.
+_SPACE_FOR_PLUS = re.compile(r"(T\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?) (\d{2}(?::?\d{2})?)$")
+
+
+def parse_time(name: str, value: str | None) -> datetime | None:
+    """An ISO 8601 date or date-time; one without an offset is UTC (the server's time zone)."""
+    if value is None or value == "":
+        return None
+    text = _SPACE_FOR_PLUS.sub(r"\1+\2", value.strip())
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise HttpError(
+            422,
+            f"{name} must be an ISO 8601 date or date-time, like 2026-11-29T18:00:00Z"
+            f" (got {value[:60]!r}).",
+        ) from None
+    if moment.utcoffset() is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        # The database compares in UTC; near year 1 or 9999 an offset can push past the range.
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise HttpError(422, f"{name} is out of range (got {value[:60]!r}).") from None
+
+
+def parse_kinds(values: list[str]) -> frozenset[str]:
+    unknown = [value for value in values if value not in KIND_COLUMNS]
+    if unknown:
+        raise HttpError(
+            422,
+            f"has must be one of {', '.join(KIND_COLUMNS)} (got {unknown[0][:60]!r}).",
+        )
+    return frozenset(values)
+
+
+def round_out(row: Round) -> dict[str, Any]:
+    """The round object of §4 from the row's columns (no re-assembly: a page holds up to 500)."""
+    return {
+        "agent": row.agent,
+        "turn_id": row.turn_id,
+        "iteration": row.iteration,
+        "started_at": format_ts(row.started_at),
+        "finished_at": format_ts(row.finished_at) if row.finished_at is not None else None,
+        "outcome": row.outcome,
+        "policy_hash": row.policy_hash,
+        "agent_in_policy": row.agent_in_policy,
+        "counts": {
+            "actions": row.actions,
+            "rejections": row.rejections,
+            "early_starts": row.early_starts,
+            "dedups": row.dedups,
+            "timeouts": row.timeouts,
+        },
+        "url": round_url(row),
+    }
+
+
+@router.get("/rounds", auth=READ_AUTH, response={200: RoundsPageOut, 422: ErrorOut})
+def list_rounds(
+    request: HttpRequest,
+    agent: str | None = None,
+    has: QueryEx[
+        list[str], P(description="rejection, early, dedup or timeout; repeated: all must hold")
+    ] = [],  # noqa: B006 (ninja copies defaults; never mutated)
+    tool: str | None = None,
+    since: QueryEx[str | None, P(description="ISO 8601; rounds started at or after it")] = None,
+    until: QueryEx[str | None, P(description="ISO 8601; rounds started before it")] = None,
+    limit: QueryEx[int, P(description=f"1 to {MAX_LIMIT}")] = DEFAULT_LIMIT,
+    before: QueryEx[str | None, P(description="the `next` cursor of the previous page")] = None,
+) -> Any:
+    """Past rounds, newest first, filtered; `next` continues after this page (null: the end)."""
+    if not 1 <= limit <= MAX_LIMIT:
+        raise HttpError(422, f"limit must be between 1 and {MAX_LIMIT} (got {limit}).")
+    round_filter = RoundFilter(
+        agent=agent or None,
+        has=parse_kinds(has),
+        tool=tool or None,
+        since=parse_time("since", since),
+        until=parse_time("until", until),
+    )
+    try:
+        rows, next_cursor = rounds_page(round_filter, limit=limit, before=before or None)
+    except BadCursor as exc:
+        reason = str(exc)
+        raise HttpError(422, f"{reason[:1].upper()}{reason[1:]}; start again without it.") from exc
+    return Status(200, {"rounds": [round_out(row) for row in rows], "next": next_cursor})
+
+
+@router.get(
+    "/rounds/{agent}/{path:turn_id_and_iteration}",
+    auth=READ_AUTH,
+    response={200: dict[str, Any], 404: ErrorOut},
+    summary="Get one round",
+)
+def get_round(request: HttpRequest, agent: str, turn_id_and_iteration: str) -> Any:
+    """The assembled round `<agent>/<turn_id>/<iteration>` with its attempts and events. A
+    `turn_id` may contain `/`: the iteration is always the last segment."""
+    turn_id, _, iteration = turn_id_and_iteration.rpartition("/")
+    row = None
+    if turn_id and re.fullmatch(r"[0-9]{1,10}", iteration) and int(iteration) <= MAX_ITERATION:
+        row = round_get(agent, turn_id, int(iteration))
+    if row is None:
+        raise HttpError(404, f"There is no round {agent}/{turn_id_and_iteration}.")
+    detail = round_detail_dict(
+        round_assembled(row), round_url(row), agent_in_policy=row.agent_in_policy
+    )
+    return Status(200, detail)

@@ -1,0 +1,388 @@
+"""A deterministic runtime simulator: realistic round events without a model (DESIGN §2.3–2.5, §4).
+
+The demo and the tests need rounds that look like the runtime's. A scenario (see
+:mod:`observe.domain.scenarios`) chooses what the "model" streams; everything after that is the
+real policy engine: :func:`~policy.domain.overseer.oversee` gives the verdicts,
+:func:`~policy.domain.overseer.is_early_eligible` decides early starts and one
+:class:`~policy.domain.ledger.Ledger` per round finds the dedups of a provider retry. All
+randomness comes from the ``random.Random`` passed in, event ids included, so a seed replays the
+same rounds.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from observe.domain.events import (
+    ACTION_ACCEPTED,
+    ACTION_OBSERVED,
+    ACTION_REJECTED,
+    GENERATION_FINISHED,
+    LEDGER_DEDUP,
+    ROUND_FINISHED,
+    ROUND_STARTED,
+    TOOL_EARLY_STARTED,
+    TOOL_FINISHED,
+    TOOL_STARTED,
+    TOOL_TIMEOUT,
+    format_ts,
+)
+from observe.domain.scenarios import (
+    ERROR_CHANCE,
+    SCENARIO_WEIGHTS,
+    SCENARIOS,
+    SLOW_TIMEOUT_CHANCE,
+    TIMEOUT_CHANCE,
+    Palette,
+    Plan,
+    pick_scenario,
+    plan_round,
+)
+from policy.domain.execution_design import parse_design
+from policy.domain.ledger import Ledger, fingerprint
+from policy.domain.manifest import Manifest
+from policy.domain.overseer import Action, Resolver, Verdict, is_early_eligible, oversee
+from policy.domain.resolution import (
+    AgentResolution,
+    UnknownAgentError,
+    agent_names,
+    resolve_agent,
+    resolve_agent_key,
+)
+
+#: The runtime's cap, declared by every simulated round.
+MAX_ACTIONS: Final = 2
+#: A turn continues with another decision (the next iteration) this often, up to this many.
+NEXT_ITERATION_CHANCE: Final = 0.4
+MAX_ITERATIONS: Final = 4
+
+
+def simulate_round(
+    resolution: AgentResolution,
+    *,
+    rng: random.Random,
+    agent: str,
+    turn_id: str,
+    iteration: int,
+    start: datetime,
+    policy_hash: str | None,
+    scenario: str | None = None,
+) -> list[dict[str, Any]]:
+    """The JSON events of one realistic round of ``agent``, starting at ``start`` (aware).
+
+    ``scenario`` (one of :data:`~observe.domain.scenarios.SCENARIOS`) forces what the model
+    streams; by default it is drawn from ``rng`` with the weights of
+    :data:`~observe.domain.scenarios.SCENARIO_WEIGHTS`. Events come back in time order.
+    """
+    if start.tzinfo is None or start.utcoffset() is None:
+        raise ValueError("start must be a timezone-aware datetime")
+    if scenario is not None and scenario not in SCENARIO_WEIGHTS:
+        raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+    plan = plan_round(Palette.of(resolution), scenario or pick_scenario(rng), rng)
+    return _Round(resolution, rng, agent, turn_id, iteration, start, plan).run(policy_hash)
+
+
+@dataclass
+class _Round:
+    """The state of one simulated round while its events are written."""
+
+    resolution: AgentResolution
+    rng: random.Random
+    agent: str
+    turn_id: str
+    iteration: int
+    start: datetime
+    plan: Plan
+    events: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
+    ledger: Ledger = field(default_factory=Ledger)
+    failed: bool = False
+
+    def run(self, policy_hash: str | None) -> list[dict[str, Any]]:
+        resolve = self.resolution.resolver()
+        self.emit(0, 0, ROUND_STARTED, max_actions=MAX_ACTIONS, policy_hash=policy_hash)
+        attempts: list[tuple[Action, ...]] = [self.plan.actions]
+        if self.plan.retry_order is not None:
+            attempts.append(tuple(_reworded(self.plan.actions[i]) for i in self.plan.retry_order))
+        now = 0
+        accepted_any = False
+        for number, actions in enumerate(attempts):
+            last = number == len(attempts) - 1
+            now, verdicts = self.stream(number, actions, resolve, now + self.ms(200, 900))
+            if not last:
+                # The provider dropped the stream: no generation.finished; the runtime backs off
+                # and re-streams the same round (same turn and iteration) as the next attempt.
+                now += self.ms(400, 1500)
+                continue
+            now += self.ms(20, 200)
+            self.emit(now, number, GENERATION_FINISHED)
+            accepted_any = any(v.accepted for v in verdicts)
+            for verdict in verdicts:
+                if _runs_after_generation(verdict, resolve):
+                    tool_call_id = "call_" + self.hex(12)
+                    now = self.call(now + self.ms(5, 40), number, verdict, tool_call_id)
+        end = max(moment for moment, _, _ in self.events) + self.ms(10, 120)
+        outcome = "failed" if self.failed else ("ok" if accepted_any else "retried")
+        self.emit(end, 0, ROUND_FINISHED, outcome=outcome)
+        # Stable sort: events at the same millisecond keep the order they were caused in.
+        return [event for _, _, event in sorted(self.events, key=lambda item: item[:2])]
+
+    def stream(
+        self, attempt: int, actions: Sequence[Action], resolve: Resolver, now: int
+    ) -> tuple[int, list[Verdict]]:
+        """Stream the actions: each is observed when it begins and judged when it is complete.
+
+        ``oversee`` judges the whole stream at once; the runtime judges each action as it
+        completes, which gives the same verdicts because a verdict only depends on what came
+        before it.
+        """
+        verdicts = oversee(actions, resolve, MAX_ACTIONS)
+        for verdict in verdicts:
+            action = verdict.action
+            index = verdict.index
+            observed: dict[str, Any] = {
+                "action_index": index,
+                "action": action.action,
+                "tool_id": _tool_id(action),
+            }
+            if action.has_params:
+                observed["params"] = action.params
+            self.emit(now, attempt, ACTION_OBSERVED, **observed)
+            now += self.ms(300, 2000)
+            if verdict.accepted:
+                self.emit(
+                    now,
+                    attempt,
+                    ACTION_ACCEPTED,
+                    action_index=index,
+                    tool_id=_tool_id(action),
+                    strategy=list(verdict.strategy),
+                )
+            else:
+                self.emit(
+                    now,
+                    attempt,
+                    ACTION_REJECTED,
+                    action_index=index,
+                    tool_id=_tool_id(action),
+                    code=verdict.code,
+                    extra=dict(verdict.extra) if verdict.extra is not None else None,
+                )
+            tool_id = action.tool_id
+            if tool_id is not None and is_early_eligible(verdict, resolve(tool_id, action.params)):
+                self.early(now + self.ms(1, 5), attempt, verdict, tool_id)
+            now += self.ms(20, 300)
+        return now, verdicts
+
+    def early(self, now: int, attempt: int, verdict: Verdict, tool_id: str) -> None:
+        """Start an early call as its action completes, unless the ledger already has it."""
+        params = verdict.action.params
+        found, match = self.ledger.claim(
+            self.turn_id, self.iteration, verdict.index, tool_id, params
+        )
+        if match is not None:
+            self.emit(
+                now,
+                attempt,
+                LEDGER_DEDUP,
+                action_index=verdict.index,
+                tool_id=tool_id,
+                # The original call's id: the dedup reuses it instead of running again.
+                tool_call_id=found.tool_call_id,
+                original_action_index=found.action_index,
+                match=match,
+                fingerprint=fingerprint(tool_id, params),
+            )
+            return
+        self.emit(
+            now,
+            attempt,
+            TOOL_EARLY_STARTED,
+            action_index=verdict.index,
+            tool_id=tool_id,
+            tool_call_id=found.tool_call_id,
+            fingerprint=found.fingerprint,
+        )
+        # The early call runs detached, in parallel with generation: its end does not move the
+        # round's clock.
+        _, status = self.finish(now, attempt, verdict, found.tool_call_id)
+        self.ledger.finish(found, "consumed" if status == "ok" else "failed")
+
+    def call(self, now: int, attempt: int, verdict: Verdict, tool_call_id: str) -> int:
+        """Run an ordinary call after generation; returns when it ended (calls run one by
+        one)."""
+        self.emit(
+            now,
+            attempt,
+            TOOL_STARTED,
+            action_index=verdict.index,
+            tool_id=verdict.action.tool_id,
+            tool_call_id=tool_call_id,
+        )
+        end, _ = self.finish(now, attempt, verdict, tool_call_id)
+        return end
+
+    def finish(
+        self, started: int, attempt: int, verdict: Verdict, tool_call_id: str
+    ) -> tuple[int, str]:
+        """Write how a started call ends; returns the end and ``ok``, ``error`` or ``timeout``."""
+        tool_id = verdict.action.tool_id
+        tool = self.resolution.find(tool_id) if tool_id is not None else None
+        design = parse_design(tool.execution_design if tool is not None else None)[0]
+        base: dict[str, Any] = {
+            "action_index": verdict.index,
+            "tool_id": tool_id,
+            "tool_call_id": tool_call_id,
+        }
+        limit = design.timeout_s
+        chance = SLOW_TIMEOUT_CHANCE if self.plan.scenario == "slow" else TIMEOUT_CHANCE
+        if limit is not None and self.rng.random() < chance:
+            limit_ms = round(limit * 1000)
+            # The runtime notices the deadline a little late.
+            elapsed = limit_ms + self.ms(1, 60)
+            self.failed = True
+            self.emit(
+                started + elapsed,
+                attempt,
+                TOOL_TIMEOUT,
+                **base,
+                limit_ms=limit_ms,
+                elapsed_ms=elapsed,
+                async_alternative=design.async_alternative,
+            )
+            return started + elapsed, "timeout"
+        if limit is not None:
+            duration = self.ms(round(limit * 100), round(limit * 900))
+        else:
+            duration = self.ms(40, 3000)
+        status = "error" if self.rng.random() < ERROR_CHANCE else "ok"
+        self.failed = self.failed or status == "error"
+        self.emit(
+            started + duration, attempt, TOOL_FINISHED, **base, status=status, duration_ms=duration
+        )
+        return started + duration, status
+
+    def emit(self, at_ms: int, attempt: int, event_type: str, **fields: Any) -> None:
+        event: dict[str, Any] = {
+            "event_id": str(uuid.UUID(int=self.rng.getrandbits(128), version=4)),
+            "ts": format_ts(self.start + timedelta(milliseconds=at_ms)),
+            "agent": self.agent,
+            "turn_id": self.turn_id,
+            "iteration": self.iteration,
+            "type": event_type,
+            "attempt": attempt,
+            **fields,
+        }
+        self.events.append((at_ms, len(self.events), event))
+
+    def ms(self, low: int, high: int) -> int:
+        return self.rng.randint(low, max(low, high))
+
+    def hex(self, digits: int) -> str:
+        return f"{self.rng.getrandbits(4 * digits):0{digits}x}"
+
+
+def _tool_id(action: Action) -> str | None:
+    # Final answers and unsupported actions name no tool, even if the model sent one.
+    return action.tool_id if action.action == "call_tool" else None
+
+
+def _reworded(action: Action) -> Action:
+    """The same call as a retry re-streams it: same params, keys in another order (which the
+    fingerprint must not notice)."""
+    if isinstance(action.params, Mapping):
+        params = dict(reversed(list(action.params.items())))
+        return Action(action.action, action.tool_id, params, action.has_params)
+    return action
+
+
+def _runs_after_generation(verdict: Verdict, resolve: Resolver) -> bool:
+    """Accepted tool calls that did not start early run on the ordinary path."""
+    tool_id = verdict.action.tool_id
+    if not verdict.accepted or verdict.action.action != "call_tool" or tool_id is None:
+        return False
+    return not is_early_eligible(verdict, resolve(tool_id, verdict.action.params))
+
+
+@dataclass
+class _Agent:
+    name: str
+    resolution: AgentResolution
+    turn: int = 0
+    iteration: int = 0
+
+
+class Simulator:
+    """Rounds for the agents of a policy, one at a time, deterministic for a seed.
+
+    Agents take turns in order. Each agent works through its own turns: after a round, the turn
+    goes on with the next iteration when nothing was accepted (the runtime retries the decision)
+    or, sometimes, as the next decision of the task; otherwise a new turn starts. An agent named
+    in ``agents`` that the policy does not have gets only the built-in tools, as the runtime
+    would give it — its rounds show up as "agent not in policy".
+    """
+
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        *,
+        seed: int,
+        agents: Sequence[str] | None = None,
+        manifest: Manifest | None = None,
+        policy_hashes: Mapping[str, str] | None = None,
+    ) -> None:
+        names = list(agents) if agents is not None else agent_names(data)
+        if not names:
+            raise ValueError(
+                "there is no agent to simulate: the policy has none and none were named"
+            )
+        self._rng = random.Random(seed)
+        self._agents = [_Agent(name, _resolve(data, name, manifest)) for name in names]
+        self._policy_hashes = dict(policy_hashes or {})
+        # Part of every turn id, so runs with different seeds never add to each other's rounds.
+        self._prefix = f"{self._rng.getrandbits(24):06x}"
+        self._deck: list[str] = []
+        self._count = 0
+
+    def next_round(self, now: datetime) -> tuple[str, list[dict[str, Any]]]:
+        """The next round (agent name and its JSON events), starting at ``now``."""
+        state = self._agents[self._count % len(self._agents)]
+        self._count += 1
+        events = simulate_round(
+            state.resolution,
+            rng=self._rng,
+            agent=state.name,
+            turn_id=f"turn-{self._prefix}-{state.turn:04d}",
+            iteration=state.iteration,
+            start=now,
+            policy_hash=self._policy_hashes.get(state.name),
+            scenario=self._deal(),
+        )
+        retried = events[-1].get("outcome") == "retried"
+        goes_on = self._rng.random() < NEXT_ITERATION_CHANCE
+        if retried or (goes_on and state.iteration + 1 < MAX_ITERATIONS):
+            state.iteration += 1
+        else:
+            state.turn += 1
+            state.iteration = 0
+        return state.name, events
+
+    def _deal(self) -> str:
+        # Scenarios come from a shuffled deck holding each one as often as its weight: every
+        # kind shows up within one deck (a few dozen rounds show them all), in a random order.
+        if not self._deck:
+            self._deck = [name for name in SCENARIOS for _ in range(SCENARIO_WEIGHTS[name])]
+            self._rng.shuffle(self._deck)
+        return self._deck.pop()
+
+
+def _resolve(data: Mapping[str, Any], agent: str, manifest: Manifest | None) -> AgentResolution:
+    try:
+        return resolve_agent(data, agent, manifest)
+    except UnknownAgentError:
+        # No connections: only the runtime's built-in tools.
+        return resolve_agent_key(data, agent, manifest)

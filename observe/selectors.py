@@ -1,0 +1,134 @@
+"""Read side of observe: round queries shared by the API, the history page and the live stream."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from django.db.models import Q, QuerySet
+from django.urls import reverse
+
+from observe.domain.events import parse_event
+from observe.domain.rounds import Round as AssembledRound
+from observe.domain.rounds import assemble
+from observe.models import Event, Round
+
+#: "only rounds with …" kinds and the counter column each one reads.
+KIND_COLUMNS = {
+    "rejection": "rejections",
+    "early": "early_starts",
+    "dedup": "dedups",
+    "timeout": "timeouts",
+}
+
+
+#: The largest id a row can have (a signed 64-bit column).
+MAX_ROW_ID = 2**63 - 1
+
+
+class BadCursor(ValueError):
+    """A ``before`` cursor that this server did not hand out."""
+
+
+@dataclass(frozen=True)
+class RoundFilter:
+    """Which rounds a listener wants: every condition must hold (``has`` kinds combine with AND)."""
+
+    agent: str | None = None
+    has: frozenset[str] = field(default_factory=frozenset)
+    tool: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def apply(self, rounds: QuerySet[Round]) -> QuerySet[Round]:
+        if self.agent:
+            rounds = rounds.filter(agent=self.agent)
+        for kind in sorted(self.has):
+            rounds = rounds.filter(**{f"{KIND_COLUMNS[kind]}__gt": 0})
+        if self.tool:
+            rounds = rounds.filter(tools__tool_id=self.tool)
+        if self.since:
+            rounds = rounds.filter(started_at__gte=self.since)
+        if self.until:
+            rounds = rounds.filter(started_at__lt=self.until)
+        return rounds
+
+    def matches(self, row: Round) -> bool:
+        """The same test for one row (the live stream checks each changed round)."""
+        return self.apply(Round.objects.filter(pk=row.pk)).exists()
+
+
+def encode_cursor(row: Round) -> str:
+    raw = f"{row.started_at.isoformat()}|{row.pk}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        started_text, pk_text = base64.urlsafe_b64decode(padded).decode().split("|")
+        started, pk = datetime.fromisoformat(started_text), int(pk_text)
+    except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
+        raise BadCursor("the before cursor is not one this server handed out") from exc
+    # A forged cursor must not reach the database: a naive time compares wrongly, and an id past
+    # 64 bits or a time that leaves the calendar in UTC overflows the query (a 500).
+    if started.utcoffset() is None or not 0 < pk <= MAX_ROW_ID:
+        raise BadCursor("the before cursor is not one this server handed out")
+    try:
+        return started.astimezone(UTC), pk
+    except OverflowError:
+        raise BadCursor("the before cursor is not one this server handed out") from None
+
+
+def rounds_page(
+    round_filter: RoundFilter, *, limit: int, before: str | None = None
+) -> tuple[list[Round], str | None]:
+    """Newest first; ``before`` continues after the last round of the previous page."""
+    rounds = round_filter.apply(Round.objects.all())
+    if before:
+        started, pk = decode_cursor(before)
+        rounds = rounds.filter(Q(started_at__lt=started) | Q(started_at=started, pk__lt=pk))
+    page = list(rounds.order_by("-started_at", "-pk").distinct()[: limit + 1])
+    next_cursor = encode_cursor(page[limit - 1]) if len(page) > limit else None
+    return page[:limit], next_cursor
+
+
+def rounds_changed_since(
+    round_filter: RoundFilter, version: int, *, limit: int = 200
+) -> list[Round]:
+    """Rounds changed after ``version`` that match, oldest change first (the live stream)."""
+    rounds = round_filter.apply(Round.objects.filter(version__gt=version))
+    return list(rounds.order_by("version").distinct()[:limit])
+
+
+def latest_version() -> int:
+    row = Round.objects.order_by("-version").values_list("version", flat=True).first()
+    return int(row or 0)
+
+
+def round_get(agent: str, turn_id: str, iteration: int) -> Round | None:
+    return Round.objects.filter(agent=agent, turn_id=turn_id, iteration=iteration).first()
+
+
+def round_assembled(row: Round) -> AssembledRound:
+    """The full round (attempts, actions, events) from its stored events."""
+    return assemble(parse_event(e.data) for e in row.events.all())
+
+
+def rounds_assembled(rows: Iterable[Round]) -> dict[int, AssembledRound]:
+    rows = list(rows)
+    by_round: dict[int, list[dict[str, object]]] = {row.pk: [] for row in rows}
+    for round_id, data in Event.objects.filter(round__in=rows).values_list("round_id", "data"):
+        by_round[round_id].append(data)
+    return {pk: assemble(parse_event(d) for d in datas) for pk, datas in by_round.items() if datas}
+
+
+def round_url(row: Round | AssembledRound) -> str:
+    """The round page (§4): the iteration is the last segment, a turn_id may contain '/'."""
+    return reverse(
+        "observe:round",
+        kwargs={"agent": row.agent, "turn_id": row.turn_id, "iteration": row.iteration},
+    )

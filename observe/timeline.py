@@ -1,0 +1,279 @@
+"""The geometry of a round's timeline (the round page's SVG), computed from its timestamps.
+
+The template draws what this module measures: every x and width is a number computed here, so
+no markup is built in Python and every text (tool ids, reasons) reaches the SVG escaped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final
+
+from observe.domain.events import (
+    ACTION_ACCEPTED,
+    ACTION_OBSERVED,
+    ACTION_REJECTED,
+    LEDGER_DEDUP,
+    TOOL_TIMEOUT,
+    Event,
+)
+from observe.domain.rounds import Attempt, RoundAction
+from observe.domain.rounds import Round as AssembledRound
+from observe.live import early_lead, seconds
+
+TIMELINE_WIDTH: Final = 960.0
+TIMELINE_LEFT: Final = 190.0
+TIMELINE_RIGHT: Final = 20.0
+LANE_HEIGHT: Final = 26.0
+AXIS_HEIGHT: Final = 28.0
+MIN_BAR: Final = 2.0
+#: Candidate axis steps in seconds; the first giving at most ``MAX_TICKS`` ticks is used.
+TICK_STEPS: Final = (0.05, 0.1, 0.2, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600)
+MAX_TICKS: Final = 10
+#: The events of what the model streams (the generation lane of a dropped attempt ends there).
+STREAM_EVENTS: Final = frozenset({ACTION_OBSERVED, ACTION_ACCEPTED, ACTION_REJECTED})
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Maps times onto x: ``start`` at ``left``, ``start + span_ms`` at ``left + width``."""
+
+    start: datetime
+    span_ms: float
+    left: float = TIMELINE_LEFT
+    width: float = TIMELINE_WIDTH - TIMELINE_LEFT - TIMELINE_RIGHT
+
+    def x(self, ts: datetime) -> float:
+        offset = (ts - self.start) / timedelta(milliseconds=1)
+        clamped = min(max(offset, 0.0), self.span_ms)
+        return round(self.left + clamped / self.span_ms * self.width, 1)
+
+    def bar(self, begin: datetime, end: datetime) -> tuple[float, float]:
+        """x and width of the bar from ``begin`` to ``end`` (never thinner than visible)."""
+        x0 = self.x(begin)
+        return x0, round(max(self.x(end) - x0, MIN_BAR), 1)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A bar (``width`` > 0) or a point (``width`` 0) on a lane; ``title`` is its tooltip."""
+
+    kind: str
+    x: float
+    title: str
+    width: float = 0.0
+
+    @property
+    def is_point(self) -> bool:
+        return self.width == 0
+
+
+@dataclass(frozen=True)
+class Lane:
+    kind: str  # "generation" or "action"
+    label: str
+    title: str
+    y: float
+    attempt: int
+    index: int | None = None
+    unfinished: bool = False
+    marks: tuple[Mark, ...] = ()
+
+
+@dataclass(frozen=True)
+class Tick:
+    x: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Timeline:
+    width: float
+    height: float
+    left: float
+    right: float
+    axis_y: float
+    span_ms: float
+    lanes: tuple[Lane, ...]
+    ticks: tuple[Tick, ...]
+    #: x of each attempt's generation.finished (a guide line across every lane).
+    generation_ends: tuple[float, ...]
+
+    @property
+    def lane_height(self) -> float:
+        return LANE_HEIGHT
+
+
+def axis_ticks(scale: Scale) -> tuple[Tick, ...]:
+    """Evenly spaced, round-numbered ticks from 0 to the span."""
+    span_s = scale.span_ms / 1000
+    step: float = next(
+        (s for s in TICK_STEPS if span_s / s <= MAX_TICKS), math.ceil(span_s / MAX_TICKS)
+    )
+    # As many decimals as the step has (0.25 s steps need two), so no two labels read alike.
+    digits = len(f"{step:g}".partition(".")[2])
+    count = int(span_s / step + 1e-9)
+    return tuple(
+        Tick(
+            x=round(scale.left + number * step * 1000 / scale.span_ms * scale.width, 1),
+            label=seconds(number * step * 1000, digits=digits),
+        )
+        for number in range(count + 1)
+    )
+
+
+def _event_times(events: Iterable[Event]) -> dict[tuple[int, int, str], datetime]:
+    """When each action's events happened: (attempt, index, type) → first ts."""
+    times: dict[tuple[int, int, str], datetime] = {}
+    for event in events:
+        if event.action_index is not None:
+            times.setdefault((event.attempt, event.action_index, event.type), event.ts)
+    return times
+
+
+def build_timeline(round_: AssembledRound) -> Timeline:
+    """The geometry of a round's timeline: one generation lane per attempt (from its first
+    event to ``generation.finished``), then one lane per action with its marks."""
+    events = round_.events
+    start = round_.started_at
+    end = max([start, *(event.ts for event in events)])
+    if round_.finished_at is not None:
+        end = max(end, round_.finished_at)
+    span_ms = max((end - start) / timedelta(milliseconds=1), 1.0)
+    scale = Scale(start=start, span_ms=span_ms)
+    times = _event_times(events)
+    lanes: list[Lane] = []
+    y = 0.0
+    multi = len(round_.attempts) > 1
+    for attempt in round_.attempts:
+        lanes.append(_generation_lane(round_, attempt, scale, y, multi=multi))
+        y += LANE_HEIGHT
+        for action in attempt.actions:
+            lanes.append(_action_lane(action, attempt, scale, times, y, multi=multi))
+            y += LANE_HEIGHT
+    if not lanes:
+        # A round with no action yet still shows its generation from the start.
+        empty = Attempt(attempt=0, actions=(), generation_finished_at=None)
+        lanes.append(_generation_lane(round_, empty, scale, y, multi=False))
+        y += LANE_HEIGHT
+    return Timeline(
+        width=TIMELINE_WIDTH,
+        height=y + AXIS_HEIGHT,
+        left=TIMELINE_LEFT,
+        right=TIMELINE_WIDTH - TIMELINE_RIGHT,
+        axis_y=y,
+        span_ms=span_ms,
+        lanes=tuple(lanes),
+        ticks=axis_ticks(scale),
+        generation_ends=tuple(
+            scale.x(attempt.generation_finished_at)
+            for attempt in round_.attempts
+            if attempt.generation_finished_at is not None
+        ),
+    )
+
+
+def _generation_lane(
+    round_: AssembledRound, attempt: Attempt, scale: Scale, y: float, *, multi: bool
+) -> Lane:
+    # What the model streamed in this attempt (tool events run detached and round events
+    # belong to the round, so neither says how long the stream lasted).
+    streamed = [
+        event.ts
+        for event in round_.events
+        if event.attempt == attempt.attempt and event.type in STREAM_EVENTS
+    ]
+    begin = round_.started_at if attempt.attempt == 0 or not streamed else min(streamed)
+    finished = attempt.generation_finished_at
+    end = finished or max([begin, *streamed])
+    x, width = scale.bar(begin, end)
+    length = seconds((end - begin) / timedelta(milliseconds=1))
+    title = (
+        f"generation: {length}, until generation.finished"
+        if finished is not None
+        else f"generation: no generation.finished (last action streamed after {length})"
+    )
+    label = f"generation (attempt {attempt.attempt})" if multi else "generation"
+    return Lane(
+        kind="generation",
+        label=label,
+        title=title,
+        y=y,
+        attempt=attempt.attempt,
+        unfinished=finished is None,
+        marks=(Mark("generation", x, title, width),),
+    )
+
+
+def _action_lane(
+    action: RoundAction,
+    attempt: Attempt,
+    scale: Scale,
+    times: Mapping[tuple[int, int, str], datetime],
+    y: float,
+    *,
+    multi: bool,
+) -> Lane:
+    slot = (attempt.attempt, action.index)
+    marks: list[Mark] = []
+    run_end = action.finished_at
+    status = f" ({action.status})" if action.status else ""
+    if action.early_started_at is not None:
+        end = run_end or attempt.generation_finished_at or action.early_started_at
+        x, width = scale.bar(action.early_started_at, end)
+        lead = early_lead(action, attempt)
+        marks.append(Mark("early", x, f"started early, {lead}{status}", width))
+    if action.started_at is not None:
+        end = run_end or action.started_at
+        x, width = scale.bar(action.started_at, end)
+        ran = seconds((end - action.started_at) / timedelta(milliseconds=1))
+        marks.append(Mark("exec", x, f"ran after generation: {ran}{status}", width))
+    if action.verdict == "accepted":
+        at = times.get((*slot, ACTION_ACCEPTED))
+        if at is not None:
+            marks.append(Mark("accepted", scale.x(at), "accepted"))
+    if action.timeout is not None:
+        at = times.get((*slot, TOOL_TIMEOUT)) or action.finished_at
+        if at is not None:
+            timeout = action.timeout
+            text = (
+                f"timeout after {seconds(timeout.elapsed_ms, digits=3)}, "
+                f"limit {seconds(timeout.limit_ms)}"
+            )
+            if timeout.async_alternative:
+                text += f"; try {timeout.async_alternative}"
+            marks.append(Mark("timeout", scale.x(at), text))
+    if action.dedup is not None:
+        at = times.get((*slot, LEDGER_DEDUP))
+        if at is not None:
+            dedup = action.dedup
+            marks.append(
+                Mark(
+                    "dedup",
+                    scale.x(at),
+                    f"dedup: reused {action.tool_call_id} (matched by {dedup.match}, "
+                    f"first at action {dedup.original_action_index})",
+                )
+            )
+    if action.verdict == "rejected":
+        at = times.get((*slot, ACTION_REJECTED))
+        if at is not None:
+            reason = action.explanation or action.code or "rejected"
+            marks.append(Mark("rejected", scale.x(at), f"rejected: {reason}"))
+    name = action.tool_id or action.action or "?"
+    prefix = f"{attempt.attempt}·#{action.index}" if multi else f"#{action.index}"
+    label = f"{prefix} {name}"
+    if len(label) > 28:
+        label = label[:27] + "…"
+    return Lane(
+        kind="action",
+        label=label,
+        title=f"action {action.index}: {name}",
+        y=y,
+        attempt=attempt.attempt,
+        index=action.index,
+        marks=tuple(marks),
+    )

@@ -1,0 +1,145 @@
+"""Pages of the live view: the live list, one round's timeline and the history (issue 5).
+
+The live list and the websocket stream render cards from the same partial
+(``observe/round_card.html#card``); ``?partial=rounds`` answers with just the list, which the
+page fetches to resync after a gap in the stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from django.db.models import prefetch_related_objects
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from observe.live import (
+    KIND_LABELS,
+    MAX_CARDS,
+    action_details,
+    cards_for,
+    counters_for,
+    event_rows,
+    filter_query,
+    known_agents,
+    parse_filter,
+    safe_round_url,
+)
+from observe.models import Round
+from observe.selectors import (
+    BadCursor,
+    latest_version,
+    round_assembled,
+    round_get,
+    rounds_page,
+)
+from observe.timeline import build_timeline
+
+LIVE_TEMPLATE = "observe/live.html"
+ROUND_TEMPLATE = "observe/round.html"
+HISTORY_TEMPLATE = "observe/history.html"
+HISTORY_PAGE_SIZE = 50
+WS_PATH = "/ws/live/"
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    row: Round
+    url: str | None
+    tools: list[str]
+
+
+@require_GET
+def live(request: HttpRequest) -> HttpResponse:
+    round_filter = parse_filter(request.GET).round_filter
+    # Read before the list: the stream starts here, so a change racing this render is sent
+    # again (the card is replaced in place) rather than missed.
+    since = latest_version()
+    rows, _ = rounds_page(round_filter, limit=MAX_CARDS)
+    cards = cards_for(rows)
+    if request.GET.get("partial") == "rounds":
+        response = render(request, f"{LIVE_TEMPLATE}#rounds", {"cards": cards})
+        response["X-Live-Version"] = str(since)
+        return response
+    query = filter_query(round_filter)
+    return render(
+        request,
+        LIVE_TEMPLATE,
+        {
+            "round_filter": round_filter,
+            "agents": known_agents([round_filter.agent or ""]),
+            "kinds": list(KIND_LABELS.items()),
+            "counters": counters_for(round_filter),
+            "cards": cards,
+            "since": since,
+            "ws_url": f"{WS_PATH}?{urlencode([('since', str(since)), *query])}",
+            "list_url": f"{reverse('observe:live')}?{urlencode([*query, ('partial', 'rounds')])}",
+            "max_cards": MAX_CARDS,
+        },
+    )
+
+
+@require_GET
+def round_page(request: HttpRequest, agent: str, turn_id: str, iteration: int) -> HttpResponse:
+    row = round_get(agent, turn_id, iteration)
+    if row is None:
+        raise Http404("No round with this agent, turn and iteration.")
+    assembled = round_assembled(row)
+    return render(
+        request,
+        ROUND_TEMPLATE,
+        {
+            "row": row,
+            "round": assembled,
+            "timeline": build_timeline(assembled),
+            "actions": action_details(assembled),
+            "events": event_rows(assembled),
+        },
+    )
+
+
+@require_GET
+def history(request: HttpRequest) -> HttpResponse:
+    parsed = parse_filter(request.GET, full=True)
+    round_filter = parsed.round_filter
+    errors = list(parsed.errors)
+    before = request.GET.get("before", "").strip() or None
+    status = 200
+    try:
+        rows, next_cursor = rounds_page(round_filter, limit=HISTORY_PAGE_SIZE, before=before)
+    except BadCursor as exc:
+        errors.append(f"{exc}: showing the newest rounds instead.")
+        status = 400
+        before = None
+        rows, next_cursor = rounds_page(round_filter, limit=HISTORY_PAGE_SIZE)
+    query = filter_query(round_filter)
+    prefetch_related_objects(rows, "tools")
+    return render(
+        request,
+        HISTORY_TEMPLATE,
+        {
+            "round_filter": round_filter,
+            "agents": known_agents([round_filter.agent or ""]),
+            "kinds": list(KIND_LABELS.items()),
+            "rows": [
+                HistoryRow(
+                    row=row,
+                    url=safe_round_url(row),
+                    tools=sorted(tool.tool_id for tool in row.tools.all()),
+                )
+                for row in rows
+            ],
+            "errors": errors,
+            "before": before,
+            "older_url": (
+                f"?{urlencode([*query, ('before', next_cursor)])}" if next_cursor else None
+            ),
+            "newest_url": f"?{urlencode(query)}" if before else None,
+            "time_zone": timezone.get_current_timezone_name(),
+        },
+        status=status,
+    )

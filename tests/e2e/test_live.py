@@ -1,0 +1,83 @@
+"""The live rounds page with a real runtime client: the simulator posts to the real daphne server
+over HTTP, the page gets the rounds over its websocket, and nothing is ever reloaded."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable
+
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import LiveServer
+
+#: Seed 3 with the sample policy shows every kind within its first seven rounds (checked with
+#: `simulate --seed 3`); twelve rounds leave a margin: 6 with rejections, 3 with early starts,
+#: 2 with dedups, 6 with timeouts.
+SEED = "3"
+ROUNDS = 12
+#: A second run while paused: another seed, so its turn ids (and event ids) are new.
+PAUSED_SEED = "4"
+PAUSED_ROUNDS = 3
+#: Rounds are delivered over 1-3 s each; the page must show them soon after.
+SOON = 20_000
+
+Simulator = Callable[..., subprocess.Popen[str]]
+
+
+def finished(process: subprocess.Popen[str]) -> str:
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, f"simulate exited {process.returncode}: {err}"
+    return out
+
+
+def test_simulated_rounds_appear_live_with_every_chip_pause_resume_and_timeline(
+    signed_in_page: Page,
+    live_server: LiveServer,
+    sample_draft: str,
+    start_simulator: Simulator,
+) -> None:
+    page = signed_in_page
+    page.goto(f"{live_server.url}/live/")
+    expect(page.locator("#stream-status")).to_have_text("live", timeout=SOON)
+    rounds = page.locator("#rounds")
+    cards = rounds.locator("article.round-card")
+    before = cards.count()
+
+    simulator = start_simulator("--rounds", str(ROUNDS), "--rate", "4", "--seed", SEED)
+    # The page never reloads: everything below arrives over the websocket.
+    expect(cards.first).to_be_visible(timeout=SOON)
+    for kind in ("rejected", "early", "dedup", "timeout"):
+        expect(rounds.locator(f".chip.{kind}").first).to_be_visible(timeout=SOON)
+    out = finished(simulator)
+    assert f"posted {ROUNDS} rounds" in out
+    expect(cards).to_have_count(before + ROUNDS, timeout=SOON)
+    expect(page.locator("#count-rounds")).to_have_text(re.compile(r"^[1-9]\d*$"))
+    # Every round finished (its last batch has arrived): no card is still running.
+    expect(rounds.locator("article.round-card.outcome-running")).to_have_count(0, timeout=SOON)
+
+    # Pause: the screen keeps still and counts what arrives.
+    pause = page.locator("#pause")
+    pause.click()
+    expect(pause).to_have_text("Resume")
+    shown = cards.count()
+    finished(start_simulator("--rounds", str(PAUSED_ROUNDS), "--rate", "4", "--seed", PAUSED_SEED))
+    pending = page.locator("#pending-count")
+    expect(pending).to_be_visible()
+    expect(pending).to_have_text(f"{PAUSED_ROUNDS} new rounds", timeout=SOON)
+    expect(cards).to_have_count(shown)
+
+    # Resume: the held rounds go in on top.
+    pause.click()
+    expect(pause).to_have_text("Pause")
+    expect(cards).to_have_count(shown + PAUSED_ROUNDS, timeout=SOON)
+    expect(pending).to_be_hidden()
+
+    # A round's timeline: the generation lane and one lane per action.
+    card = cards.filter(has=page.locator(".chip.timeout")).first
+    card.get_by_role("link", name="Timeline").click()
+    expect(page).to_have_url(re.compile(r"/live/rounds/main/turn-[0-9a-f]+-\d+/\d+/$"))
+    timeline = page.locator("svg.timeline")
+    expect(timeline).to_be_visible()
+    expect(timeline.locator(".lane-generation").first).to_be_attached()
+    expect(timeline.locator(".lane-action").first).to_be_attached()

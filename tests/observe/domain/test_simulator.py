@@ -1,0 +1,389 @@
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from observe.domain.events import Event, parse_event
+from observe.domain.rounds import Round, assemble
+from observe.domain.scenarios import SCENARIOS
+from observe.domain.simulator import Simulator, simulate_round
+from policy.domain.ledger import fingerprint, tool_call_id
+from policy.domain.overseer import Action, oversee
+from policy.domain.resolution import resolve_agent
+from policy.domain.traits import EARLY_PROFILE
+
+NOW = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
+HASH = "cd" * 32
+
+#: Exploration, exploitation, an early neutral tool and a tool with a short timeout_s; a named
+#: service whose namespace override makes search neutral.
+POLICY: dict[str, Any] = {
+    "surfaces": {
+        "as_consumer": {
+            "agents": {
+                "main": {
+                    "tools": [
+                        {
+                            "name": "workspace_jobs",
+                            "kind": "python",
+                            "ref": "tools/workspace_jobs.py",
+                            "alias": "workspace_jobs",
+                            "allowed": ["search", "export_report", "launch_background_job"],
+                            "tool_traits": {
+                                "search": {"strategy": ["exploration"]},
+                                "export_report": {"strategy": ["exploitation"]},
+                                "launch_background_job": {
+                                    "strategy": ["neutral"],
+                                    "execution": dict(EARLY_PROFILE),
+                                },
+                            },
+                            "tool_execution": {
+                                "export_report": {
+                                    "timeout_s": 2,
+                                    "mode": "sync",
+                                    "retry": "idempotency_key",
+                                    "async_alternative": "workspace_jobs.launch_background_job",
+                                }
+                            },
+                        },
+                        {
+                            "kind": "named_service",
+                            "alias": "named_services",
+                            "namespaces": {
+                                "task": {
+                                    "allowed": ["object.search", "object.upsert"],
+                                    "tool_traits": {"search_objects": {"strategy": ["neutral"]}},
+                                }
+                            },
+                            "tool_traits": {
+                                "search_objects": {"strategy": ["exploration"]},
+                                "upsert_object": {"strategy": ["exploitation"]},
+                            },
+                        },
+                    ]
+                },
+                "helper": {"tools": []},
+            }
+        }
+    }
+}
+RESOLUTION = resolve_agent(POLICY, "main")
+
+
+def rounds(seed: int = 1, count: int = 40, **options: Any) -> list[list[dict[str, Any]]]:
+    simulator = Simulator(POLICY, seed=seed, **options)
+    return [simulator.next_round(NOW + timedelta(minutes=n))[1] for n in range(count)]
+
+
+def one(scenario: str, seed: int = 0) -> list[dict[str, Any]]:
+    return simulate_round(
+        RESOLUTION,
+        rng=random.Random(seed),
+        agent="main",
+        turn_id="turn-1",
+        iteration=0,
+        start=NOW,
+        policy_hash=HASH,
+        scenario=scenario,
+    )
+
+
+def parsed(events: list[dict[str, Any]]) -> list[Event]:
+    return [parse_event(event) for event in events]
+
+
+def of_type(events: list[Event], event_type: str) -> Iterator[Event]:
+    return (event for event in events if event.type == event_type)
+
+
+ROUNDS = rounds()
+PARSED = [parsed(events) for events in ROUNDS]
+ASSEMBLED: list[Round] = [assemble(events) for events in PARSED]
+
+
+def test_it_emits_only_events_that_parse() -> None:
+    # parse_event raises on the first invalid one; every round is one round.
+    assert sum(len(events) for events in PARSED) > 300
+    assert all(len({e.round_key for e in events}) == 1 for events in PARSED)
+
+
+def test_it_shows_every_kind_within_forty_rounds() -> None:
+    kinds: Counter[str] = Counter(kind for r in ASSEMBLED for kind in r.has)
+    assert set(kinds) == {"rejection", "early", "dedup", "timeout"}
+    outcomes = Counter(r.outcome for r in ASSEMBLED)
+    assert outcomes["ok"] > outcomes["failed"] > 0
+
+
+@pytest.mark.parametrize("seed", [2, 3, 4, 5])
+def test_it_shows_every_kind_for_other_seeds_too(seed: int) -> None:
+    seen = {kind for events in rounds(seed) for kind in assemble(parsed(events)).has}
+    assert seen == {"rejection", "early", "dedup", "timeout"}
+
+
+def test_it_replays_the_same_rounds_for_the_same_seed() -> None:
+    assert rounds(count=10) == ROUNDS[:10]
+    assert rounds(seed=2, count=10) != ROUNDS[:10]
+
+
+def test_it_makes_fresh_event_ids() -> None:
+    ids = [event.event_id for events in PARSED for event in events]
+    assert len(ids) == len(set(ids))
+
+
+def test_it_starts_every_round_with_the_runtime_cap_and_the_policy_hash() -> None:
+    events = rounds(count=3, policy_hashes={"main": HASH})
+    for round_events in events:
+        first = round_events[0]
+        assert first["type"] == "round.started"
+        assert first["max_actions"] == 2
+    assert {e[0]["policy_hash"] for e in events} == {HASH, None}  # helper has no hash given
+
+
+def test_it_returns_events_in_time_order_from_start_to_finish() -> None:
+    for events in PARSED:
+        times = [e.ts for e in events]
+        assert times == sorted(times)
+        assert (events[0].type, events[-1].type) == ("round.started", "round.finished")
+
+
+def test_it_starts_an_early_call_before_generation_finishes() -> None:
+    pairs = 0
+    for events in PARSED:
+        finished = {e.attempt: e.ts for e in of_type(events, "generation.finished")}
+        for early in of_type(events, "tool.early_started"):
+            # A dropped attempt has no generation.finished; its retry's comes later still.
+            later = [ts for attempt, ts in finished.items() if attempt >= early.attempt]
+            assert later
+            assert all(early.ts < ts for ts in later)
+            pairs += 1
+    assert pairs > 0
+
+
+def test_it_starts_early_calls_with_the_ledger_ids() -> None:
+    for events in PARSED:
+        observed = {(e.attempt, e.action_index): e.data for e in of_type(events, "action.observed")}
+        for early in of_type(events, "tool.early_started"):
+            action = observed[(early.attempt, early.action_index)]
+            assert early.action_index is not None
+            assert early.data["tool_call_id"] == tool_call_id(
+                early.turn_id, early.iteration, early.action_index
+            )
+            assert early.data["fingerprint"] == fingerprint(action["tool_id"], action["params"])
+
+
+def test_it_dedups_a_retry_with_the_original_tool_call_id() -> None:
+    dedups = 0
+    for events in PARSED:
+        started = {
+            (e.attempt, e.action_index): e.data["tool_call_id"]
+            for e in of_type(events, "tool.early_started")
+        }
+        for dedup in of_type(events, "ledger.dedup"):
+            original = started[(0, dedup.data["original_action_index"])]
+            assert dedup.attempt == 1
+            assert dedup.data["tool_call_id"] == original
+            # The dedup replaces a second start: the call started once in the round.
+            assert list(started.values()).count(original) == 1
+            dedups += 1
+    assert dedups > 0
+
+
+def test_it_dedups_by_slot_or_by_fingerprint_when_siblings_are_reordered() -> None:
+    matches = {
+        (dedup.data["match"], dedup.data["original_action_index"] == dedup.action_index)
+        for seed in range(12)
+        for dedup in of_type(parsed(one("retry", seed)), "ledger.dedup")
+    }
+    assert matches == {("slot", True), ("fingerprint", False)}
+
+
+def test_it_gives_the_overseers_verdicts_on_the_streamed_actions() -> None:
+    resolve = RESOLUTION.resolver()
+    checked = 0
+    for events in PARSED:
+        for attempt in {e.attempt for e in of_type(events, "action.observed")}:
+            observed = sorted(
+                (e for e in of_type(events, "action.observed") if e.attempt == attempt),
+                key=lambda e: e.data["action_index"],
+            )
+            actions = [
+                Action(
+                    e.data["action"],
+                    e.data["tool_id"],
+                    e.data.get("params"),
+                    has_params="params" in e.data,
+                )
+                for e in observed
+            ]
+            verdicts = {
+                e.data["action_index"]: e.data
+                for e in events
+                if e.attempt == attempt and e.type in ("action.accepted", "action.rejected")
+            }
+            assert len(verdicts) == len(actions)
+            for verdict in oversee(actions, resolve, 2):
+                event = verdicts[verdict.index]
+                if verdict.accepted:
+                    assert event["type"] == "action.accepted"
+                    assert event["strategy"] == list(verdict.strategy)
+                else:
+                    assert event["type"] == "action.rejected"
+                    assert (event["code"], event["extra"]) == (verdict.code, verdict.extra)
+                checked += 1
+    assert checked > 60
+
+
+def test_it_judges_each_action_when_it_completes_in_the_stream() -> None:
+    for events in PARSED:
+        observed = {(e.attempt, e.action_index): e.ts for e in of_type(events, "action.observed")}
+        judged = [e for e in events if e.type in ("action.accepted", "action.rejected")]
+        for verdict in judged:
+            assert observed[(verdict.attempt, verdict.action_index)] < verdict.ts
+            # ...and before the next action of the stream begins.
+            following = observed.get((verdict.attempt, (verdict.action_index or 0) + 1))
+            assert following is None or verdict.ts < following
+
+
+def test_it_runs_ordinary_calls_after_generation_and_never_rejected_ones() -> None:
+    for r, events in zip(ASSEMBLED, PARSED, strict=True):
+        finished = r.generation_finished_at
+        for started in of_type(events, "tool.started"):
+            assert finished is not None
+            assert started.ts > finished
+        for attempt in r.attempts:
+            for action in attempt.actions:
+                if action.verdict == "rejected":
+                    assert action.tool_call_id is None
+
+
+def test_it_times_out_a_call_past_its_timeout_s_naming_the_async_alternative() -> None:
+    timeouts = [e for events in PARSED for e in of_type(events, "tool.timeout")]
+    assert timeouts
+    for timeout in timeouts:
+        assert timeout.data["tool_id"] == "workspace_jobs.export_report"
+        assert timeout.data["limit_ms"] == 2000
+        assert timeout.data["elapsed_ms"] > 2000
+        assert timeout.data["async_alternative"] == "workspace_jobs.launch_background_job"
+
+
+def test_it_finishes_calls_of_tools_with_a_timeout_within_it() -> None:
+    for events in PARSED:
+        for done in of_type(events, "tool.finished"):
+            if done.data["tool_id"] == "workspace_jobs.export_report":
+                assert done.data["duration_ms"] < 2000
+
+
+def test_it_fails_exactly_the_rounds_with_a_timeout_or_an_error() -> None:
+    for r in ASSEMBLED:
+        calls = [action for attempt in r.attempts for action in attempt.actions]
+        broken = any(action.status in ("timeout", "error") for action in calls)
+        assert (r.outcome == "failed") == broken
+
+
+def test_it_retries_a_round_in_which_nothing_was_accepted() -> None:
+    outcomes = set()
+    for seed in range(10):
+        r = assemble(parsed(one("unsupported", seed)))
+        accepted = [a for a in r.attempts[-1].actions if a.verdict == "accepted"]
+        assert (r.outcome == "retried") == (not accepted)
+        outcomes.add(r.outcome)
+    assert "retried" in outcomes
+    assert len(outcomes) > 1
+
+
+def test_it_orders_exploration_before_exploitation_on_purpose() -> None:
+    r = assemble(parsed(one("conflict")))
+    first, second = r.attempts[0].actions[:2]
+    assert first.verdict == "accepted"
+    assert (second.verdict, second.code) == (
+        "rejected",
+        "multi_action_bundle_strategy_incompatible",
+    )
+
+
+def test_it_sometimes_names_a_namespace_for_a_named_service_call() -> None:
+    namespaces = {
+        (e["params"] or {}).get("namespace")
+        for events in ROUNDS
+        for e in events
+        if e["type"] == "action.observed" and str(e["tool_id"]).startswith("named_services.")
+    }
+    assert namespaces == {None, "task"}
+
+
+SIGNATURES = {
+    "plain": lambda r: r.counts["actions"] >= 1,
+    "conflict": lambda r: "rejection" in r.has,
+    "early": lambda r: "early" in r.has,
+    "retry": lambda r: "dedup" in r.has and len(r.attempts) == 2,
+    "slow": lambda r: "workspace_jobs.export_report" in r.tool_ids,
+    "final": lambda r: any(a.action in ("complete", "exit") for a in r.attempts[0].actions),
+    "unsupported": lambda r: r.attempts[0].actions[0].code == "multi_action_bundle_mixed_actions",
+}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_it_plays_each_scenario_with_the_agents_tools(scenario: str) -> None:
+    for seed in range(5):
+        assert SIGNATURES[scenario](assemble(parsed(one(scenario, seed))))
+
+
+def test_it_times_out_many_slow_rounds_but_not_all() -> None:
+    timed_out = sum("timeout" in assemble(parsed(one("slow", seed))).has for seed in range(20))
+    assert 5 <= timed_out <= 18
+
+
+def test_it_cycles_agents_and_moves_through_turns() -> None:
+    simulator = Simulator(POLICY, seed=9)
+    keys = []
+    for n in range(12):
+        agent, events = simulator.next_round(NOW + timedelta(minutes=n))
+        first = events[0]
+        assert first["agent"] == agent
+        keys.append((agent, first["turn_id"], first["iteration"]))
+    assert [agent for agent, _, _ in keys] == ["main", "helper"] * 6
+    assert len(set(keys)) == 12
+    assert any(iteration > 0 for _, _, iteration in keys)
+    assert len({turn for _, turn, _ in keys}) > 2
+
+
+def test_it_gives_other_seeds_other_turn_ids() -> None:
+    assert rounds(seed=1, count=1)[0][0]["turn_id"] != rounds(seed=2, count=1)[0][0]["turn_id"]
+
+
+def test_it_simulates_an_agent_the_policy_lacks_with_the_builtin_tools() -> None:
+    simulator = Simulator(POLICY, seed=3, agents=["ghost"])
+    tools = {
+        e["tool_id"]
+        for n in range(10)
+        for e in simulator.next_round(NOW)[1]
+        if e.get("tool_id") is not None
+    }
+    assert tools
+    assert all(tool.startswith("react.") for tool in tools)
+
+
+def test_it_refuses_a_policy_without_agents() -> None:
+    empty: Mapping[str, Any] = {"surfaces": {"as_consumer": {"agents": {}}}}
+    with pytest.raises(ValueError, match="no agent to simulate"):
+        Simulator(empty, seed=1)
+
+
+def test_it_refuses_a_naive_start_and_an_unknown_scenario() -> None:
+    with pytest.raises(ValueError, match="timezone-aware"):
+        simulate_round(
+            RESOLUTION,
+            rng=random.Random(1),
+            agent="main",
+            turn_id="t",
+            iteration=0,
+            start=datetime(2026, 1, 1),  # noqa: DTZ001 - the naive datetime is the point
+            policy_hash=None,
+        )
+    with pytest.raises(ValueError, match="unknown scenario 'chaos'"):
+        one("chaos")

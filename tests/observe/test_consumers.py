@@ -1,0 +1,227 @@
+"""The live rounds websocket, driven with channels' WebsocketCommunicator.
+
+Run in their own pytest process (``-m asyncio``): they need the asyncio loop and a transactional
+database, which the Django page tests do not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from channels.db import database_sync_to_async
+from channels.layers import channel_layers
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AnonymousUser
+
+from observe import live
+from observe.consumers import UNAUTHENTICATED, LiveRoundsConsumer
+from observe.models import Round
+from tests.observe.live_support import HandRound, ingest, simulated
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+TIMEOUT = 5
+
+
+class FastTick(LiveRoundsConsumer):
+    tick_seconds = 0.1
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer() -> None:
+    # The in-memory layer's queues belong to the event loop that made them: one per test.
+    channel_layers.backends.clear()
+
+
+@pytest_asyncio.fixture
+async def user() -> Any:
+    return await database_sync_to_async(get_user_model().objects.create_user)(
+        "ana", password="pw-ana-123"
+    )
+
+
+@pytest_asyncio.fixture
+async def sockets() -> AsyncIterator[list[WebsocketCommunicator]]:
+    opened: list[WebsocketCommunicator] = []
+    yield opened
+    for communicator in opened:
+        await communicator.disconnect()
+
+
+async def open_socket(
+    sockets: list[WebsocketCommunicator],
+    user: Any,
+    query: str = "since=0",
+    consumer: type[LiveRoundsConsumer] = LiveRoundsConsumer,
+) -> WebsocketCommunicator:
+    communicator = WebsocketCommunicator(consumer.as_asgi(), f"/ws/live/?{query}")
+    communicator.scope["user"] = user
+    connected, _ = await communicator.connect(timeout=TIMEOUT)
+    assert connected
+    sockets.append(communicator)
+    return communicator
+
+
+async def ingest_async(events: list[dict[str, Any]]) -> None:
+    await database_sync_to_async(ingest)(events)
+
+
+async def round_pk(agent: str, turn_id: str) -> int:
+    row = await Round.objects.aget(agent=agent, turn_id=turn_id)
+    return row.pk
+
+
+def seq(message: str) -> int:
+    found = re.search(r'<span id="live-seq" hx-swap-oob="true" data-seq="(\d+)"', message)
+    assert found, message
+    return int(found.group(1))
+
+
+def card_ids(message: str) -> list[str]:
+    return re.findall(r'<article class="round-card[^"]*" id="(round-\d+)"', message)
+
+
+async def test_an_anonymous_socket_is_closed_with_4401() -> None:
+    communicator = WebsocketCommunicator(LiveRoundsConsumer.as_asgi(), "/ws/live/?since=0")
+    communicator.scope["user"] = AnonymousUser()
+    connected, _ = await communicator.connect(timeout=TIMEOUT)
+    assert connected  # accepted, so the browser sees the close code (htmx does not retry it)
+    assert await communicator.receive_output(timeout=TIMEOUT) == {
+        "type": "websocket.close",
+        "code": UNAUTHENTICATED,
+    }
+
+
+async def test_it_sends_nothing_when_nothing_changed(sockets: list[Any], user: Any) -> None:
+    communicator = await open_socket(sockets, user)
+    assert await communicator.receive_nothing(timeout=0.3)
+
+
+async def test_a_round_ingested_after_connect_arrives_as_a_card_with_seq_1(
+    sockets: list[Any], user: Any
+) -> None:
+    communicator = await open_socket(sockets, user)
+    await ingest_async(HandRound(turn_id="t-1").started().call(0, "react.read").events)
+    message = await communicator.receive_from(timeout=TIMEOUT)
+    pk = await round_pk("main", "t-1")
+    assert message.startswith('<hx-partial hx-target="#incoming" hx-swap="beforeend">')
+    assert card_ids(message) == [f"round-{pk}"]
+    assert seq(message) == 1
+    assert '<div id="counters" class="counters card" hx-swap-oob="true">' in message
+    assert '<b id="count-rounds">1</b>' in message
+    assert '<span class="chip accepted">accepted</span>' in message
+
+
+async def test_the_stream_renders_the_same_card_as_the_page(sockets: list[Any], user: Any) -> None:
+    communicator = await open_socket(sockets, user)
+    await ingest_async(next(simulated(1)))
+    message = await communicator.receive_from(timeout=TIMEOUT)
+
+    @database_sync_to_async
+    def page_card() -> str:
+        from django.template.loader import render_to_string
+
+        (card,) = live.cards_for(list(Round.objects.all()))
+        return render_to_string("observe/round_card.html#card", {"card": card})
+
+    assert (await page_card()).strip() in message
+
+
+async def test_each_message_takes_the_next_sequence_number(sockets: list[Any], user: Any) -> None:
+    communicator = await open_socket(sockets, user)
+    numbers = []
+    for number in range(3):
+        await ingest_async(HandRound(turn_id=f"t-{number}").started().events)
+        numbers.append(seq(await communicator.receive_from(timeout=TIMEOUT)))
+    assert numbers == [1, 2, 3]
+
+
+async def test_an_update_of_a_shown_round_is_sent_again_with_its_new_version(
+    sockets: list[Any], user: Any
+) -> None:
+    communicator = await open_socket(sockets, user)
+    hand = HandRound(turn_id="t-1").started()
+    await ingest_async(hand.events)
+    first = await communicator.receive_from(timeout=TIMEOUT)
+    hand.events.clear()
+    await ingest_async(hand.finished("ok").events)
+    second = await communicator.receive_from(timeout=TIMEOUT)
+    assert card_ids(first) == card_ids(second)
+    versions = [re.search(r'data-version="(\d+)"', m).group(1) for m in (first, second)]  # type: ignore[union-attr]
+    assert int(versions[1]) > int(versions[0])
+    assert "in progress" in first
+    assert '<span class="chip outcome ok">ok</span>' in second
+
+
+async def test_the_agent_filter_keeps_other_agents_out_of_the_stream(
+    sockets: list[Any], user: Any
+) -> None:
+    communicator = await open_socket(sockets, user, "since=0&agent=main")
+    await ingest_async(HandRound(agent="other", turn_id="t-other").started().events)
+    await ingest_async(HandRound(agent="main", turn_id="t-main").started().events)
+    message = await communicator.receive_from(timeout=TIMEOUT)
+    assert card_ids(message) == [f"round-{await round_pk('main', 't-main')}"]
+    assert '<b id="count-rounds">1</b>' in message  # the counters follow the filter too
+    assert await communicator.receive_nothing(timeout=0.3)
+
+
+async def test_the_kind_filter_keeps_rounds_without_that_kind_out(
+    sockets: list[Any], user: Any
+) -> None:
+    communicator = await open_socket(sockets, user, "since=0&has=timeout")
+    plain = HandRound(turn_id="t-plain").started().call(0, "react.read")
+    await ingest_async(plain.events)
+    slow = HandRound(turn_id="t-slow").started().call(0, "jobs.export").generation()
+    await ingest_async(slow.timeout(0, "jobs.export", "jobs.launch").events)
+    message = await communicator.receive_from(timeout=TIMEOUT)
+    assert card_ids(message) == [f"round-{await round_pk('main', 't-slow')}"]
+    assert "try jobs.launch" in message
+
+
+async def test_connecting_with_an_old_version_sends_what_changed_since(
+    sockets: list[Any], user: Any
+) -> None:
+    await ingest_async(HandRound(turn_id="t-1").started().events)
+    await ingest_async(HandRound(turn_id="t-2").started().events)
+    first = await Round.objects.aget(turn_id="t-1")
+    communicator = await open_socket(sockets, user, f"since={first.version}")
+    message = await communicator.receive_from(timeout=TIMEOUT)
+    assert card_ids(message) == [f"round-{await round_pk('main', 't-2')}"]
+    assert seq(message) == 1
+
+
+async def test_a_dropped_group_message_is_healed_by_the_tick(
+    sockets: list[Any], user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    communicator = await open_socket(sockets, user, consumer=FastTick)
+    # The layer drops the notification (as the in-memory layer does when a queue is full).
+    monkeypatch.setattr("observe.services.broadcast_change", lambda version: None)
+    await ingest_async(HandRound(turn_id="t-lost").started().events)
+    message = await communicator.receive_from(timeout=TIMEOUT)
+    assert card_ids(message) == [f"round-{await round_pk('main', 't-lost')}"]
+    assert seq(message) == 1
+    # Later ticks do not send it again.
+    assert await communicator.receive_nothing(timeout=0.4)
+
+
+async def test_too_many_changes_ask_the_page_to_reload_its_list(
+    sockets: list[Any], user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live, "MAX_CARDS", 2)
+    for number in range(3):
+        await ingest_async(HandRound(turn_id=f"t-{number}").started().events)
+    communicator = await open_socket(sockets, user)
+    message = await communicator.receive_from(timeout=TIMEOUT)
+    assert card_ids(message) == []
+    assert 'data-seq="1" data-resync="true"' in message
+    assert '<b id="count-rounds">3</b>' in message
+    # The stream goes on from the newest version: the next change is sent normally.
+    await ingest_async(HandRound(turn_id="t-next").started().events)
+    message = await communicator.receive_from(timeout=TIMEOUT)
+    assert card_ids(message) == [f"round-{await round_pk('main', 't-next')}"]
+    assert seq(message) == 2

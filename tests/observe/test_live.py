@@ -1,0 +1,71 @@
+"""observe.live without a database: how cards word what happened."""
+
+from __future__ import annotations
+
+import pytest
+
+from observe.live import action_chips, seconds
+from tests.observe.live_support import EARLY_ROUND, assembled
+
+
+@pytest.mark.parametrize(
+    ("ms", "digits", "shown"),
+    [(1234, 1, "1.2 s"), (30000, 1, "30 s"), (0, 1, "0 s"), (10012, 3, "10.012 s")],
+)
+def test_seconds_read_naturally(ms: float, digits: int, shown: str) -> None:
+    assert seconds(ms, digits=digits) == shown
+
+
+def test_an_early_start_says_how_long_before_generation_finished() -> None:
+    round_ = assembled(*EARLY_ROUND)
+    attempt = round_.attempts[0]
+    chips = {chip.kind: chip for chip in action_chips(attempt.actions[0], attempt)}
+    assert chips["accepted"].label == "accepted"
+    assert chips["early"].detail == "1.2 s before generation finished"
+
+
+def chips_of(*events: tuple[int, str, dict[str, object]]) -> dict[str, tuple[str, str]]:
+    attempt = assembled(*events).attempts[0]
+    return {
+        chip.kind: (chip.detail, chip.hint) for chip in action_chips(attempt.actions[0], attempt)
+    }
+
+
+CALL = {"action_index": 0, "tool_id": "jobs.export", "tool_call_id": "tc_0123456789ab"}
+
+
+def test_a_dedup_names_the_reused_call_and_how_it_matched() -> None:
+    chips = chips_of(
+        (
+            0,
+            "ledger.dedup",
+            {**CALL, "original_action_index": 1, "match": "slot", "fingerprint": "a" * 64},
+        )
+    )
+    assert chips["dedup"] == ("reused tc_0123456789ab (matched by slot)", "")
+
+
+def test_a_timeout_says_after_how_long_the_limit_and_what_to_try() -> None:
+    timeout = {**CALL, "limit_ms": 30000, "elapsed_ms": 30015, "async_alternative": "jobs.launch"}
+    chips = chips_of((0, "tool.timeout", timeout))
+    assert chips["timeout"] == ("after 30.015 s, limit 30 s", "try jobs.launch")
+    chips = chips_of((0, "tool.timeout", {**timeout, "async_alternative": None}))
+    assert chips["timeout"] == ("after 30.015 s, limit 30 s", "")
+
+
+def test_a_rejection_gives_the_rule_in_words() -> None:
+    chips = chips_of(
+        (0, "action.observed", {"action_index": 0, "action": "think", "tool_id": None}),
+        (
+            1,
+            "action.rejected",
+            {"action_index": 0, "tool_id": None, "code": "multi_action_bundle_mixed_actions"},
+        ),
+    )
+    detail, _ = chips["rejected"]
+    assert "'think' is not a supported action" in detail
+
+
+def test_an_action_without_a_verdict_yet_says_so_and_errors_show() -> None:
+    chips = chips_of((0, "tool.finished", {**CALL, "status": "error", "duration_ms": 5}))
+    assert set(chips) == {"pending", "error"}
