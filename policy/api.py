@@ -18,6 +18,7 @@ from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
 from policy.domain.jsonable import jsonable
 from policy.domain.resolution import UnknownAgentError, effective_json
 from policy.domain.yaml_io import WEB_MAX_BYTES
+from policy.exporting import draft_export_response
 from policy.importing import import_preview
 from policy.selectors import agent_resolution, draft_state, text_analysis
 from policy.services import StaleRevision, draft_replace
@@ -172,11 +173,7 @@ def import_policy(request: HttpRequest, dry_run: bool = True) -> Any:
 @router.get("/policy/export.yaml")
 def export_yaml(request: HttpRequest) -> HttpResponse:
     """The draft as the YAML the runtime loads, byte-identical to `traitdeck fmt`."""
-    state = draft_state()
-    response = HttpResponse(state.text, content_type="application/yaml; charset=utf-8")
-    response["Content-Disposition"] = 'attachment; filename="traitdeck-policy.yaml"'
-    response["X-Draft-Revision"] = str(state.revision)
-    return response
+    return draft_export_response()
 
 
 def _resolution(agent: str) -> Any:

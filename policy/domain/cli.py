@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--manifest", metavar="M.json", help="tools discovered in code (JSON)")
         cmd.add_argument(
             "--max-bytes",
-            type=_positive_int,
+            type=positive_int,
             default=CLI_MAX_BYTES,
             metavar="N",
             help=f"refuse larger input files (default {CLI_MAX_BYTES})",
@@ -81,13 +81,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive_int(value: str) -> int:
+def positive_int(value: str) -> int:
+    """An argparse type for counts and limits: a whole number, at least 1."""
     try:
         number = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
     if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+        raise argparse.ArgumentTypeError(f"{number} is not at least 1")
     return number
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from policy.domain.jsonable import json_kind
 from policy.domain.ledger import Ledger, fingerprint
 from policy.domain.overseer import (
     Action,
@@ -41,22 +42,6 @@ def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__
-
-
 def parse_round_spec(data: Any) -> RoundSpec:
     """Check a decoded JSON round and build its spec; ``RoundSpecError`` names the bad field.
 
@@ -64,17 +49,17 @@ def parse_round_spec(data: Any) -> RoundSpec:
     the same with ``"actions": [action, …]`` (one attempt).
     """
     if not isinstance(data, Mapping):
-        raise RoundSpecError(f"the round must be a JSON object, not {_kind(data)}")
+        raise RoundSpecError(f"the round must be a JSON object, not {json_kind(data)}")
     turn_id = data.get("turn_id")
     if not isinstance(turn_id, str) or not turn_id.strip():
         raise RoundSpecError("turn_id must be a non-empty string")
     iteration = data.get("iteration")
     if not _is_int(iteration) or iteration < 0:
-        got = iteration if _is_int(iteration) else _kind(iteration)
+        got = iteration if _is_int(iteration) else json_kind(iteration)
         raise RoundSpecError(f"iteration must be an integer of 0 or more, not {got}")
     max_actions = data.get("max_actions")
     if max_actions is not None and not _is_int(max_actions):
-        raise RoundSpecError(f"max_actions must be an integer, not {_kind(max_actions)}")
+        raise RoundSpecError(f"max_actions must be an integer, not {json_kind(max_actions)}")
     has_attempts, has_actions = "attempts" in data, "actions" in data
     if has_attempts == has_actions:
         raise RoundSpecError(
@@ -88,7 +73,9 @@ def parse_round_spec(data: Any) -> RoundSpec:
     else:
         raw_attempts = data["attempts"]
         if not isinstance(raw_attempts, list):
-            raise RoundSpecError(f"attempts must be a list of attempts, not {_kind(raw_attempts)}")
+            raise RoundSpecError(
+                f"attempts must be a list of attempts, not {json_kind(raw_attempts)}"
+            )
         if not raw_attempts:
             raise RoundSpecError("attempts must hold at least one attempt")
         names = [f"attempts[{n}]" for n in range(len(raw_attempts))]
@@ -100,19 +87,19 @@ def parse_round_spec(data: Any) -> RoundSpec:
 
 def _parse_attempt(raw: Any, name: str) -> tuple[Action, ...]:
     if not isinstance(raw, list):
-        raise RoundSpecError(f"{name} must be a list of actions, not {_kind(raw)}")
+        raise RoundSpecError(f"{name} must be a list of actions, not {json_kind(raw)}")
     return tuple(_parse_action(item, f"{name}[{index}]") for index, item in enumerate(raw))
 
 
 def _parse_action(raw: Any, name: str) -> Action:
     if not isinstance(raw, Mapping):
-        raise RoundSpecError(f"{name} must be an object, not {_kind(raw)}")
+        raise RoundSpecError(f"{name} must be an object, not {json_kind(raw)}")
     action = raw.get("action")
     if not isinstance(action, str):
-        raise RoundSpecError(f"{name}.action must be a string, not {_kind(action)}")
+        raise RoundSpecError(f"{name}.action must be a string, not {json_kind(action)}")
     tool_id = raw.get("tool_id")
     if tool_id is not None and not isinstance(tool_id, str):
-        raise RoundSpecError(f"{name}.tool_id must be a string or null, not {_kind(tool_id)}")
+        raise RoundSpecError(f"{name}.tool_id must be a string or null, not {json_kind(tool_id)}")
     return Action(action, tool_id, raw.get("params"), has_params="params" in raw)
 
 

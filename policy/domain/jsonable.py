@@ -32,3 +32,20 @@ def jsonable(value: Any) -> Any:
 
 def _key(key: Any) -> str:
     return key if isinstance(key, str) else str(key)
+
+
+def json_kind(value: Any) -> str:
+    """What kind of JSON value this is, in words, for "… must be X, not <kind>" messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from policy.domain.jsonable import json_kind
+
 
 class ManifestError(ValueError):
     """The manifest is not the expected JSON shape; the message is one plain sentence."""
@@ -63,7 +65,7 @@ def parse_manifest(data: Any) -> Manifest:
     if not isinstance(data, Mapping):
         raise ManifestError(
             "The manifest must be a JSON object mapping tool ids to "
-            '{"tool_traits": {...}} objects, not ' + _kind_of(data) + "."
+            '{"tool_traits": {...}} objects, not ' + json_kind(data) + "."
         )
     tools: dict[str, Mapping[str, Any]] = {}
     for tool_id, entry in data.items():
@@ -72,7 +74,7 @@ def parse_manifest(data: Any) -> Manifest:
         if not isinstance(entry, Mapping):
             raise ManifestError(
                 f"Manifest entry {tool_id!r} must be an object like "
-                f'{{"tool_traits": {{...}}}}, not {_kind_of(entry)}.'
+                f'{{"tool_traits": {{...}}}}, not {json_kind(entry)}.'
             )
         traits = entry.get("tool_traits", {})
         if traits is None:
@@ -80,21 +82,7 @@ def parse_manifest(data: Any) -> Manifest:
         if not isinstance(traits, Mapping):
             raise ManifestError(
                 f"The tool_traits of manifest entry {tool_id!r} must be an object, "
-                f"not {_kind_of(traits)}."
+                f"not {json_kind(traits)}."
             )
         tools[tool_id] = MappingProxyType(dict(traits))
     return Manifest(tools=MappingProxyType(tools))
-
-
-def _kind_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "an array"
-    return f"a {type(value).__name__}"

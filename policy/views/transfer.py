@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 
 from policy.domain.diagnostics import Severity
 from policy.domain.yaml_io import WEB_MAX_BYTES
+from policy.exporting import draft_export_response
 from policy.importing import ImportPreview, import_preview
 from policy.selectors import draft_state
 from policy.services import StaleRevision, draft_replace
@@ -130,8 +131,4 @@ def import_view(request: HttpRequest) -> HttpResponse:
 
 def export_view(request: HttpRequest) -> HttpResponse:
     """The draft as a YAML download: the same bytes as the API export and ``traitdeck fmt``."""
-    state = draft_state()
-    response = HttpResponse(state.text, content_type="application/yaml; charset=utf-8")
-    response["Content-Disposition"] = 'attachment; filename="traitdeck-policy.yaml"'
-    response["X-Draft-Revision"] = str(state.revision)
-    return response
+    return draft_export_response()

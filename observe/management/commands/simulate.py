@@ -54,6 +54,7 @@ from observe.domain.events import (
     TOOL_TIMEOUT,
 )
 from observe.domain.simulator import Simulator
+from policy.domain.cli import positive_int
 from policy.domain.resolution import agents_mapping
 from policy.domain.yaml_io import agent_export_text, split_header
 from policy.selectors import draft_state, manifest_for
@@ -91,16 +92,6 @@ class _Transient(Exception):
 
 
 # --- argument checks (each failure is a usage error: exit 2) ------------------------------------
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not at least 1")
-    return value
 
 
 def _positive_float(text: str) -> float:
@@ -372,7 +363,7 @@ class Command(BaseCommand):
         how_long = parser.add_mutually_exclusive_group()
         how_long.add_argument(
             "--rounds",
-            type=_positive_int,
+            type=positive_int,
             metavar="N",
             help=f"post N rounds, then stop (default {DEFAULT_ROUNDS})",
         )
