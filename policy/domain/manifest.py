@@ -67,6 +67,9 @@ def parse_manifest(data: Any) -> Manifest:
             "The manifest must be a JSON object mapping tool ids to "
             '{"tool_traits": {...}} objects, not ' + json_kind(data) + "."
         )
+    if _has_nul(data):
+        # A database (PostgreSQL) cannot store "\u0000" in JSON: refuse it here, for every path.
+        raise ManifestError("The manifest contains a NUL character.")
     tools: dict[str, Mapping[str, Any]] = {}
     for tool_id, entry in data.items():
         if not isinstance(tool_id, str) or not tool_id.strip():
@@ -86,3 +89,13 @@ def parse_manifest(data: Any) -> Manifest:
             )
         tools[tool_id] = MappingProxyType(dict(traits))
     return Manifest(tools=MappingProxyType(tools))
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, Mapping):
+        return any(_has_nul(key) or _has_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False

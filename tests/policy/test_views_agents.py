@@ -624,3 +624,20 @@ def test_a_conflict_reload_link_goes_back_to_the_page_the_user_was_on(client) ->
         headers={"HX-Request": "true", "HX-Current-URL": "https://evil.example/policy/"},
     )
     assert 'href="/policy/">Reload</a>' in foreign.content.decode()
+
+
+def test_a_manifest_with_a_nul_character_is_refused_by_the_browser_form_too(client) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from django.contrib.auth import get_user_model
+
+    from policy.models import AgentManifest
+
+    get_user_model().objects.create_user("nul", password="pw-nul-123")
+    client.login(username="nul", password="pw-nul-123")
+    client.post("/policy/agents/add/", {"name": "main", "base_revision": "0"})
+    manifest = json.dumps({"jobs.search": {"tool_traits": {"strategy": ["exploration\u0000"]}}})
+    response = client.post("/policy/agents/main/manifest/", {"text": manifest})
+    assert response.status_code == 422
+    assert "NUL character" in response.content.decode()
+    assert not AgentManifest.objects.exists()
