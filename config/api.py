@@ -14,6 +14,7 @@ from accounts.auth import RuntimeTokenAuth, session_auth
 from accounts.models import RuntimeToken
 from observe.api import router as observe_router
 from policy.api import router as policy_router
+from policy.api_edit import router as policy_edit_router
 
 api = NinjaAPI(
     title="Traitdeck API",
@@ -70,6 +71,7 @@ def install_error_handlers(target: NinjaAPI) -> None:
 install_error_handlers(api)
 
 api.add_router("/v1", policy_router)
+api.add_router("/v1", policy_edit_router)
 api.add_router("/v1", observe_router)
 
 

@@ -16,11 +16,11 @@ from accounts.auth import session_auth
 from policy.domain.catalog import render_catalog, render_scope
 from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
 from policy.domain.jsonable import jsonable
-from policy.domain.resolution import UnknownAgentError, effective_json
+from policy.domain.resolution import AgentResolution, UnknownAgentError, effective_json
 from policy.domain.yaml_io import WEB_MAX_BYTES
 from policy.exporting import draft_export_response
 from policy.importing import import_preview
-from policy.selectors import agent_resolution, draft_state, text_analysis
+from policy.selectors import DraftState, agent_resolution, draft_state, text_analysis
 from policy.services import StaleRevision, draft_replace
 
 router = Router(tags=["policy"], auth=session_auth)
@@ -176,9 +176,10 @@ def export_yaml(request: HttpRequest) -> HttpResponse:
     return draft_export_response()
 
 
-def _resolution(agent: str) -> Any:
+def agent_or_404(state: DraftState, agent: str) -> AgentResolution:
+    """The agent's resolution in ``state``; 404 when the draft has no such agent."""
     try:
-        return agent_resolution(draft_state(), agent)
+        return agent_resolution(state, agent)
     except UnknownAgentError:
         raise HttpError(404, f"The draft has no agent {agent!r}.") from None
 
@@ -187,7 +188,7 @@ def _resolution(agent: str) -> Any:
 def effective(request: HttpRequest, agent: str) -> Any:
     """Effective traits of each tool and the layer each key came from (`traitdeck effective`)."""
     # jsonable: a YAML trait key may be a date or a number; JSON keys are text.
-    return jsonable(effective_json(_resolution(agent)))
+    return jsonable(effective_json(agent_or_404(draft_state(), agent)))
 
 
 @router.get("/agents/{agent}/catalog")
@@ -195,7 +196,7 @@ def catalog(request: HttpRequest, agent: str, format: str = "text") -> Any:
     """The catalog text the model reads (`text/plain`), or `{"tools": [{"id", "scope"}]}`."""
     if format not in {"text", "json"}:
         raise HttpError(422, "format must be text or json.")
-    tools = _resolution(agent).tools
+    tools = agent_or_404(draft_state(), agent).tools
     if format == "json":
         return {
             "tools": [
@@ -210,7 +211,7 @@ def catalog(request: HttpRequest, agent: str, format: str = "text") -> Any:
 @router.post("/agents/{agent}/dry-run", openapi_extra=JSON_BODY)
 def dry_run_round(request: HttpRequest, agent: str) -> Any:
     """Run a round through the overseer, early gate and ledger (as `traitdeck dry-run`)."""
-    resolution = _resolution(agent)
+    resolution = agent_or_404(draft_state(), agent)
     data = read_json(request)
     try:
         spec = parse_round_spec(data)

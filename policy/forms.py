@@ -21,9 +21,11 @@ from policy.domain.connections import (
 from policy.domain.edits import (
     EditError,
     NamespaceEdit,
+    as_sentence,
     build_design,
     build_traits,
     check_agent_name,
+    design_fields,
     parse_name_list,
 )
 from policy.domain.execution_design import MODES, RETRIES
@@ -33,12 +35,6 @@ from policy.domain.traits import CONCRETE_STRATEGIES, EARLY_PROFILE, is_early_pr
 MANIFEST_MAX_BYTES = 1024 * 1024
 #: A bound on namespace rows one POST may carry (the form renders the existing ones plus one).
 MAX_NAMESPACE_ROWS = 50
-
-
-def _sentence(text: str) -> str:
-    text = text.strip()
-    text = text[:1].upper() + text[1:]
-    return text if text.endswith((".", "?", "!")) else text + "."
 
 
 def _text(value: Any) -> str:
@@ -71,7 +67,7 @@ class AgentNameForm(forms.Form):
         try:
             return check_agent_name(self.cleaned_data["name"])
         except EditError as exc:
-            raise forms.ValidationError(_sentence(str(exc))) from None
+            raise forms.ValidationError(as_sentence(str(exc))) from None
 
 
 def first_error(form: forms.Form) -> str:
@@ -445,13 +441,13 @@ class ToolForm(forms.Form):
         initial["confirm"] = design.get("confirm") is True
         return initial
 
-    def clean_timeout_s(self) -> float | int | None:
-        value = self.cleaned_data.get("timeout_s")
+    def clean_timeout_s(self) -> float | None:
+        value: float | None = self.cleaned_data.get("timeout_s")
         if value is None:
             return None
         if value <= 0:
             raise forms.ValidationError("The timeout must be a positive number of seconds.")
-        return int(value) if float(value).is_integer() else value
+        return value
 
     def traits(self, existing: Mapping[str, Any] | None) -> dict[str, Any]:
         data = self.cleaned_data
@@ -465,12 +461,4 @@ class ToolForm(forms.Form):
     def design(self, existing: Mapping[str, Any] | None) -> dict[str, Any] | None:
         if not self.with_design:
             return None
-        data = self.cleaned_data
-        fields: dict[str, Any] = {
-            "timeout_s": data["timeout_s"],
-            "mode": data["mode"] or None,
-            "retry": data["retry"] or None,
-            "confirm": True if data["confirm"] else None,
-        }
-        fields.update({name: _or_none(data[name]) for name in DESIGN_TEXT_FIELDS})
-        return build_design(existing, fields)
+        return build_design(existing, design_fields(self.cleaned_data))

@@ -8,8 +8,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from django.urls import NoReverseMatch, reverse
+
 from policy.domain.analysis import Analysis, analyze_text
 from policy.domain.manifest import Manifest, parse_manifest
+from policy.domain.placement import Placement, place
 from policy.domain.resolution import AgentResolution, agent_names, resolve_agent
 from policy.domain.yaml_io import CLI_MAX_BYTES, empty_policy, export_text, load_policy
 from policy.models import AgentManifest, PolicyDraft
@@ -86,3 +89,57 @@ def text_analysis(text: str | bytes, *, max_bytes: int) -> Analysis:
 def agent_resolution(state: DraftState, agent: str) -> AgentResolution:
     """Raises ``UnknownAgentError`` when the draft has no such agent."""
     return resolve_agent(state.data, agent, manifest_for(agent))
+
+
+def agent_placement(state: DraftState, resolution: AgentResolution) -> Placement:
+    """The draft's diagnostics about one agent, each on its tool row, connection or the agent
+    (what the agent page, the tool editor and the API show)."""
+    return place(
+        draft_analysis(state).diagnostics,
+        resolution.agent,
+        resolution.connections,
+        manifest_for(resolution.agent),
+    )
+
+
+def agent_url(agent: str) -> str | None:
+    """The agent page's URL, or ``None`` for a name no URL can hold (``/``, empty)."""
+    try:
+        return reverse("policy:agent", args=[agent])
+    except NoReverseMatch:
+        return None
+
+
+@dataclass(frozen=True)
+class AgentSummary:
+    """One line of the agents page (and of ``GET /api/v1/agents``)."""
+
+    name: str
+    url: str | None
+    connections: int
+    tools: int
+    errors: int
+    warnings: int
+
+
+def agent_summaries(state: DraftState) -> list[AgentSummary]:
+    """Every agent of the draft with its connection and tool counts and its problems."""
+    diagnostics = draft_analysis(state).diagnostics
+    discovered = manifests()
+    rows = []
+    for name in state.agents:
+        manifest = discovered.get(name)
+        resolution = resolve_agent(state.data, name, manifest)
+        # Counted from the same placement as the agent page, so the two pages agree.
+        counts = place(diagnostics, name, resolution.connections, manifest).counts()
+        rows.append(
+            AgentSummary(
+                name=name,
+                url=agent_url(name),
+                connections=len(resolution.connections),
+                tools=sum(1 for tool in resolution.tools if not tool.builtin),
+                errors=counts.errors,
+                warnings=counts.warnings,
+            )
+        )
+    return rows

@@ -12,7 +12,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from policy.domain.edits import EditError
+from policy.domain.edits import EditError, check_agent_name, remove_agent, rename_agent
 from policy.domain.manifest import parse_manifest
 from policy.domain.yaml_io import CLI_MAX_BYTES, dump_body, load_policy
 from policy.models import AgentManifest, PolicyDraft
@@ -42,6 +42,16 @@ def _user(user: Any) -> User | None:
     return user if isinstance(user, User) and user.is_authenticated else None
 
 
+def _locked_draft(base_revision: int | None) -> tuple[PolicyDraft | None, int]:
+    """The draft row (locked until the transaction ends) and its revision; raises
+    ``StaleRevision`` when ``base_revision`` is given and is not the current one."""
+    draft = PolicyDraft.objects.select_for_update().filter(pk=PolicyDraft.SINGLETON_ID).first()
+    current = draft.revision if draft else 0
+    if base_revision is not None and base_revision != current:
+        raise StaleRevision(base_revision, current)
+    return draft, current
+
+
 @transaction.atomic
 def draft_change(*, edit: Edit, base_revision: int | None, user: Any = None) -> DraftState:
     """Apply ``edit`` to the draft document and store the result as the next revision.
@@ -49,10 +59,7 @@ def draft_change(*, edit: Edit, base_revision: int | None, user: Any = None) -> 
     ``base_revision`` None applies to whatever the current draft is (API calls without
     ``If-Match``). The row lock makes concurrent changes queue instead of overwriting.
     """
-    draft = PolicyDraft.objects.select_for_update().filter(pk=PolicyDraft.SINGLETON_ID).first()
-    current = draft.revision if draft else 0
-    if base_revision is not None and base_revision != current:
-        raise StaleRevision(base_revision, current)
+    draft, current = _locked_draft(base_revision)
     state = draft_state()
     try:
         new_data = edit(state.data)
@@ -80,8 +87,46 @@ def draft_replace(
 
 
 @transaction.atomic
-def manifest_upload(*, agent: str, data: Any, user: Any = None) -> AgentManifest:
-    """Store an agent's manifest; raises ``ManifestError`` (a ValueError) when malformed."""
+def agent_rename(
+    *, agent: str, new_name: str, base_revision: int | None, user: Any = None
+) -> DraftState:
+    """Rename an agent; its manifest follows in the same transaction, so the draft and the
+    manifests never disagree about the agent's name."""
+    try:
+        new_name = check_agent_name(new_name)
+    except EditError as exc:
+        raise EditRefused(str(exc)) from exc
+    state = draft_change(
+        edit=lambda doc: rename_agent(doc, agent, new_name), base_revision=base_revision, user=user
+    )
+    if new_name != agent:
+        # A manifest left under the new name (its agent removed by an import) is not this
+        # agent's: the renamed agent keeps its own manifest, or none.
+        manifest_remove(agent=new_name)
+        manifest_rename(old=agent, new=new_name)
+    return state
+
+
+@transaction.atomic
+def agent_remove(*, agent: str, base_revision: int | None, user: Any = None) -> DraftState:
+    """Remove an agent and its manifest."""
+    state = draft_change(
+        edit=lambda doc: remove_agent(doc, agent), base_revision=base_revision, user=user
+    )
+    manifest_remove(agent=agent)
+    return state
+
+
+@transaction.atomic
+def manifest_upload(
+    *, agent: str, data: Any, user: Any = None, base_revision: int | None = None
+) -> AgentManifest:
+    """Store an agent's manifest; raises ``ManifestError`` (a ValueError) when malformed.
+
+    A manifest is not part of the draft document (its revision does not change), but with
+    ``base_revision`` the upload is refused (``StaleRevision``) when the draft moved on."""
+    if base_revision is not None:
+        _locked_draft(base_revision)
     parse_manifest(data)
     row, _ = AgentManifest.objects.update_or_create(
         agent=agent, defaults={"data": data, "uploaded_by": _user(user)}
@@ -89,7 +134,12 @@ def manifest_upload(*, agent: str, data: Any, user: Any = None) -> AgentManifest
     return row
 
 
-def manifest_remove(*, agent: str) -> bool:
+@transaction.atomic
+def manifest_remove(*, agent: str, base_revision: int | None = None) -> bool:
+    """Remove an agent's manifest; ``False`` when it had none. ``base_revision`` as for
+    :func:`manifest_upload`."""
+    if base_revision is not None:
+        _locked_draft(base_revision)
     deleted, _ = AgentManifest.objects.filter(agent=agent).delete()
     return deleted > 0
 

@@ -32,6 +32,13 @@ class EditError(ValueError):
     """The edit cannot apply to this document (unknown agent, bad name, stale index…)."""
 
 
+def as_sentence(text: str) -> str:
+    """An ``EditError`` message as people read it: capitalized, ending with a full stop."""
+    text = text.strip()
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
 def _agents(doc: dict[str, Any]) -> dict[str, Any]:
     try:
         agents = doc["surfaces"]["as_consumer"]["agents"]
@@ -256,6 +263,23 @@ def build_design(existing: Mapping[str, Any] | None, fields: Mapping[str, Any]) 
     return design
 
 
+def design_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The managed design fields as the editor writes them, ready for :func:`build_design`:
+    blank text and an unset ``confirm`` become ``None`` (the key is removed), a whole-number
+    timeout is written as an int (``20``, not ``20.0``). Fields missing from ``values`` too."""
+    fields: dict[str, Any] = {}
+    for name in DESIGN_FIELDS:
+        value = values.get(name)
+        if name == "confirm":
+            value = True if value else None
+        elif isinstance(value, float) and value.is_integer():
+            value = int(value)
+        elif isinstance(value, str):
+            value = value.strip() or None
+        fields[name] = value
+    return fields
+
+
 @dataclass(frozen=True)
 class NamespaceEdit:
     """One namespace row of the named-service form: its name, the operations ticked, and the name
@@ -360,6 +384,11 @@ def tool_entries(
 
 def _mapping_or_none(value: Any) -> dict[str, Any] | None:
     return dict(value) if isinstance(value, Mapping) else None
+
+
+def connection_mapping(doc: Mapping[str, Any], agent: str, index: int) -> dict[str, Any]:
+    """A copy of one connection mapping, as the edits find it (raises ``EditError``)."""
+    return _connection(copy.deepcopy(dict(doc)), agent, index)
 
 
 def connection_count(doc: Mapping[str, Any], agent: str) -> int:

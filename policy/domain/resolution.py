@@ -92,6 +92,13 @@ class AgentResolution:
     def __iter__(self) -> Iterator[EffectiveTool]:
         return iter(self.tools)
 
+    def connection(self, index: int) -> Connection | None:
+        """The connection at ``index`` of the agent's list (``None``: no mapping there)."""
+        for connection in self.connections:
+            if connection.index == index:
+                return connection
+        return None
+
     def find(self, tool_id: str) -> EffectiveTool | None:
         key = tool_id.strip() if isinstance(tool_id, str) else tool_id
         for tool in self.tools:
@@ -278,18 +285,21 @@ def resolve_agent_key(data: Any, key: Any, manifest: Manifest | None = None) -> 
 
 def effective_json(resolution: AgentResolution) -> dict[str, Any]:
     """The effective-traits view as JSON-ready data (normalized traits, provenance, eligibility)."""
-    tools: dict[str, Any] = {}
-    for tool in resolution.tools:
-        entry: dict[str, Any] = {
-            "traits": jsonable(normalize_traits(tool.traits)),
-            "provenance": {str(k): v for k, v in tool.provenance.items()},
-            "early": tool.early,
-            "execution_design": jsonable(tool.execution_design),
-        }
-        if tool.namespace_overrides:
-            entry["namespace_overrides"] = {
-                namespace: jsonable(normalize_traits(override))
-                for namespace, override in tool.namespace_overrides.items()
-            }
-        tools[tool.tool_id] = entry
+    tools = {tool.tool_id: effective_tool_json(tool) for tool in resolution.tools}
     return {"agent": resolution.agent, "tools": tools}
+
+
+def effective_tool_json(tool: EffectiveTool) -> dict[str, Any]:
+    """One tool's entry of :func:`effective_json`."""
+    entry: dict[str, Any] = {
+        "traits": jsonable(normalize_traits(tool.traits)),
+        "provenance": {str(k): v for k, v in tool.provenance.items()},
+        "early": tool.early,
+        "execution_design": jsonable(tool.execution_design),
+    }
+    if tool.namespace_overrides:
+        entry["namespace_overrides"] = {
+            namespace: jsonable(normalize_traits(override))
+            for namespace, override in tool.namespace_overrides.items()
+        }
+    return entry

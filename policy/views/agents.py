@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
@@ -29,20 +28,13 @@ from policy.domain.edits import (
     add_connection,
     connection_count,
     move_connection,
-    remove_agent,
     remove_connection,
-    rename_agent,
     set_namespaces,
     update_connection,
 )
 from policy.domain.execution_design import ExecutionDesign
-from policy.domain.placement import Placement, entry_keys, place, tool_rows
-from policy.domain.resolution import (
-    AgentResolution,
-    EffectiveTool,
-    UnknownAgentError,
-    resolve_agent,
-)
+from policy.domain.placement import Placement, entry_keys, tool_rows
+from policy.domain.resolution import AgentResolution, EffectiveTool, UnknownAgentError
 from policy.domain.traits import (
     UNKNOWN,
     is_early_profile,
@@ -59,15 +51,16 @@ from policy.forms import (
 )
 from policy.selectors import (
     DraftState,
+    agent_placement,
     agent_resolution,
-    draft_analysis,
+    agent_summaries,
     draft_state,
-    manifest_for,
     manifest_rows,
-    manifests,
 )
-from policy.services import manifest_remove, manifest_rename, manifest_upload
-from policy.views.common import Edit, apply_edit, problem
+from policy.services import agent_remove as agent_remove_service
+from policy.services import agent_rename as agent_rename_service
+from policy.services import manifest_upload
+from policy.views.common import Edit, apply_change, apply_edit, problem
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -116,14 +109,6 @@ def show_after_edit(
     return push_url(reswap(retarget(response, "#main"), "innerHTML"), url)
 
 
-def agent_url(agent: str) -> str | None:
-    """The agent page's URL, or ``None`` for a name no URL can hold (``/``, empty)."""
-    try:
-        return reverse("policy:agent", args=[agent])
-    except NoReverseMatch:
-        return None
-
-
 def _require_agent(state: DraftState, agent: str) -> None:
     if agent not in state.agents:
         raise Http404(f"The draft has no agent {agent!r}.")
@@ -132,36 +117,8 @@ def _require_agent(state: DraftState, agent: str) -> None:
 # --- the agents page ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AgentRow:
-    name: str
-    url: str | None
-    connections: int
-    tools: int
-    errors: int
-    warnings: int
-
-
 def agents_context(state: DraftState) -> dict[str, Any]:
-    diagnostics = draft_analysis(state).diagnostics
-    discovered = manifests()
-    rows = []
-    for name in state.agents:
-        manifest = discovered.get(name)
-        resolution = resolve_agent(state.data, name, manifest)
-        # Counted from the same placement as the agent page, so the two pages agree.
-        counts = place(diagnostics, name, resolution.connections, manifest).counts()
-        rows.append(
-            AgentRow(
-                name=name,
-                url=agent_url(name),
-                connections=len(resolution.connections),
-                tools=sum(1 for tool in resolution.tools if not tool.builtin),
-                errors=counts.errors,
-                warnings=counts.warnings,
-            )
-        )
-    return {"state": state, "base_revision": state.revision, "agents": rows}
+    return {"state": state, "base_revision": state.revision, "agents": agent_summaries(state)}
 
 
 def _show_agents(request: HtmxHttpRequest, state: DraftState) -> HttpResponse:
@@ -195,30 +152,25 @@ def agent_rename(request: HtmxHttpRequest, agent: str) -> HttpResponse:
     if not form.is_valid():
         return problem(request, first_error(form), status=422)
     new_name = form.cleaned_data["name"]
-
-    def renamed(state: DraftState) -> HttpResponse:
-        if new_name != agent:
-            # A manifest left under the new name (its agent removed by an import) is not this
-            # agent's: the renamed agent keeps its own manifest, or none.
-            manifest_remove(agent=new_name)
-            manifest_rename(old=agent, new=new_name)
-        return _show_agents(request, state)
-
-    # One transaction: the draft and the manifest never disagree about the agent's name.
-    with transaction.atomic():
-        return apply_edit(request, lambda doc: rename_agent(doc, agent, new_name), renamed)
+    return apply_change(
+        request,
+        lambda revision: agent_rename_service(
+            agent=agent, new_name=new_name, base_revision=revision, user=request.user
+        ),
+        lambda state: _show_agents(request, state),
+    )
 
 
 @require_POST
 def agent_remove(request: HtmxHttpRequest, agent: str) -> HttpResponse:
     _require_agent(draft_state(), agent)
-
-    def removed(state: DraftState) -> HttpResponse:
-        manifest_remove(agent=agent)
-        return _show_agents(request, state)
-
-    with transaction.atomic():
-        return apply_edit(request, lambda doc: remove_agent(doc, agent), removed)
+    return apply_change(
+        request,
+        lambda revision: agent_remove_service(
+            agent=agent, base_revision=revision, user=request.user
+        ),
+        lambda state: _show_agents(request, state),
+    )
 
 
 # --- one agent's page ------------------------------------------------------------------------
@@ -378,9 +330,7 @@ def agent_context(state: DraftState, agent: str, **extra: Any) -> dict[str, Any]
         resolution = agent_resolution(state, agent)
     except UnknownAgentError:
         raise Http404(f"The draft has no agent {agent!r}.") from None
-    placement = place(
-        draft_analysis(state).diagnostics, agent, resolution.connections, manifest_for(agent)
-    )
+    placement = agent_placement(state, resolution)
     count = len(resolution.connections)
     connections = [
         ConnectionView(
@@ -454,9 +404,9 @@ def _connection(state: DraftState, agent: str, index: int) -> Connection:
         resolution = agent_resolution(state, agent)
     except UnknownAgentError:
         raise Http404(f"The draft has no agent {agent!r}.") from None
-    for connection in resolution.connections:
-        if connection.index == index:
-            return connection
+    connection = resolution.connection(index)
+    if connection is not None:
+        return connection
     raise Http404(f"Agent {agent!r} has no connection #{index + 1}.")
 
 

@@ -50,12 +50,13 @@ def problem(request: HttpRequest, message: str, *, status: int) -> HttpResponse:
     return response
 
 
-def apply_edit(
+def apply_change(
     request: HttpRequest,
-    edit: Edit,
+    change: Callable[[int], DraftState],
     on_success: Callable[[DraftState], HttpResponse],
 ) -> HttpResponse:
-    """Run one edit through the draft service: 409 on a stale revision, 422 when refused.
+    """Run one draft service, given the form's ``base_revision``: 409 on a stale revision, 422
+    when refused.
 
     An edit form without ``base_revision`` is refused too: without it a stale form would
     silently overwrite someone else's change.
@@ -64,9 +65,22 @@ def apply_edit(
     if revision is None:
         return problem(request, "The form did not say which draft revision it edits.", status=422)
     try:
-        state = draft_change(edit=edit, base_revision=revision, user=request.user)
+        state = change(revision)
     except StaleRevision as exc:
         return problem(request, str(exc), status=409)
     except EditRefused as exc:
         return problem(request, str(exc), status=422)
     return on_success(state)
+
+
+def apply_edit(
+    request: HttpRequest,
+    edit: Edit,
+    on_success: Callable[[DraftState], HttpResponse],
+) -> HttpResponse:
+    """:func:`apply_change` for one edit of the draft document."""
+    return apply_change(
+        request,
+        lambda revision: draft_change(edit=edit, base_revision=revision, user=request.user),
+        on_success,
+    )

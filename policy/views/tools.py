@@ -7,7 +7,6 @@ and answers with the diagnostics of that one tool: one round trip per pause in t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -16,11 +15,12 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from policy.domain.connections import MCP, NAMED_SERVICE, WILDCARD, Connection
+from policy.domain.connections import WILDCARD
 from policy.domain.diagnostics import Diagnostic
-from policy.domain.edits import DESIGN_FIELDS, EditError, set_tool, tool_entries
-from policy.domain.placement import entry_keys, key_target, place, tool_rows
+from policy.domain.edits import DESIGN_FIELDS, EditError
+from policy.domain.placement import place
 from policy.domain.resolution import EffectiveTool, UnknownAgentError, resolve_agent
+from policy.domain.tool_edit import ToolTarget, UnknownToolError, find_tool
 from policy.domain.traits import (
     EARLY_PROFILE,
     UNKNOWN,
@@ -32,94 +32,27 @@ from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
 from policy.forms import ToolForm
 from policy.selectors import (
     DraftState,
+    agent_placement,
     agent_resolution,
-    draft_analysis,
     draft_state,
     manifest_for,
     text_analysis,
 )
 from policy.views.agents import HtmxHttpRequest, render_page, show_agent
-from policy.views.common import Edit, apply_edit
+from policy.views.common import apply_edit
 
 TOOL_TEMPLATE = "policy/tool_form.html"
-
-
-@dataclass(frozen=True)
-class ToolTarget:
-    """The tool a URL names: ``key`` as written in the URL, ``name`` the row (callable or ``*``),
-    and the keys its entries live under."""
-
-    agent: str
-    index: int
-    key: str
-    name: str
-    trait_key: str
-    design_key: str
-    namespace: str | None
-    connection: Connection
-    tool: EffectiveTool | None
-
-    @property
-    def with_design(self) -> bool:
-        """A namespace override and the MCP wildcard carry traits only (DESIGN §2.8 is per tool)."""
-        return self.namespace is None and self.name != WILDCARD
-
-    @property
-    def tool_id(self) -> str:
-        return self.connection.tool_id(self.name)
-
-    def entries(self, doc: Mapping[str, Any]) -> tuple[dict[str, Any] | None, Any]:
-        return tool_entries(
-            doc,
-            self.agent,
-            self.index,
-            self.trait_key,
-            design_key=self.design_key,
-            namespace=self.namespace,
-        )
-
-    def edit(self, form: ToolForm) -> Edit:
-        """The edit of the form's values, applied to whatever the document holds for the tool."""
-
-        def apply(doc: dict[str, Any]) -> dict[str, Any]:
-            traits, design = self.entries(doc)
-            return set_tool(
-                doc,
-                self.agent,
-                self.index,
-                self.trait_key,
-                traits=form.traits(traits),
-                design=form.design(design) if self.with_design else design,
-                namespace=self.namespace,
-                design_key=self.design_key,
-            )
-
-        return apply
 
 
 def _target(
     state: DraftState, agent: str, index: int, key: str, namespace: str | None
 ) -> ToolTarget:
     try:
-        resolution = agent_resolution(state, agent)
+        return find_tool(agent_resolution(state, agent), index, key, namespace)
     except UnknownAgentError:
         raise Http404(f"The draft has no agent {agent!r}.") from None
-    connection = next((c for c in resolution.connections if c.index == index), None)
-    if connection is None or not connection.loadable:
-        raise Http404(f"Agent {agent!r} has no loadable connection #{index + 1}.")
-    name = key_target(connection, key)
-    is_wildcard = connection.kind == MCP and name == WILDCARD
-    if name is None or not (is_wildcard or name in tool_rows(connection)):
-        raise Http404(f"Connection #{index + 1} of {agent!r} offers no tool {key!r}.")
-    if namespace is not None:
-        names = [ns.name for ns in connection.namespaces]
-        if connection.kind != NAMED_SERVICE or namespace not in names:
-            raise Http404(f"Connection #{index + 1} has no namespace {namespace!r}.")
-    trait_key, design_key = entry_keys(connection, name)
-    if key in connection.traits_raw():
-        trait_key = key
-    tool = None if is_wildcard else resolution.find(connection.tool_id(name))
-    return ToolTarget(agent, index, key, name, trait_key, design_key, namespace, connection, tool)
+    except UnknownToolError as exc:
+        raise Http404(str(exc)) from None
 
 
 def _namespace(request: HtmxHttpRequest) -> str | None:
@@ -190,12 +123,7 @@ def _summary(tool: EffectiveTool | None, namespace: str | None) -> dict[str, Any
 
 
 def _draft_diagnostics(state: DraftState, target: ToolTarget) -> tuple[Diagnostic, ...]:
-    placement = place(
-        draft_analysis(state).diagnostics,
-        target.agent,
-        agent_resolution(state, target.agent).connections,
-        manifest_for(target.agent),
-    )
+    placement = agent_placement(state, agent_resolution(state, target.agent))
     return placement.for_tool(target.index, target.name)
 
 
@@ -214,7 +142,8 @@ def tool_edit(request: HtmxHttpRequest, agent: str, index: int, key: str) -> Htt
         template = f"{TOOL_TEMPLATE}#tool-editor" if request.htmx else TOOL_TEMPLATE
         return render(request, template, context, status=422)
     # Saving a tool with errors is allowed: the agent page keeps showing them on its row.
-    return apply_edit(request, target.edit(form), lambda new: show_agent(request, new, agent))
+    edit = target.edit(form.traits, form.design)
+    return apply_edit(request, edit, lambda new: show_agent(request, new, agent))
 
 
 @require_POST
@@ -229,7 +158,7 @@ def tool_preview(request: HtmxHttpRequest, agent: str, index: int, key: str) -> 
         context["form_errors"] = [str(e) for errors in form.errors.values() for e in errors]
         return render(request, f"{TOOL_TEMPLATE}#tool-diagnostics", context)
     try:
-        new = target.edit(form)(state.data)
+        new = target.edit(form.traits, form.design)(state.data)
     except EditError as exc:
         context["form_errors"] = [str(exc)]
         return render(request, f"{TOOL_TEMPLATE}#tool-diagnostics", context)

@@ -1,0 +1,637 @@
+"""Policy editing API: agents, connections, a tool's traits and an agent's manifest — what the
+browser editor does (issue 4), for scripts and other clients.
+
+Every write goes through the same services and pure edits as the browser's forms, so an edit
+made here and the same edit made in the browser leave the same draft. Writes accept
+``If-Match: "<revision>"`` (a stale one: 409 and nothing changes; without it the edit applies to
+the current draft) and answer with the new ``revision`` and the object they changed.
+
+Bodies are read by hand (``read_json``) rather than as ninja body parameters so that each way a
+body can be wrong keeps its status: 415 wrong type, 413 too large, 400 not JSON, 422 wrong shape.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import pydantic
+from django.http import HttpRequest
+from ninja import Router, Schema, Status
+from ninja.errors import HttpError, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+
+from accounts.auth import session_auth
+from policy.api import ConflictOut, DiagnosticOut, agent_or_404, if_match_revision, read_json
+from policy.domain.connections import KINDS, WILDCARD, Connection
+from policy.domain.diagnostics import Diagnostic
+from policy.domain.edits import (
+    EditError,
+    add_agent,
+    add_connection,
+    as_sentence,
+    build_design,
+    build_traits,
+    check_agent_name,
+    connection_count,
+    connection_mapping,
+    design_fields,
+    move_connection,
+    remove_connection,
+    update_connection,
+)
+from policy.domain.execution_design import MODES, RETRIES
+from policy.domain.jsonable import jsonable
+from policy.domain.manifest import ManifestError
+from policy.domain.placement import Placement, entry_keys, tool_rows
+from policy.domain.resolution import effective_tool_json
+from policy.domain.tool_edit import ToolTarget, UnknownToolError, find_tool
+from policy.domain.traits import CONCRETE_STRATEGIES
+from policy.forms import MANIFEST_MAX_BYTES
+from policy.selectors import (
+    AgentSummary,
+    DraftState,
+    agent_placement,
+    agent_resolution,
+    agent_summaries,
+    draft_state,
+)
+from policy.services import (
+    EditRefused,
+    StaleRevision,
+    agent_remove,
+    agent_rename,
+    draft_change,
+    manifest_remove,
+    manifest_upload,
+)
+
+router = Router(tags=["policy editing"], auth=session_auth)
+
+# --- request bodies ------------------------------------------------------------------------------
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+        return value
+
+    return check
+
+
+def _enum(choices: tuple[str, ...]) -> dict[str, Any]:
+    return {"type": "string", "enum": list(choices)}
+
+
+Strategy = Annotated[
+    str, AfterValidator(_one_of(CONCRETE_STRATEGIES)), WithJsonSchema(_enum(CONCRETE_STRATEGIES))
+]
+Mode = Annotated[str, AfterValidator(_one_of(MODES)), WithJsonSchema(_enum(MODES))]
+Retry = Annotated[str, AfterValidator(_one_of(RETRIES)), WithJsonSchema(_enum(RETRIES))]
+
+
+class BodyIn(BaseModel):
+    # strict: a JSON "true" is no name and 1 is no boolean; forbid: a misspelt key is an error,
+    # not a silently ignored field.
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class AgentNameIn(BodyIn):
+    name: str
+
+
+class MoveIn(BodyIn):
+    to: int = Field(ge=0, le=100_000, description="The connection's new index (0-based).")
+
+
+class ExecutionIn(BodyIn):
+    """The four execution fields as typed (ignored when ``early`` writes the whole profile)."""
+
+    trigger: str | None = None
+    concurrency: str | None = None
+    result_dependency: str | None = None
+    replay: str | None = None
+
+
+class DesignIn(BodyIn):
+    """The execution design (DESIGN §2.8); a field left out or ``null`` is removed."""
+
+    timeout_s: float | None = Field(default=None, gt=0, le=10**9, allow_inf_nan=False)
+    mode: Mode | None = None
+    retry: Retry | None = None
+    confirm: bool | None = None
+    async_alternative: str | None = None
+    status_tool: str | None = None
+    compensation: str | None = None
+
+
+class ToolIn(BodyIn):
+    """What the tool editor's form holds. ``strategy`` empty: the key is removed (unknown, runs
+    alone); ``early`` writes the complete four-field profile. Trait extension keys, extra
+    execution fields and unknown design keys already written are kept."""
+
+    strategy: list[Strategy]
+    early: bool
+    execution: ExecutionIn | None = None
+    design: DesignIn | None = None
+    namespace: str | None = Field(
+        default=None, description="A named-service namespace: write its override instead."
+    )
+
+
+def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
+    """A JSON schema with its ``$defs`` written in place (OpenAPI has no ``#/$defs``)."""
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return _inline_refs(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+        return {key: _inline_refs(value, defs) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_inline_refs(item, defs) for item in node]
+    return node
+
+
+def json_body(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+def model_body(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    return json_body(_inline_refs(schema, schema.pop("$defs", {})))
+
+
+CONNECTION_BODY = json_body(
+    {
+        "type": "object",
+        "description": "Connection keys and values; on PATCH, null removes a key.",
+        "properties": {"kind": {"anyOf": [_enum(KINDS), {"type": "null"}]}},
+        "additionalProperties": True,
+    }
+)
+MANIFEST_BODY = json_body(
+    {
+        "type": "object",
+        "description": 'The runtime-discovered tools: {"<tool id>": {"tool_traits": {…}}, …}.',
+        "additionalProperties": {"type": "object"},
+    }
+)
+
+
+def read_object(request: HttpRequest) -> dict[str, Any]:
+    data = read_json(request)
+    if not isinstance(data, dict):
+        raise HttpError(422, "The body must be a JSON object.")
+    return data
+
+
+def read_shape[Model: BaseModel](request: HttpRequest, model: type[Model]) -> Model:
+    """The body validated against ``model``; a wrong shape is 422 with each problem named."""
+    data = read_object(request)
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        errors = []
+        for error in exc.errors(include_url=False):
+            # "input" may be large (and the client sent it); "ctx" may hold an exception.
+            detail: dict[str, Any] = {k: v for k, v in error.items() if k != "input"}
+            if "ctx" in error:
+                detail["ctx"] = {key: str(value) for key, value in error["ctx"].items()}
+            errors.append({**detail, "loc": ("body", *error["loc"])})
+        raise ValidationError(errors) from None
+
+
+def connection_fields(request: HttpRequest) -> dict[str, Any]:
+    """A connection mapping from the body: keys as written; ``kind`` one the runtime knows."""
+    fields = read_object(request)
+    kind = fields.get("kind")
+    if kind is not None and kind not in KINDS:
+        got = json.dumps(kind)[:60]
+        raise HttpError(422, f"kind must be one of {', '.join(KINDS)} (got {got}).")
+    return fields
+
+
+# --- responses -----------------------------------------------------------------------------------
+
+
+class ErrorOut(Schema):
+    error: str
+
+
+class AgentOut(Schema):
+    name: str
+    url: str | None
+    connections: int
+    tools: int
+    errors: int
+    warnings: int
+
+
+class AgentsOut(Schema):
+    revision: int
+    agents: list[AgentOut]
+
+
+class AgentWriteOut(Schema):
+    revision: int
+    agent: AgentOut
+
+
+class RemovedAgentOut(Schema):
+    name: str
+
+
+class AgentRemoveOut(Schema):
+    revision: int
+    removed: RemovedAgentOut
+
+
+class ToolRowOut(Schema):
+    """A tool row of a connection: ``key`` is the ``tool_traits`` key the PUT takes."""
+
+    name: str
+    id: str
+    key: str
+    diagnostics: list[DiagnosticOut]
+
+
+class ConnectionOut(Schema):
+    """``connection`` is the mapping as stored; ``kind`` and ``alias`` as the runtime reads them
+    (``null`` when it cannot), ``problem`` why it cannot load it."""
+
+    index: int
+    kind: str | None
+    alias: str | None
+    problem: str | None
+    connection: dict[str, Any]
+    diagnostics: list[DiagnosticOut]
+    tools: list[ToolRowOut]
+
+
+class ConnectionsOut(Schema):
+    revision: int
+    agent: str
+    diagnostics: list[DiagnosticOut]
+    connections: list[ConnectionOut]
+
+
+class ConnectionWriteOut(Schema):
+    revision: int
+    connection: ConnectionOut
+
+
+class RemovedConnectionOut(Schema):
+    index: int
+    connection: dict[str, Any]
+
+
+class ConnectionRemoveOut(Schema):
+    revision: int
+    removed: RemovedConnectionOut
+
+
+class ToolOut(Schema):
+    """``traits`` and ``design`` as written; ``effective`` as in ``GET …/effective`` (``null``
+    for the MCP wildcard, which is no tool of its own)."""
+
+    id: str
+    name: str
+    key: str
+    namespace: str | None
+    traits: dict[str, Any] | None
+    design: dict[str, Any] | None
+    diagnostics: list[DiagnosticOut]
+    effective: dict[str, Any] | None
+
+
+class ToolWriteOut(Schema):
+    revision: int
+    tool: ToolOut
+
+
+class ManifestWriteOut(Schema):
+    revision: int
+    agent: str
+    manifest: dict[str, Any]
+
+
+class RemovedManifestOut(Schema):
+    agent: str
+
+
+class ManifestRemoveOut(Schema):
+    revision: int
+    removed: RemovedManifestOut
+
+
+READ_ERRORS: dict[int, Any] = {404: ErrorOut}
+WRITE_ERRORS: dict[int, Any] = {
+    400: ErrorOut,
+    404: ErrorOut,
+    409: ConflictOut,
+    413: ErrorOut,
+    415: ErrorOut,
+    422: ErrorOut,
+}
+
+
+def _diagnostics(found: tuple[Diagnostic, ...]) -> list[dict[str, Any]]:
+    return [diagnostic.to_dict() for diagnostic in found]
+
+
+def _connection_out(connection: Connection, placement: Placement) -> dict[str, Any]:
+    index = connection.index
+    return {
+        "index": index,
+        "kind": connection.kind,
+        "alias": connection.alias,
+        "problem": connection.problem,
+        "connection": jsonable(connection.raw),
+        "diagnostics": _diagnostics(placement.for_connection(index)),
+        "tools": [
+            {
+                "name": name,
+                "id": connection.tool_id(name),
+                "key": entry_keys(connection, name)[0],
+                "diagnostics": _diagnostics(placement.for_tool(index, name)),
+            }
+            for name in tool_rows(connection)
+        ],
+    }
+
+
+def _connection_at(state: DraftState, agent: str, index: int) -> dict[str, Any]:
+    resolution = agent_resolution(state, agent)
+    connection = resolution.connection(index)
+    assert connection is not None  # just written as a mapping
+    return _connection_out(connection, agent_placement(state, resolution))
+
+
+def _summary(state: DraftState, agent: str) -> AgentSummary:
+    return next(row for row in agent_summaries(state) if row.name == agent)
+
+
+def _tool_out(state: DraftState, target: ToolTarget) -> dict[str, Any]:
+    resolution = agent_resolution(state, target.agent)
+    traits, design = target.entries(state.data)
+    tool = None if target.name == WILDCARD else resolution.find(target.tool_id)
+    placement = agent_placement(state, resolution)
+    return {
+        "id": target.tool_id,
+        "name": target.name,
+        "key": target.trait_key,
+        "namespace": target.namespace,
+        "traits": jsonable(traits),
+        "design": jsonable(design),
+        "diagnostics": _diagnostics(placement.for_tool(target.index, target.name)),
+        "effective": effective_tool_json(tool) if tool is not None else None,
+    }
+
+
+def _require_connection(state: DraftState, agent: str, index: int) -> Connection:
+    connection = agent_or_404(state, agent).connection(index)
+    if connection is None:
+        raise HttpError(404, f"Agent {agent!r} has no connection at index {index}.")
+    return connection
+
+
+def _agent_name(name: str) -> str:
+    try:
+        return check_agent_name(name)
+    except EditError as exc:
+        raise HttpError(422, as_sentence(str(exc))) from None
+
+
+def writes[Handler: Callable[..., Any]](handler: Handler) -> Handler:
+    """Map the draft services' refusals: a stale ``If-Match`` → 409 with the current revision,
+    an edit that cannot apply → 422. Either way nothing was changed."""
+
+    @functools.wraps(handler)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return handler(request, *args, **kwargs)
+        except StaleRevision as exc:
+            return Status(409, {"error": str(exc), "revision": exc.current})
+        except EditRefused as exc:
+            return Status(422, {"error": as_sentence(str(exc))})
+
+    return wrapper  # type: ignore[return-value]
+
+
+# --- agents --------------------------------------------------------------------------------------
+
+
+@router.get("/agents", response={200: AgentsOut})
+def agent_list(request: HttpRequest) -> Any:
+    """Every agent with its connection and tool counts and its error/warning counts (as the
+    agents page shows them)."""
+    state = draft_state()
+    return {"revision": state.revision, "agents": agent_summaries(state)}
+
+
+@router.post(
+    "/agents", response={201: AgentWriteOut, **WRITE_ERRORS}, openapi_extra=model_body(AgentNameIn)
+)
+@writes
+def agent_create(request: HttpRequest) -> Any:
+    """Add an agent (with no connections)."""
+    name = _agent_name(read_shape(request, AgentNameIn).name)
+    state = draft_change(
+        edit=lambda doc: add_agent(doc, name),
+        base_revision=if_match_revision(request),
+        user=request.user,
+    )
+    return Status(201, {"revision": state.revision, "agent": _summary(state, name)})
+
+
+@router.patch(
+    "/agents/{agent}",
+    response={200: AgentWriteOut, **WRITE_ERRORS},
+    openapi_extra=model_body(AgentNameIn),
+)
+@writes
+def agent_patch(request: HttpRequest, agent: str) -> Any:
+    """Rename an agent; its manifest follows."""
+    agent_or_404(draft_state(), agent)
+    name = _agent_name(read_shape(request, AgentNameIn).name)
+    state = agent_rename(
+        agent=agent, new_name=name, base_revision=if_match_revision(request), user=request.user
+    )
+    return {"revision": state.revision, "agent": _summary(state, name)}
+
+
+@router.delete("/agents/{agent}", response={200: AgentRemoveOut, **WRITE_ERRORS})
+@writes
+def agent_delete(request: HttpRequest, agent: str) -> Any:
+    """Remove an agent and its manifest."""
+    agent_or_404(draft_state(), agent)
+    state = agent_remove(agent=agent, base_revision=if_match_revision(request), user=request.user)
+    return {"revision": state.revision, "removed": {"name": agent}}
+
+
+# --- connections ---------------------------------------------------------------------------------
+
+
+@router.get("/agents/{agent}/connections", response={200: ConnectionsOut, **READ_ERRORS})
+def connection_list(request: HttpRequest, agent: str) -> Any:
+    """The agent's connections in order, each as stored, with the diagnostics placed on it and
+    on its tool rows; ``diagnostics`` at the top are about the agent itself."""
+    state = draft_state()
+    resolution = agent_or_404(state, agent)
+    placement = agent_placement(state, resolution)
+    return {
+        "revision": state.revision,
+        "agent": agent,
+        "diagnostics": _diagnostics(placement.agent),
+        "connections": [_connection_out(c, placement) for c in resolution.connections],
+    }
+
+
+@router.post(
+    "/agents/{agent}/connections",
+    response={201: ConnectionWriteOut, **WRITE_ERRORS},
+    openapi_extra=CONNECTION_BODY,
+)
+@writes
+def connection_create(request: HttpRequest, agent: str) -> Any:
+    """Append a connection (the body is the mapping; saving one with errors is allowed, the
+    diagnostics say what is wrong)."""
+    agent_or_404(draft_state(), agent)
+    fields = connection_fields(request)
+    state = draft_change(
+        edit=lambda doc: add_connection(doc, agent, fields),
+        base_revision=if_match_revision(request),
+        user=request.user,
+    )
+    index = connection_count(state.data, agent) - 1
+    return Status(
+        201, {"revision": state.revision, "connection": _connection_at(state, agent, index)}
+    )
+
+
+@router.patch(
+    "/agents/{agent}/connections/{index}",
+    response={200: ConnectionWriteOut, **WRITE_ERRORS},
+    openapi_extra=CONNECTION_BODY,
+)
+@writes
+def connection_patch(request: HttpRequest, agent: str, index: int) -> Any:
+    """Set the given keys (``null`` removes one); every other key of the connection is kept."""
+    _require_connection(draft_state(), agent, index)
+    fields = connection_fields(request)
+    state = draft_change(
+        edit=lambda doc: update_connection(doc, agent, index, fields),
+        base_revision=if_match_revision(request),
+        user=request.user,
+    )
+    return {"revision": state.revision, "connection": _connection_at(state, agent, index)}
+
+
+@router.delete(
+    "/agents/{agent}/connections/{index}", response={200: ConnectionRemoveOut, **WRITE_ERRORS}
+)
+@writes
+def connection_delete(request: HttpRequest, agent: str, index: int) -> Any:
+    """Remove a connection; the ones after it move up."""
+    _require_connection(draft_state(), agent, index)
+    removed: list[dict[str, Any]] = []
+
+    def edit(doc: dict[str, Any]) -> dict[str, Any]:
+        # What was at the index when the edit ran (without If-Match the draft may have moved).
+        removed.append(connection_mapping(doc, agent, index))
+        return remove_connection(doc, agent, index)
+
+    state = draft_change(edit=edit, base_revision=if_match_revision(request), user=request.user)
+    return {
+        "revision": state.revision,
+        "removed": {"index": index, "connection": jsonable(removed[-1])},
+    }
+
+
+@router.post(
+    "/agents/{agent}/connections/{index}/move",
+    response={200: ConnectionWriteOut, **WRITE_ERRORS},
+    openapi_extra=model_body(MoveIn),
+)
+@writes
+def connection_move(request: HttpRequest, agent: str, index: int) -> Any:
+    """Move a connection to index ``to`` (the others keep their order)."""
+    _require_connection(draft_state(), agent, index)
+    to = read_shape(request, MoveIn).to
+    state = draft_change(
+        edit=lambda doc: move_connection(doc, agent, index, to),
+        base_revision=if_match_revision(request),
+        user=request.user,
+    )
+    return {"revision": state.revision, "connection": _connection_at(state, agent, to)}
+
+
+# --- one tool ------------------------------------------------------------------------------------
+
+
+@router.put(
+    "/agents/{agent}/connections/{index}/tools/{key}",
+    response={200: ToolWriteOut, **WRITE_ERRORS},
+    openapi_extra=model_body(ToolIn),
+)
+@writes
+def tool_put(request: HttpRequest, agent: str, index: int, key: str) -> Any:
+    """Write a tool's traits (`tool_traits[key]`) and execution design (`tool_execution[key]`),
+    as the tool editor saves them. Answers with the tool's diagnostics after the change and its
+    effective traits. A namespace override and the MCP wildcard carry traits only."""
+    state = draft_state()
+    resolution = agent_or_404(state, agent)
+    body = read_shape(request, ToolIn)
+    try:
+        target = find_tool(resolution, index, key, body.namespace)
+    except UnknownToolError as exc:
+        raise HttpError(404, str(exc)) from None
+    if body.design is not None and not target.with_design:
+        raise HttpError(
+            422,
+            "A namespace override and the MCP wildcard carry traits only: leave design out.",
+        )
+    execution = body.execution.model_dump(exclude_none=True) if body.execution else {}
+    design = design_fields(body.design.model_dump() if body.design else {})
+    edit = target.edit(
+        lambda old: build_traits(
+            old, strategy=body.strategy, early=body.early, execution_fields=execution
+        ),
+        lambda old: build_design(old, design),
+    )
+    new_state = draft_change(edit=edit, base_revision=if_match_revision(request), user=request.user)
+    return {"revision": new_state.revision, "tool": _tool_out(new_state, target)}
+
+
+# --- manifest ------------------------------------------------------------------------------------
+
+
+@router.put(
+    "/agents/{agent}/manifest",
+    response={200: ManifestWriteOut, **WRITE_ERRORS},
+    openapi_extra=MANIFEST_BODY,
+)
+@writes
+def manifest_put(request: HttpRequest, agent: str) -> Any:
+    """Store the agent's manifest (the tools and intrinsic traits the runtime discovered). It is
+    not part of the draft document: the revision stays, but a stale ``If-Match`` is refused."""
+    agent_or_404(draft_state(), agent)
+    data = read_json(request, limit=MANIFEST_MAX_BYTES)
+    try:
+        manifest_upload(
+            agent=agent, data=data, user=request.user, base_revision=if_match_revision(request)
+        )
+    except ManifestError as exc:
+        return Status(422, {"error": f"{exc} Nothing was stored."})
+    return {"revision": draft_state().revision, "agent": agent, "manifest": jsonable(data)}
+
+
+@router.delete("/agents/{agent}/manifest", response={200: ManifestRemoveOut, **WRITE_ERRORS})
+@writes
+def manifest_delete(request: HttpRequest, agent: str) -> Any:
+    """Remove the agent's manifest."""
+    agent_or_404(draft_state(), agent)
+    if not manifest_remove(agent=agent, base_revision=if_match_revision(request)):
+        raise HttpError(404, f"Agent {agent!r} has no manifest.")
+    return {"revision": draft_state().revision, "removed": {"agent": agent}}
