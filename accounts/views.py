@@ -4,8 +4,10 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 
 from accounts.selectors import runtime_token_list
+from observe.selectors import rounds_overview
 from policy.selectors import draft_analysis, draft_state
 
 
@@ -24,5 +26,9 @@ def overview(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "accounts/overview.html",
-        {"tokens": runtime_token_list(), "policy": _policy_summary()},
+        {
+            "tokens": runtime_token_list(),
+            "policy": _policy_summary(),
+            "rounds": rounds_overview(timezone.now()),
+        },
     )

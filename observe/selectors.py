@@ -6,7 +6,7 @@ import base64
 import binascii
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django.db.models import Q, QuerySet
 from django.urls import reverse
@@ -131,4 +131,22 @@ def round_url(row: Round | AssembledRound) -> str:
     return reverse(
         "observe:round",
         kwargs={"agent": row.agent, "turn_id": row.turn_id, "iteration": row.iteration},
+    )
+
+
+@dataclass(frozen=True)
+class RoundsOverview:
+    """Live rounds at a glance, for the overview page."""
+
+    rounds: int
+    last_started_at: datetime | None
+    last_hour: int
+
+
+def rounds_overview(now: datetime) -> RoundsOverview:
+    newest = Round.objects.order_by("-started_at").values_list("started_at", flat=True).first()
+    return RoundsOverview(
+        rounds=Round.objects.count(),
+        last_started_at=newest,
+        last_hour=Round.objects.filter(started_at__gte=now - timedelta(hours=1)).count(),
     )

@@ -76,3 +76,33 @@ def test_the_api_docs_serve_their_assets_locally(logged_in: Client) -> None:
     page = logged_in.get("/api/docs").content.decode()
     assert "/static/ninja/" in page
     assert "cdn.jsdelivr" not in page
+
+
+def test_the_overview_says_when_no_rounds_arrived_yet(logged_in: Client) -> None:
+    page = logged_in.get("/").content.decode()
+    assert "No rounds yet." in page
+    assert "/live/" in page
+
+
+def test_the_overview_counts_stored_rounds(logged_in: Client) -> None:
+    from datetime import UTC, datetime
+
+    from observe.services import events_ingest
+
+    now = datetime.now(UTC).isoformat()
+    events = [
+        {
+            "event_id": f"00000000-0000-4000-8000-00000000000{i}",
+            "ts": now,
+            "agent": "main",
+            "turn_id": f"t{i}",
+            "iteration": 0,
+            "type": "round.started",
+            "max_actions": 2,
+        }
+        for i in range(3)
+    ]
+    assert events_ingest(events).accepted == 3
+    page = logged_in.get("/").content.decode()
+    assert '<strong class="rounds-count">3</strong> rounds stored,' in page
+    assert "3 in the last hour" in page
