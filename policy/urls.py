@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from policy.views import agents, inspect, tools, transfer
+from policy.views import agents, connections, inspect, tools, transfer
 
 app_name = "policy"
 
@@ -13,20 +13,20 @@ urlpatterns = [
     path("agents/<str:agent>/rename/", agents.agent_rename, name="agent-rename"),
     path("agents/<str:agent>/remove/", agents.agent_remove, name="agent-remove"),
     path("agents/<str:agent>/manifest/", agents.manifest_upload_view, name="manifest"),
-    path("agents/<str:agent>/connections/new/", agents.connection_add, name="connection-add"),
+    path("agents/<str:agent>/connections/new/", connections.connection_add, name="connection-add"),
     path(
         "agents/<str:agent>/connections/<int:index>/edit/",
-        agents.connection_edit,
+        connections.connection_edit,
         name="connection-edit",
     ),
     path(
         "agents/<str:agent>/connections/<int:index>/remove/",
-        agents.connection_remove,
+        connections.connection_remove,
         name="connection-remove",
     ),
     path(
         "agents/<str:agent>/connections/<int:index>/move/",
-        agents.connection_move,
+        connections.connection_move,
         name="connection-move",
     ),
     path(

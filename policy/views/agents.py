@@ -1,4 +1,5 @@
-"""The agents page, one agent's page, its connections and its manifest (issue 4).
+"""The agents page, one agent's page and its manifest (issue 4); its connections are in
+``policy.views.connections``.
 
 Every page template has a ``page`` partial: the content of ``<main id="main">``. A full request
 gets the whole page; an htmx navigation (a link with ``hx-get``) gets only ``page``; a saved edit
@@ -17,21 +18,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils.cache import patch_vary_headers
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 from django_htmx.middleware import HtmxDetails
 
 from policy.domain.connections import MCP, NAMED_SERVICE, PYTHON, Connection, mcp_server_id
 from policy.domain.diagnostics import Diagnostic
-from policy.domain.edits import (
-    add_agent,
-    add_connection,
-    connection_count,
-    move_connection,
-    remove_connection,
-    set_namespaces,
-    update_connection,
-)
+from policy.domain.edits import add_agent
 from policy.domain.execution_design import ExecutionDesign
 from policy.domain.placement import Placement, entry_keys, tool_rows
 from policy.domain.resolution import AgentResolution, EffectiveTool, UnknownAgentError
@@ -41,14 +34,8 @@ from policy.domain.traits import (
     is_exactly_neutral,
     normalize_strategy,
 )
-from policy.forms import (
-    CONNECTION_FORMS,
-    AgentNameForm,
-    ConnectionForm,
-    ManifestForm,
-    NamedServiceConnectionForm,
-    first_error,
-)
+from policy.forms import AgentNameForm, ManifestForm, first_error
+from policy.forms_connections import CONNECTION_FORMS
 from policy.selectors import (
     DraftState,
     agent_placement,
@@ -60,7 +47,7 @@ from policy.selectors import (
 from policy.services import agent_remove as agent_remove_service
 from policy.services import agent_rename as agent_rename_service
 from policy.services import manifest_upload
-from policy.views.common import Edit, apply_change, apply_edit, problem
+from policy.views.common import apply_change, apply_edit, problem
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -71,7 +58,6 @@ class HtmxHttpRequest(HttpRequest):
 
 AGENTS_TEMPLATE = "policy/agents.html"
 AGENT_TEMPLATE = "policy/agent.html"
-CONNECTION_TEMPLATE = "policy/connection_form.html"
 
 
 # --- page rendering -----------------------------------------------------------------------------
@@ -109,7 +95,7 @@ def show_after_edit(
     return push_url(reswap(retarget(response, "#main"), "innerHTML"), url)
 
 
-def _require_agent(state: DraftState, agent: str) -> None:
+def require_agent(state: DraftState, agent: str) -> None:
     if agent not in state.agents:
         raise Http404(f"The draft has no agent {agent!r}.")
 
@@ -147,7 +133,7 @@ def agent_add(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_POST
 def agent_rename(request: HtmxHttpRequest, agent: str) -> HttpResponse:
-    _require_agent(draft_state(), agent)
+    require_agent(draft_state(), agent)
     form = AgentNameForm(request.POST)
     if not form.is_valid():
         return problem(request, first_error(form), status=422)
@@ -163,7 +149,7 @@ def agent_rename(request: HtmxHttpRequest, agent: str) -> HttpResponse:
 
 @require_POST
 def agent_remove(request: HtmxHttpRequest, agent: str) -> HttpResponse:
-    _require_agent(draft_state(), agent)
+    require_agent(draft_state(), agent)
     return apply_change(
         request,
         lambda revision: agent_remove_service(
@@ -385,7 +371,7 @@ def agent_detail(request: HtmxHttpRequest, agent: str) -> HttpResponse:
 @require_POST
 def manifest_upload_view(request: HtmxHttpRequest, agent: str) -> HttpResponse:
     state = draft_state()
-    _require_agent(state, agent)
+    require_agent(state, agent)
     form = ManifestForm(request.POST, request.FILES)
     if not form.is_valid():
         context = agent_context(state, agent, manifest_form=form)
@@ -394,119 +380,3 @@ def manifest_upload_view(request: HtmxHttpRequest, agent: str) -> HttpResponse:
         return render(request, AGENT_TEMPLATE, context, status=422)
     manifest_upload(agent=agent, data=form.cleaned_data["manifest"], user=request.user)
     return show_agent(request, draft_state(), agent)
-
-
-# --- connections ---------------------------------------------------------------------------
-
-
-def _connection(state: DraftState, agent: str, index: int) -> Connection:
-    try:
-        resolution = agent_resolution(state, agent)
-    except UnknownAgentError:
-        raise Http404(f"The draft has no agent {agent!r}.") from None
-    connection = resolution.connection(index)
-    if connection is not None:
-        return connection
-    raise Http404(f"Agent {agent!r} has no connection #{index + 1}.")
-
-
-def _connection_page(
-    state: DraftState, agent: str, form: ConnectionForm | None, **extra: Any
-) -> dict[str, Any]:
-    return {
-        "state": state,
-        "base_revision": state.revision,
-        "agent": agent,
-        "agent_url": reverse("policy:agent", args=[agent]),
-        "form": form,
-        "kind": form.kind if form is not None else extra.get("kind", ""),
-        **extra,
-    }
-
-
-def _invalid_connection(request: HtmxHttpRequest, context: dict[str, Any]) -> HttpResponse:
-    template = f"{CONNECTION_TEMPLATE}#connection-editor" if request.htmx else CONNECTION_TEMPLATE
-    return render(request, template, context, status=422)
-
-
-def _with_namespaces(edit: Edit, form: ConnectionForm, agent: str, index: int | None) -> Edit:
-    """Follow the connection edit with the namespace rows of a named-service form."""
-    if not isinstance(form, NamedServiceConnectionForm):
-        return edit
-    rows = form.namespaces()
-
-    def combined(doc: dict[str, Any]) -> dict[str, Any]:
-        new = edit(doc)
-        target = connection_count(new, agent) - 1 if index is None else index
-        return set_namespaces(new, agent, target, rows)
-
-    return combined
-
-
-@require_http_methods(["GET", "POST"])
-def connection_add(request: HtmxHttpRequest, agent: str) -> HttpResponse:
-    state = draft_state()
-    _require_agent(state, agent)
-    kind = request.POST.get("kind") or request.GET.get("kind") or PYTHON
-    form_class = CONNECTION_FORMS.get(kind)
-    if form_class is None:
-        raise Http404(f"There is no connection kind {kind!r}.")
-    if request.method == "GET":
-        context = _connection_page(state, agent, form_class(), adding=True)
-        return render_page(request, CONNECTION_TEMPLATE, context)
-    form = form_class(request.POST)
-    if not form.is_valid():
-        return _invalid_connection(request, _connection_page(state, agent, form, adding=True))
-    fields = form.fields_to_write()
-    edit = _with_namespaces(lambda doc: add_connection(doc, agent, fields), form, agent, None)
-    return apply_edit(request, edit, lambda new_state: show_agent(request, new_state, agent))
-
-
-@require_http_methods(["GET", "POST"])
-def connection_edit(request: HtmxHttpRequest, agent: str, index: int) -> HttpResponse:
-    state = draft_state()
-    connection = _connection(state, agent, index)
-    form_class = CONNECTION_FORMS.get(connection.kind or "")
-    if form_class is None:
-        # No kind-specific form fits a kind the runtime does not understand: say so.
-        context = _connection_page(
-            state, agent, None, index=index, kind=str(connection.raw.get("kind"))
-        )
-        status = 422 if request.method == "POST" else 200
-        return render_page(request, CONNECTION_TEMPLATE, context, status=status)
-    if request.method == "GET":
-        form = form_class(existing=connection.raw)
-        context = _connection_page(state, agent, form, index=index)
-        return render_page(request, CONNECTION_TEMPLATE, context)
-    form = form_class(request.POST, existing=connection.raw)
-    if not form.is_valid():
-        return _invalid_connection(request, _connection_page(state, agent, form, index=index))
-    fields = form.fields_to_write()
-    edit = _with_namespaces(
-        lambda doc: update_connection(doc, agent, index, fields), form, agent, index
-    )
-    return apply_edit(request, edit, lambda new_state: show_agent(request, new_state, agent))
-
-
-@require_POST
-def connection_remove(request: HtmxHttpRequest, agent: str, index: int) -> HttpResponse:
-    _connection(draft_state(), agent, index)
-    return apply_edit(
-        request,
-        lambda doc: remove_connection(doc, agent, index),
-        lambda state: show_agent(request, state, agent),
-    )
-
-
-@require_POST
-def connection_move(request: HtmxHttpRequest, agent: str, index: int) -> HttpResponse:
-    _connection(draft_state(), agent, index)
-    direction = request.POST.get("direction")
-    if direction not in ("up", "down"):
-        return problem(request, "Say whether to move the connection up or down.", status=422)
-    to = index - 1 if direction == "up" else index + 1
-    return apply_edit(
-        request,
-        lambda doc: move_connection(doc, agent, index, to),
-        lambda state: show_agent(request, state, agent),
-    )

@@ -25,6 +25,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from accounts.tokens import runtime_token_create
+from observe import posting
 from observe.management.commands import simulate
 from observe.models import Round
 from policy.domain.yaml_io import agent_export_text, split_header
@@ -370,9 +371,9 @@ def test_plan_batches_spread_a_round_over_one_to_three_seconds() -> None:
         event(25000, "tool.timeout", attempt=1),
         event(25100, "round.finished"),
     ]
-    batches = simulate.plan_batches(long_round)
+    batches = posting.plan_batches(long_round)
     assert [len(chunk) for _, chunk in batches] == [2, 1, 2, 1]
     assert batches[0][0] == 0.0
-    assert batches[-1][0] == pytest.approx(simulate.MAX_ROUND_S)
-    short = simulate.plan_batches([event(0, "round.started"), event(100, "round.finished")])
-    assert short[-1][0] == pytest.approx(simulate.MIN_ROUND_S)
+    assert batches[-1][0] == pytest.approx(posting.MAX_ROUND_S)
+    short = posting.plan_batches([event(0, "round.started"), event(100, "round.finished")])
+    assert short[-1][0] == pytest.approx(posting.MIN_ROUND_S)

@@ -14,7 +14,7 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policy.api_edit import DesignIn, ExecutionIn
+from policy.api_edit_schemas import DesignIn, ExecutionIn
 from policy.domain.edits import DESIGN_FIELDS
 from policy.domain.traits import EARLY_PROFILE
 from policy.models import AgentManifest

@@ -1,0 +1,144 @@
+"""One agent's connections: adding one (of a kind), editing, removing and moving it (issue 4).
+
+The editor is ``policy/connection_form.html``; a saved edit lands on the agent's page as
+``policy.views.agents`` renders it (htmx swaps it into ``#main``; without JS, a redirect).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from policy.domain.connections import PYTHON, Connection
+from policy.domain.edits import (
+    add_connection,
+    connection_count,
+    move_connection,
+    remove_connection,
+    set_namespaces,
+    update_connection,
+)
+from policy.domain.resolution import UnknownAgentError
+from policy.forms_connections import CONNECTION_FORMS, ConnectionForm, NamedServiceConnectionForm
+from policy.selectors import DraftState, agent_resolution, draft_state
+from policy.views.agents import HtmxHttpRequest, render_page, require_agent, show_agent
+from policy.views.common import Edit, apply_edit, problem
+
+CONNECTION_TEMPLATE = "policy/connection_form.html"
+
+
+def _connection(state: DraftState, agent: str, index: int) -> Connection:
+    try:
+        resolution = agent_resolution(state, agent)
+    except UnknownAgentError:
+        raise Http404(f"The draft has no agent {agent!r}.") from None
+    connection = resolution.connection(index)
+    if connection is not None:
+        return connection
+    raise Http404(f"Agent {agent!r} has no connection #{index + 1}.")
+
+
+def _connection_page(
+    state: DraftState, agent: str, form: ConnectionForm | None, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "state": state,
+        "base_revision": state.revision,
+        "agent": agent,
+        "agent_url": reverse("policy:agent", args=[agent]),
+        "form": form,
+        "kind": form.kind if form is not None else extra.get("kind", ""),
+        **extra,
+    }
+
+
+def _invalid_connection(request: HtmxHttpRequest, context: dict[str, Any]) -> HttpResponse:
+    template = f"{CONNECTION_TEMPLATE}#connection-editor" if request.htmx else CONNECTION_TEMPLATE
+    return render(request, template, context, status=422)
+
+
+def _with_namespaces(edit: Edit, form: ConnectionForm, agent: str, index: int | None) -> Edit:
+    """Follow the connection edit with the namespace rows of a named-service form."""
+    if not isinstance(form, NamedServiceConnectionForm):
+        return edit
+    rows = form.namespaces()
+
+    def combined(doc: dict[str, Any]) -> dict[str, Any]:
+        new = edit(doc)
+        target = connection_count(new, agent) - 1 if index is None else index
+        return set_namespaces(new, agent, target, rows)
+
+    return combined
+
+
+@require_http_methods(["GET", "POST"])
+def connection_add(request: HtmxHttpRequest, agent: str) -> HttpResponse:
+    state = draft_state()
+    require_agent(state, agent)
+    kind = request.POST.get("kind") or request.GET.get("kind") or PYTHON
+    form_class = CONNECTION_FORMS.get(kind)
+    if form_class is None:
+        raise Http404(f"There is no connection kind {kind!r}.")
+    if request.method == "GET":
+        context = _connection_page(state, agent, form_class(), adding=True)
+        return render_page(request, CONNECTION_TEMPLATE, context)
+    form = form_class(request.POST)
+    if not form.is_valid():
+        return _invalid_connection(request, _connection_page(state, agent, form, adding=True))
+    fields = form.fields_to_write()
+    edit = _with_namespaces(lambda doc: add_connection(doc, agent, fields), form, agent, None)
+    return apply_edit(request, edit, lambda new_state: show_agent(request, new_state, agent))
+
+
+@require_http_methods(["GET", "POST"])
+def connection_edit(request: HtmxHttpRequest, agent: str, index: int) -> HttpResponse:
+    state = draft_state()
+    connection = _connection(state, agent, index)
+    form_class = CONNECTION_FORMS.get(connection.kind or "")
+    if form_class is None:
+        # No kind-specific form fits a kind the runtime does not understand: say so.
+        context = _connection_page(
+            state, agent, None, index=index, kind=str(connection.raw.get("kind"))
+        )
+        status = 422 if request.method == "POST" else 200
+        return render_page(request, CONNECTION_TEMPLATE, context, status=status)
+    if request.method == "GET":
+        form = form_class(existing=connection.raw)
+        context = _connection_page(state, agent, form, index=index)
+        return render_page(request, CONNECTION_TEMPLATE, context)
+    form = form_class(request.POST, existing=connection.raw)
+    if not form.is_valid():
+        return _invalid_connection(request, _connection_page(state, agent, form, index=index))
+    fields = form.fields_to_write()
+    edit = _with_namespaces(
+        lambda doc: update_connection(doc, agent, index, fields), form, agent, index
+    )
+    return apply_edit(request, edit, lambda new_state: show_agent(request, new_state, agent))
+
+
+@require_POST
+def connection_remove(request: HtmxHttpRequest, agent: str, index: int) -> HttpResponse:
+    _connection(draft_state(), agent, index)
+    return apply_edit(
+        request,
+        lambda doc: remove_connection(doc, agent, index),
+        lambda state: show_agent(request, state, agent),
+    )
+
+
+@require_POST
+def connection_move(request: HtmxHttpRequest, agent: str, index: int) -> HttpResponse:
+    _connection(draft_state(), agent, index)
+    direction = request.POST.get("direction")
+    if direction not in ("up", "down"):
+        return problem(request, "Say whether to move the connection up or down.", status=422)
+    to = index - 1 if direction == "up" else index + 1
+    return apply_edit(
+        request,
+        lambda doc: move_connection(doc, agent, index, to),
+        lambda state: show_agent(request, state, agent),
+    )
