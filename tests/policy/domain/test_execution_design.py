@@ -1,25 +1,13 @@
 from __future__ import annotations
 
-import textwrap
 from typing import Any
 
 import pytest
 
-from policy.domain.diagnostics import Diagnostic, Severity
+from policy.domain.diagnostics import Severity
 from policy.domain.execution_design import ExecutionDesign, parse_design, timeout_message
 from policy.domain.resolution import resolve_agent
-from policy.domain.validate import validate_policy
-from policy.domain.yaml_io import load_policy
-
-HEAD = "surfaces:\n  as_consumer:\n    agents:\n      main:\n        tools:\n"
-EARLY_FLOW = (
-    "{trigger: tool_call_complete, concurrency: parallel_with_generation, "
-    "result_dependency: detached, replay: at_most_once_per_round}"
-)
-
-
-def doc(connections: str) -> str:
-    return HEAD + textwrap.indent(textwrap.dedent(connections).strip("\n") + "\n", " " * 10)
+from tests.policy.domain.policy_text import EARLY_FLOW, check, doc, none_of, only, position, where
 
 
 def jobs(traits: str, design: str) -> str:
@@ -35,33 +23,6 @@ def jobs(traits: str, design: str) -> str:
             run: {design}
         """
     )
-
-
-def check(text: str) -> list[Diagnostic]:
-    loaded = load_policy(text)
-    assert not loaded.refused, loaded.diagnostics
-    return validate_policy(loaded.data, loaded.source)
-
-
-def where(text: str, needle: str, nth: int = 1) -> tuple[int, int]:
-    index = -1
-    for _ in range(nth):
-        index = text.index(needle, index + 1)
-    return text.count("\n", 0, index) + 1, index - text.rfind("\n", 0, index)
-
-
-def only(diagnostics: list[Diagnostic], code: str) -> Diagnostic:
-    found = [d for d in diagnostics if d.code == code]
-    assert len(found) == 1, [d.as_text() for d in diagnostics]
-    return found[0]
-
-
-def none_of(diagnostics: list[Diagnostic], code: str) -> bool:
-    return all(d.code != code for d in diagnostics)
-
-
-def position(diagnostic: Diagnostic) -> tuple[int | None, int | None]:
-    return diagnostic.line, diagnostic.column
 
 
 # --- parsing --------------------------------------------------------------------------------------
