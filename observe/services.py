@@ -19,6 +19,7 @@ from channels.layers import get_channel_layer
 from django.db import IntegrityError, transaction
 
 from observe.domain.events import Event, EventError, parse_event, same_content
+from observe.domain.rounds import Round as AssembledRound
 from observe.domain.rounds import assemble
 from observe.models import Event as StoredEvent
 from observe.models import Round, RoundTool, StreamCounter
@@ -143,10 +144,30 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{shown}" if path else shown
 
 
-def _reassemble(row: Round, version: int, known_agents: frozenset[str] | None) -> None:
-    """Recompute the round's columns from ALL its stored events (order never matters)."""
-    events = [parse_event(e.data) for e in row.events.all()]
-    assembled = assemble(events)
+#: The Round columns assembly recomputes.
+_ASSEMBLED_COLUMNS = [
+    "started_at",
+    "finished_at",
+    "generation_finished_at",
+    "outcome",
+    "policy_hash",
+    "max_actions",
+    "actions",
+    "rejections",
+    "early_starts",
+    "dedups",
+    "timeouts",
+    "agent_in_policy",
+    "version",
+]
+
+RoundKey = tuple[str, str, int]
+
+
+def _apply_assembly(
+    row: Round, assembled: AssembledRound, version: int, known_agents: frozenset[str] | None
+) -> None:
+    """Copy what the events say about the round onto its row."""
     row.started_at = assembled.started_at
     row.finished_at = assembled.finished_at
     row.generation_finished_at = assembled.generation_finished_at
@@ -161,34 +182,76 @@ def _reassemble(row: Round, version: int, known_agents: frozenset[str] | None) -
     if known_agents is not None:
         row.agent_in_policy = row.agent in known_agents
     row.version = version
-    row.save()
-    present = set(row.tools.values_list("tool_id", flat=True))
-    RoundTool.objects.bulk_create(
-        [RoundTool(round=row, tool_id=t) for t in sorted(assembled.tool_ids - present)]
-    )
+
+
+def _round_rows(
+    by_round: dict[RoundKey, list[Event]], versions: list[int]
+) -> dict[RoundKey, Round]:
+    """The rows of these rounds, creating the missing ones (two queries, whatever the count)."""
+    agents = {key[0] for key in by_round}
+    turns = {key[1] for key in by_round}
+    rows = {
+        (row.agent, row.turn_id, row.iteration): row
+        for row in Round.objects.filter(agent__in=agents, turn_id__in=turns)
+        if (row.agent, row.turn_id, row.iteration) in by_round
+    }
+    missing = [
+        Round(
+            agent=key[0],
+            turn_id=key[1],
+            iteration=key[2],
+            started_at=min(e.ts for e in events),
+            version=version,
+        )
+        for (key, events), version in zip(by_round.items(), versions, strict=True)
+        if key not in rows
+    ]
+    # bulk_create sets primary keys on SQLite and PostgreSQL (RETURNING).
+    for row in Round.objects.bulk_create(missing):
+        rows[(row.agent, row.turn_id, row.iteration)] = row
+    return rows
 
 
 def _store(fresh: dict[str, tuple[int, Event]], known_agents: frozenset[str] | None) -> int:
-    by_round: dict[tuple[str, str, int], list[Event]] = defaultdict(list)
+    """Store the new events and re-assemble every round they touch from ALL its stored events
+    (so arrival order never matters). A fixed number of queries per batch, not per round."""
+    by_round: dict[RoundKey, list[Event]] = defaultdict(list)
     for _, event in fresh.values():
         by_round[event.round_key].append(event)
     versions = _next_versions(len(by_round))
-    for ((agent, turn_id, iteration), events), version in zip(
-        by_round.items(), versions, strict=True
+    rows = _round_rows(by_round, versions)
+    StoredEvent.objects.bulk_create(
+        [
+            StoredEvent(
+                event_id=e.event_id, round=rows[key], type=e.type, ts=e.ts, data=dict(e.data)
+            )
+            for key, events in by_round.items()
+            for e in events
+        ]
+    )
+    round_ids = [row.pk for row in rows.values()]
+    stored: dict[int, list[Event]] = defaultdict(list)
+    for round_id, data in StoredEvent.objects.filter(round_id__in=round_ids).values_list(
+        "round_id", "data"
     ):
-        row, _ = Round.objects.get_or_create(
-            agent=agent,
-            turn_id=turn_id,
-            iteration=iteration,
-            defaults={"started_at": min(e.ts for e in events), "version": version},
-        )
-        StoredEvent.objects.bulk_create(
-            [
-                StoredEvent(event_id=e.event_id, round=row, type=e.type, ts=e.ts, data=dict(e.data))
-                for e in events
-            ]
-        )
-        _reassemble(row, version, known_agents)
+        stored[round_id].append(parse_event(data))
+    present: dict[int, set[str]] = defaultdict(set)
+    for round_id, tool_id in RoundTool.objects.filter(round_id__in=round_ids).values_list(
+        "round_id", "tool_id"
+    ):
+        present[round_id].add(tool_id)
+    new_tools: list[RoundTool] = []
+    for key, version in zip(by_round, versions, strict=True):
+        row = rows[key]
+        assembled = assemble(stored[row.pk])
+        _apply_assembly(row, assembled, version, known_agents)
+        new_tools += [
+            RoundTool(round=row, tool_id=t) for t in sorted(assembled.tool_ids - present[row.pk])
+        ]
+    # One plain UPDATE per round: bulk_update's CASE expressions cost more than they save here.
+    for row in rows.values():
+        Round.objects.filter(pk=row.pk).update(**{c: getattr(row, c) for c in _ASSEMBLED_COLUMNS})
+    RoundTool.objects.bulk_create(new_tools)
     return versions[-1]
 
 
