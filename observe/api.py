@@ -31,7 +31,7 @@ from observe.selectors import (
     rounds_page,
 )
 from observe.services import events_ingest
-from policy.selectors import draft_state
+from policy.selectors import draft_agent_names
 
 router = Router(tags=["rounds"])
 
@@ -167,7 +167,7 @@ def post_events(request: HttpRequest) -> Any:
     same content counts as a duplicate; `accepted` counts newly stored events only."""
     events = read_events(request)
     # The draft is the policy in force until versions exist.
-    result = events_ingest(events, known_agents=frozenset(draft_state().agents))
+    result = events_ingest(events, known_agents=frozenset(draft_agent_names()))
     return Status(200, result.to_dict())
 
 

@@ -36,7 +36,7 @@ from observe.selectors import (
     rounds_assembled,
     rounds_changed_since,
 )
-from policy.selectors import draft_state
+from policy.selectors import draft_agent_names
 
 #: Most cards the live page holds (and the most one stream message carries).
 MAX_CARDS: Final = 200
@@ -444,4 +444,4 @@ def action_details(round_: AssembledRound) -> list[ActionDetail]:
 def known_agents(extra: Iterable[str] = ()) -> list[str]:
     """Agents for the filter select: those seen in rounds and those in the draft policy."""
     seen = set(Round.objects.values_list("agent", flat=True).distinct())
-    return sorted(seen | set(draft_state().agents) | {name for name in extra if name})
+    return sorted(seen | set(draft_agent_names()) | {name for name in extra if name})

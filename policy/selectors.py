@@ -50,6 +50,15 @@ def draft_state() -> DraftState:
     return DraftState(data=copy.deepcopy(data), revision=draft.revision, text=text)
 
 
+def draft_agent_names() -> list[str]:
+    """The draft's agent names, read from the cached document without copying it: ingest asks
+    on every POST, and a deep copy of the whole policy there is pure waste."""
+    draft = PolicyDraft.objects.filter(pk=PolicyDraft.SINGLETON_ID).only("body").first()
+    if draft is None:
+        return []
+    return agent_names(_load_body(draft.body)[1])
+
+
 def manifests() -> dict[str, Manifest]:
     return {m.agent: parse_manifest(m.data) for m in AgentManifest.objects.all()}
 

@@ -641,3 +641,16 @@ def test_a_manifest_with_a_nul_character_is_refused_by_the_browser_form_too(clie
     assert response.status_code == 422
     assert "NUL character" in response.content.decode()
     assert not AgentManifest.objects.exists()
+
+
+def test_draft_agent_names_follow_the_draft_without_copying_it(client) -> None:  # type: ignore[no-untyped-def]
+    from django.contrib.auth import get_user_model
+
+    from policy.selectors import draft_agent_names, draft_state
+
+    assert draft_agent_names() == []
+    get_user_model().objects.create_user("names", password="pw-names-123")
+    client.login(username="names", password="pw-names-123")
+    client.post("/policy/agents/add/", {"name": "alpha", "base_revision": "0"})
+    client.post("/policy/agents/add/", {"name": "beta", "base_revision": "1"})
+    assert draft_agent_names() == ["alpha", "beta"] == draft_state().agents
