@@ -37,21 +37,40 @@ def _tool(name: str, *strategy: str, early: bool = False) -> BuiltinTool:
     return BuiltinTool(callable=name, traits=MappingProxyType(traits))
 
 
-#: In the order the runtime lists them.
+#: Every built-in, in the order the runtime lists them; the last two depend on the agent's role.
 BUILTIN_TOOLS: Final[tuple[BuiltinTool, ...]] = (
     _tool("read", EXPLORATION),
     _tool("pull", EXPLORATION),
     _tool("checkout", EXPLORATION),
-    _tool("memsearch", EXPLORATION),
-    _tool("rg", EXPLORATION),
     _tool("write", EXPLOITATION),
     _tool("patch", EXPLOITATION),
+    _tool("memsearch", EXPLORATION),
     _tool("hide", NEUTRAL),
+    _tool("rg", EXPLORATION),
     _tool("plan", NEUTRAL),
-    _tool("contribute", NEUTRAL),
     # react.delegate is the first built-in user of the early profile, not a hard-coded exception.
     _tool("delegate", NEUTRAL, early=True),
+    _tool("contribute", NEUTRAL),
 )
+
+#: The agent roles the runtime distinguishes: a parent (it has a sub-agent spawner) is offered
+#: react.delegate, a child (a sub-agent) react.contribute, an agent with neither neither.
+#: The runtime decides the role from how the agent is run, not from the YAML.
+ROLES: Final = ("parent", "child", "none")
+DEFAULT_ROLE: Final = "parent"
+_ROLE_TOOL: Final[Mapping[str, str]] = {"parent": "delegate", "child": "contribute"}
+
+
+def builtins_for_role(role: str | None) -> tuple[BuiltinTool, ...]:
+    """The built-ins an agent of this role is offered, in the runtime's order. ``None`` and
+    ``"none"`` mean an agent that neither delegates nor contributes."""
+    extra = _ROLE_TOOL.get(role or "none")
+    return tuple(
+        tool
+        for tool in BUILTIN_TOOLS
+        if tool.callable not in _ROLE_TOOL.values() or tool.callable == extra
+    )
+
 
 _BY_ID: Final[Mapping[str, BuiltinTool]] = {tool.tool_id: tool for tool in BUILTIN_TOOLS}
 

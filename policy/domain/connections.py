@@ -11,30 +11,37 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from policy.domain.loading import (
+    MCP as MCP,
+)
+from policy.domain.loading import (
+    NAMED_SERVICE as NAMED_SERVICE,
+)
+from policy.domain.loading import (
+    NAMED_SERVICE_DEFAULT_ALIAS as NAMED_SERVICE_DEFAULT_ALIAS,
+)
+from policy.domain.loading import (
+    OPERATION_CALLABLES as OPERATION_CALLABLES,
+)
+from policy.domain.loading import (
+    PYTHON as PYTHON,
+)
+from policy.domain.loading import (
+    WILDCARD as WILDCARD,
+)
+from policy.domain.loading import (
+    connection_alias,
+    mcp_server,
+    named_service_callables,
+    trait_candidates,
+    trait_tool_id,
+)
 from policy.domain.manifest import Manifest
+from policy.domain.named_services import kind_of
 from policy.domain.paths import Path
 
-PYTHON: Final = "python"
-MCP: Final = "mcp"
-NAMED_SERVICE: Final = "named_service"
 KINDS: Final = (PYTHON, MCP, NAMED_SERVICE)
 
-NAMED_SERVICE_DEFAULT_ALIAS: Final = "named_services"
-WILDCARD: Final = "*"
-
-#: Provider operation → the callable the ReAct agent sees.
-OPERATION_CALLABLES: Final[Mapping[str, str]] = {
-    "provider.about": "provider_about",
-    "provider.capabilities": "provider_capabilities",
-    "object.list": "list_objects",
-    "object.search": "search_objects",
-    "object.get": "get_object",
-    "object.schema": "object_schema",
-    "object.upsert": "upsert_object",
-    "object.host_file": "host_file",
-    "object.action": "object_action",
-    "object.delete": "delete_object",
-}
 #: Mapped by the runtime, but no such callable is ever offered to the model.
 NOT_OFFERED_CALLABLES: Final = frozenset({"provider_capabilities"})
 CALLABLE_OPERATIONS: Final[Mapping[str, str]] = {v: k for k, v in OPERATION_CALLABLES.items()}
@@ -102,17 +109,15 @@ class Connection:
         return mapping_or_empty(self.raw.get("tool_traits"))
 
     def config_layers(self, name: str) -> list[tuple[Path, Mapping[Any, Any]]]:
-        """The config trait entries for one callable, in the order the runtime applies them
-        (later wins per key); each with the path of its ``tool_traits`` entry."""
+        """This connection's own trait entries for one of its callables, in the order the runtime
+        applies them (later wins per key); each with the path of its ``tool_traits`` entry.
+        Entries of other connections may reach the tool too (``EffectiveTool.config_layers``)."""
         base = (*self.path, "tool_traits")
         traits = self.traits_raw()
-        if self.kind != MCP:
-            entry = traits.get(name) if isinstance(name, str) else None
-            return [((*base, name), entry)] if isinstance(entry, Mapping) else []
         assert self.alias is not None
-        qualified = qualified_mcp_keys(traits, self.alias)
+        qualified = qualified_keys(traits, self.alias, self.kind or PYTHON)
         layers: list[tuple[Path, Mapping[Any, Any]]] = []
-        for candidate in mcp_candidates(self.alias, name):
+        for candidate in dict.fromkeys(trait_candidates(self.tool_id(name), self.alias, name)):
             if candidate in qualified:
                 key = qualified[candidate]
                 entry = traits[key]
@@ -139,33 +144,23 @@ def nonempty_str(value: Any) -> str | None:
 
 
 def qualify_mcp_key(key: str, alias: str) -> str:
-    """The runtime's qualification of an MCP ``tool_traits`` key: ``T`` → ``mcp.A.T``,
-    ``X.Y`` → ``mcp.X.Y``, ``*`` → ``A.*``, keys starting with ``mcp.`` stay."""
-    if key.startswith("mcp."):
-        return key
-    if key == WILDCARD:
-        return f"{alias}.*"
-    if "." in key:
-        return f"mcp.{key}"
-    return f"mcp.{alias}.{key}"
-
-
-def mcp_candidates(alias: str, tool: str) -> tuple[str, ...]:
-    """Qualified keys applied to tool ``mcp.A.T``, lowest first: the wildcard wins over a concrete
-    entry for the same trait key (a runtime surprise Traitdeck models and warns about)."""
-    return (f"mcp.{alias}.{tool}", f"mcp.{alias}.*", f"{alias}.{tool}", f"{alias}.*", WILDCARD)
+    """The runtime's qualification of an MCP ``tool_traits`` key: ``*`` → ``A.*``, keys starting
+    with ``mcp.`` stay, ``A.T`` and ``T`` → ``mcp.A.T``, any other dotted ``X.T`` →
+    ``mcp.A.X.T``."""
+    return trait_tool_id(alias, key, MCP) or key
 
 
 def is_mcp_wildcard(qualified: str, alias: str) -> bool:
     return qualified in (f"mcp.{alias}.*", f"{alias}.*", WILDCARD)
 
 
-def qualified_mcp_keys(traits: Mapping[Any, Any], alias: str) -> dict[str, Any]:
-    """Qualified key → the source key whose entry the runtime keeps (the later one on a clash)."""
+def qualified_keys(traits: Mapping[Any, Any], alias: str, kind: str) -> dict[str, Any]:
+    """Qualified id → the source key whose entry the runtime keeps (the later one on a clash)."""
     out: dict[str, Any] = {}
     for key in traits:
-        if isinstance(key, str):
-            out[qualify_mcp_key(key, alias)] = key
+        qualified = trait_tool_id(alias, key, MCP if kind == MCP else PYTHON)
+        if qualified:
+            out[qualified] = key
     return out
 
 
@@ -189,26 +184,21 @@ def design_key_target(connection: Connection, key: Any) -> str | None:
 
 
 def connection_kind(raw: Mapping[Any, Any]) -> str | None:
-    """The kind the runtime uses (missing or null means python), or ``None`` when unknown."""
-    kind = raw.get("kind")
-    if kind is None:
-        return PYTHON
+    """The kind the runtime uses (missing, null or empty means python; any case, trimmed), or
+    ``None`` when it is none of the three."""
+    kind = kind_of(raw)
     return kind if kind in KINDS else None
 
 
 def mcp_server_id(raw: Mapping[Any, Any]) -> str | None:
-    for key in ("server_id", "server", "name"):
-        value = nonempty_str(raw.get(key))
-        if value is not None:
-            return value
-    return None
+    return mcp_server(raw) or None
 
 
 def _alias(raw: Mapping[Any, Any], path: Path, kind: str) -> tuple[str | None, Path | None]:
-    for key in ("alias", "name"):
-        value = nonempty_str(raw.get(key))
-        if value is not None:
-            return value, (*path, key)
+    alias = connection_alias(raw)
+    key = "alias" if raw.get("alias") else "name"
+    if alias:
+        return alias, (*path, key)
     if kind == MCP:
         server = mcp_server_id(raw)
         return (f"mcp_{server}" if server else None), None
@@ -218,34 +208,37 @@ def _alias(raw: Mapping[Any, Any], path: Path, kind: str) -> tuple[str | None, P
 
 
 def read_connection(
-    raw: Mapping[Any, Any], path: Path, index: int, manifest: Manifest | None
+    raw: Mapping[Any, Any],
+    path: Path,
+    index: int,
+    manifest: Manifest | None = None,
+    *,
+    alias: str | None = None,
 ) -> Connection:
-    """Predict how the runtime loads one connection mapping."""
+    """How the runtime reads one connection mapping: its kind, its alias and whether it loads.
+    Its tools are known only at the agent level (``resolution`` fills them in)."""
+    del manifest, alias  # the agent-level loader decides the tools
     kind = connection_kind(raw)
     if kind is None:
         return Connection(index, path, raw, None, None, None, "its kind is not understood")
     alias, alias_path = _alias(raw, path, kind)
     problem: str | None = None
     if kind == PYTHON:
-        if nonempty_str(raw.get("module")) is None and nonempty_str(raw.get("ref")) is None:
-            problem = "a python connection needs module or ref"
-        elif alias is None:
+        # The runtime checks the alias before the code.
+        if alias is None:
             problem = "a python connection needs an alias or a name"
+        elif not raw.get("module") and not raw.get("ref"):
+            problem = "a python connection needs module or ref"
     elif kind == MCP and mcp_server_id(raw) is None:
         problem = "an mcp connection needs server_id, server or name"
+    namespaces = tuple(_namespaces(raw, path)) if kind == NAMED_SERVICE else ()
+    if kind == NAMED_SERVICE and not named_service_callables(raw):
+        problem = "a named service needs at least one mapped operation"
     if problem is not None or alias is None:
-        return Connection(index, path, raw, kind, alias, alias_path, problem or "no alias")
-    base = Connection(index, path, raw, kind, alias, alias_path, None)
-    if kind == NAMED_SERVICE:
-        namespaces = _namespaces(raw, path)
-        tools = _named_service_tools(namespaces)
-        problem = None if tools else "a named service needs at least one mapped operation"
         return Connection(
-            index, path, raw, kind, alias, alias_path, problem, tools, tuple(namespaces)
+            index, path, raw, kind, alias, alias_path, problem or "no alias", (), namespaces
         )
-    return Connection(
-        index, path, raw, kind, alias, alias_path, None, _listed_tools(base, manifest)
-    )
+    return Connection(index, path, raw, kind, alias, alias_path, None, (), namespaces)
 
 
 def listed_tools_key(connection: Connection) -> str | None:
@@ -258,57 +251,13 @@ def listed_tools_key(connection: Connection) -> str | None:
     return None
 
 
-def _listed_tools(connection: Connection, manifest: Manifest | None) -> tuple[ToolEntry, ...]:
-    key = listed_tools_key(connection)
-    tools: dict[str, ToolEntry] = {}
-
-    def add(entry: ToolEntry) -> None:
-        tools.setdefault(entry.callable, entry)
-
-    if key is None:
-        # Absent (or, for mcp, empty): every tool the connection has.
-        for entry in _all_tools(connection, manifest, connection.path):
-            add(entry)
-        return tuple(tools.values())
-    items = connection.raw[key]
-    for position, item in enumerate(items):
-        item_path = (*connection.path, key, position)
-        if item == WILDCARD:
-            for entry in _all_tools(connection, manifest, item_path):
-                add(entry)
-        elif isinstance(item, str) and item:
-            add(ToolEntry(item, item_path))
-    return tuple(tools.values())
-
-
-def _all_tools(connection: Connection, manifest: Manifest | None, origin: Path) -> list[ToolEntry]:
-    """The manifest's tools for the alias, then the tools named by ``tool_traits`` keys."""
-    assert connection.alias is not None
-    assert connection.kind is not None
-    out: list[ToolEntry] = []
-    if manifest is not None:
-        out += [
-            ToolEntry(n, origin) for n in manifest.callables_for(connection.alias, connection.kind)
-        ]
-    for key in connection.traits_raw():
-        if not isinstance(key, str) or key == WILDCARD:
-            continue
-        if connection.kind == MCP:
-            name = mcp_tool_of(qualify_mcp_key(key, connection.alias), connection.alias)
-        else:
-            # A python callable is an identifier: a dotted key names no callable.
-            name = key if key and "." not in key else None
-        if name is not None:
-            out.append(ToolEntry(name, (*connection.path, "tool_traits", key), True))
-    return out
-
-
 def namespace_operations(block: Mapping[Any, Any]) -> tuple[str | None, list[Any]]:
-    """The list key the runtime reads operations from (first non-empty list) and its items."""
+    """The key the runtime reads operations from (the first with a non-empty value) and its
+    items (a single string is one item)."""
     for key in NAMESPACE_LIST_KEYS:
         value = block.get(key)
-        if isinstance(value, list) and value:
-            return key, value
+        if value:
+            return key, list(value) if isinstance(value, list) else [value]
     return None, []
 
 
@@ -330,18 +279,6 @@ def _namespaces(raw: Mapping[Any, Any], path: Path) -> list[Namespace]:
     return out
 
 
-def _named_service_tools(namespaces: list[Namespace]) -> tuple[ToolEntry, ...]:
-    """Offered callables, first-seen across namespaces; unknown operations and ``*`` ignored."""
-    tools: dict[str, ToolEntry] = {}
-    for namespace in namespaces:
-        for position, operation in enumerate(namespace.operations):
-            name = operation_callable(operation)
-            if name is None or name in NOT_OFFERED_CALLABLES:
-                continue
-            origin = (*namespace.path, namespace.list_key, position)
-            tools.setdefault(name, ToolEntry(name, origin))
-    return tuple(tools.values())
-
-
 def operation_callable(operation: Any) -> str | None:
-    return OPERATION_CALLABLES.get(operation) if isinstance(operation, str) else None
+    name = str(operation or "").strip()
+    return OPERATION_CALLABLES.get(name)

@@ -8,17 +8,26 @@ replaced whole, never merged, and keeps the position where it was first inserted
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from policy.domain.builtins import BUILTIN_ALIAS, BUILTIN_TOOLS, builtin_tool, builtin_traits
+from policy.domain.builtins import BUILTIN_ALIAS, DEFAULT_ROLE, builtin_traits, builtins_for_role
 from policy.domain.connections import Connection, ToolEntry, mapping_or_empty, read_connection
 from policy.domain.execution_design import ExecutionDesign, parse_design
 from policy.domain.jsonable import jsonable
+from policy.domain.loading import (
+    NAMED_SERVICE,
+    Loaded,
+    Offered,
+    load_agent,
+    runtime_traits,
+    trait_candidates,
+    trait_keys,
+)
 from policy.domain.manifest import Manifest
 from policy.domain.paths import AGENTS, Path, format_path
-from policy.domain.traits import is_early_profile, is_exactly_neutral, normalize_traits
+from policy.domain.traits import is_early_profile, is_exactly_neutral
 from policy.domain.traits import resolved_strategy as _resolved_strategy
 
 BUILTIN = "builtin"
@@ -57,6 +66,20 @@ class EffectiveTool:
     trait_paths: Mapping[str, Path] = field(default_factory=dict)
     namespace_override_paths: Mapping[str, Path] = field(default_factory=dict)
     design_path: Path | None = None
+    #: The namespaces the runtime lists for a named-service tool (``namespaces applicable``).
+    namespaces_applicable: tuple[str, ...] = ()
+    #: The config trait entries applied, lowest first: (path of the entry, its key, its traits).
+    config_layers: tuple[tuple[Path, str, Mapping[str, Any]], ...] = ()
+
+    @property
+    def normalized_traits(self) -> dict[str, Any]:
+        """The default trait mapping exactly as the runtime holds it."""
+        return runtime_traits(self.traits)
+
+    @property
+    def normalized_overrides(self) -> dict[str, dict[str, Any]]:
+        """The namespace overrides exactly as the runtime holds them."""
+        return {ns: runtime_traits(t) for ns, t in self.namespace_overrides.items()}
 
     @property
     def strategy(self) -> tuple[str, ...]:
@@ -85,9 +108,19 @@ class EffectiveTool:
 
 @dataclass(frozen=True)
 class AgentResolution:
+    """One agent's tools. ``tools`` holds each id once; ``listing`` is the runtime's list as the
+    model reads it (a tool two connections both offer appears twice there)."""
+
     agent: str
     tools: tuple[EffectiveTool, ...]
     connections: tuple[Connection, ...] = ()
+    listing: tuple[EffectiveTool, ...] = ()
+    role: str = DEFAULT_ROLE
+    #: The agent key whose connections the runtime reads (another agent's on a fallback), or
+    #: ``None`` when it reads none; and whether that key is in the legacy ``tools.agents``.
+    loaded_from: Any = None
+    legacy: bool = False
+    loaded: Loaded | None = None
 
     def __iter__(self) -> Iterator[EffectiveTool]:
         return iter(self.tools)
@@ -143,22 +176,6 @@ def _agent_key(data: Any, agent: str) -> Any:
     raise UnknownAgentError(agent)
 
 
-def agent_connections(data: Any, agent_key: Any, manifest: Manifest | None) -> list[Connection]:
-    """The connection mappings of one agent as the runtime reads them, in order."""
-    agent = agents_mapping(data).get(agent_key)
-    if not isinstance(agent, Mapping):
-        return []
-    tools = agent.get("tools")
-    if not isinstance(tools, list):
-        return []
-    path = (*AGENTS, agent_key, "tools")
-    return [
-        read_connection(raw, (*path, index), index, manifest)
-        for index, raw in enumerate(tools)
-        if isinstance(raw, Mapping)
-    ]
-
-
 class _Merge:
     """Per-key layering: later wins, first-insertion order kept."""
 
@@ -176,71 +193,112 @@ class _Merge:
         )
 
     def apply(self, layer: Mapping[Any, Any], label: str, path: Path) -> None:
-        for key, value in layer.items():
+        for key, value in trait_keys(layer).items():
             self.traits[key] = value
             self.provenance[key] = label
             self.paths[key] = path
 
 
-def _base_layers(merge: _Merge, tool_id: str, manifest: Manifest | None) -> None:
-    builtin = builtin_tool(tool_id)
-    if builtin is not None:
-        # A copy: a caller changing a resolution must not change the runtime's constants.
-        merge.apply(builtin_traits(tool_id) or {}, builtin.provenance, ())
-    discovered = manifest.traits_for(tool_id) if manifest is not None else None
-    if discovered is not None:
-        merge.apply(
-            discovered, Manifest.provenance(tool_id), (MANIFEST_ROOT, tool_id, "tool_traits")
-        )
+def _origin(connection: Connection | None, offered: Offered) -> tuple[Path, bool]:
+    """The node that brought a tool in: its item in the allowed list when one names it."""
+    if connection is None:
+        return offered.origin, False
+    if connection.kind == NAMED_SERVICE and offered.named_service is not None:
+        for namespace in connection.namespaces:
+            for position, operation in enumerate(namespace.operations):
+                if namespace.list_key and _callable_of(operation) == offered.callable:
+                    return (*namespace.path, namespace.list_key, position), False
+    for key in ("allowed", "tools"):
+        items = connection.raw.get(key)
+        if isinstance(items, list):
+            for position, item in enumerate(items):
+                if isinstance(item, str) and item.strip() in (offered.callable, offered.tool_id):
+                    return (*connection.path, key, position), False
+    return offered.origin, False
+
+
+def _callable_of(operation: Any) -> str | None:
+    from policy.domain.connections import operation_callable
+
+    return operation_callable(operation.strip() if isinstance(operation, str) else operation)
 
 
 def _configured_tool(
-    connection: Connection, entry: ToolEntry, manifest: Manifest | None
+    loaded: Loaded,
+    offered: Offered,
+    connection: Connection | None,
+    connections: Mapping[int, Connection],
+    manifest: Manifest | None,
 ) -> EffectiveTool:
-    assert connection.kind is not None
-    assert connection.alias is not None
-    tool_id = connection.tool_id(entry.callable)
     merge = _Merge()
-    _base_layers(merge, tool_id, manifest)
-    for path, layer in connection.config_layers(entry.callable):
-        merge.apply(layer, f"config {format_path(path)}", path)
+    # The code layer: named-service tools carry no discovered traits.
+    discovered = manifest.traits_for(offered.tool_id) if manifest is not None else None
+    if discovered is not None and offered.named_service is None:
+        merge.apply(
+            discovered,
+            Manifest.provenance(offered.tool_id),
+            (MANIFEST_ROOT, offered.tool_id, "tool_traits"),
+        )
+    layers = []
+    for candidate in dict.fromkeys(
+        trait_candidates(offered.tool_id, offered.alias, offered.callable)
+    ):
+        entry = loaded.table.get(candidate)
+        if entry is not None:
+            layers.append((entry.path, candidate, entry.traits))
+            merge.apply(entry.traits, f"config {format_path(entry.path)}", entry.path)
     overrides: dict[str, Mapping[str, Any]] = {}
     override_paths: dict[str, Path] = {}
-    for namespace in connection.namespaces:
-        override = namespace.overrides.get(entry.callable)
-        # Applied whenever params.namespace matches, whether or not the namespace allows the
-        # operation (the validator flags that case).
-        if override is not None:
-            overrides[namespace.name] = override
-            override_paths[namespace.name] = (*namespace.path, "tool_traits", entry.callable)
-    design = connection.design_entry(entry.callable)
+    namespaces: tuple[str, ...] = ()
+    if offered.named_service is not None:
+        namespaces = offered.named_service.namespaces
+        for namespace, (raw, path) in offered.named_service.overrides.items():
+            overrides[namespace] = MappingProxyType(trait_keys(raw))
+            override_paths[namespace] = path if path is not None else offered.origin
+    design = _design_entry(connections, offered)
+    origin, origin_is_key = _origin(connection, offered)
     traits, provenance, paths = merge.frozen()
     return EffectiveTool(
-        tool_id=tool_id,
-        connection_index=connection.index,
-        callable=entry.callable,
-        kind=connection.kind,
+        tool_id=offered.tool_id,
+        connection_index=offered.connection_index,
+        callable=offered.callable,
+        kind=offered.kind,
         traits=traits,
         provenance=provenance,
         namespace_overrides=MappingProxyType(overrides),
         execution_design=mapping_or_empty(design[1]) if design else {},
         builtin=False,
-        alias=connection.alias,
-        origin=entry.origin,
-        origin_is_key=entry.origin_is_key,
+        alias=offered.alias,
+        origin=origin,
+        origin_is_key=origin_is_key,
         trait_paths=paths,
         namespace_override_paths=MappingProxyType(override_paths),
         design_path=design[0] if design else None,
+        namespaces_applicable=namespaces,
+        config_layers=tuple(layers),
     )
 
 
-def _builtin_tools(manifest: Manifest | None, taken: Mapping[str, Any]) -> list[EffectiveTool]:
+def _design_entry(
+    connections: Mapping[int, Connection], offered: Offered
+) -> tuple[Path, Any] | None:
+    """Traitdeck's execution design for a tool: from the connections of its alias, the last
+    one that has an entry for it."""
+    found: tuple[Path, Any] | None = None
+    for connection in connections.values():
+        if connection.alias == offered.alias:
+            found = connection.design_entry(offered.callable) or found
+    return found
+
+
+def _builtin_tools(role: str | None, taken: Mapping[str, Any]) -> list[EffectiveTool]:
     out = []
-    for builtin in BUILTIN_TOOLS:
+    for builtin in builtins_for_role(role):
         if builtin.tool_id in taken:
             continue
         merge = _Merge()
-        _base_layers(merge, builtin.tool_id, manifest)
+        # A copy: a caller changing a resolution must not change the runtime's constants.
+        merge.apply(builtin_traits(builtin.tool_id) or {}, builtin.provenance, ())
         traits, provenance, paths = merge.frozen()
         out.append(
             EffectiveTool(
@@ -260,46 +318,93 @@ def _builtin_tools(manifest: Manifest | None, taken: Mapping[str, Any]) -> list[
     return out
 
 
-def resolve_agent(data: Any, agent: str, manifest: Manifest | None = None) -> AgentResolution:
-    """The tools of one agent in catalog order (configured tools, then the built-ins), each with
-    its effective traits and where every trait key came from. Never raises on a wrongly-shaped
-    document: what the runtime would skip is skipped (the validator reports it)."""
-    return resolve_agent_key(data, _agent_key(data, agent), manifest)
+def resolve_agent(
+    data: Any, agent: str, manifest: Manifest | None = None, *, role: str | None = DEFAULT_ROLE
+) -> AgentResolution:
+    """The tools of one agent of the document in catalog order (python and named-service tools,
+    then MCP tools, then the built-ins for ``role``), each with its effective traits and where
+    every trait key came from. Raises :class:`UnknownAgentError` for an agent the document does
+    not name. Never raises on a wrongly-shaped document: what the runtime would skip is skipped
+    (the validator reports it)."""
+    return resolve_agent_key(data, _agent_key(data, agent), manifest, role=role)
 
 
-def resolve_agent_key(data: Any, key: Any, manifest: Manifest | None = None) -> AgentResolution:
+def resolve_agent_key(
+    data: Any, key: Any, manifest: Manifest | None = None, *, role: str | None = DEFAULT_ROLE
+) -> AgentResolution:
     """:func:`resolve_agent` for the raw key of the agent mapping (which need not be a string)."""
-    connections = agent_connections(data, key, manifest)
+    return resolve_consumer(data, str(key), manifest, role=role, label=str(key))
+
+
+def resolve_consumer(
+    data: Any,
+    agent_id: str,
+    manifest: Manifest | None = None,
+    *,
+    role: str | None = DEFAULT_ROLE,
+    label: str | None = None,
+) -> AgentResolution:
+    """What the runtime offers the agent it runs as ``agent_id`` — any id: one the document does
+    not name falls back, as in the runtime, to ``default_agent``, ``main`` or ``default``."""
+    loaded = load_agent(data, agent_id, manifest)
+    connections: dict[int, Connection] = {}
+    base = loaded.tools_path or ()
+    for index, raw in loaded.connections:
+        connections[index] = read_connection(
+            raw, (*base, index), index, manifest, alias=loaded.aliases.get(index)
+        )
     tools: dict[str, EffectiveTool] = {}
-    for connection in connections:
-        if not connection.loadable:
-            continue
-        for entry in connection.tools:
-            tool = _configured_tool(connection, entry, manifest)
-            # Two connections claiming one id: the runtime keys tools by id, so the later
-            # connection's tool replaces the earlier one (and keeps its place) — alias-duplicate.
-            tools[tool.tool_id] = tool
-    resolved = [*tools.values(), *_builtin_tools(manifest, tools)]
-    return AgentResolution(agent=str(key), tools=tuple(resolved), connections=tuple(connections))
+    listing: list[EffectiveTool] = []
+    for offered in loaded.offered:
+        tool = tools.get(offered.tool_id)
+        if tool is None:
+            tool = _configured_tool(
+                loaded, offered, connections.get(offered.connection_index), connections, manifest
+            )
+            tools[offered.tool_id] = tool
+        listing.append(tool)
+    builtins = _builtin_tools(role, tools)
+    by_alias: dict[str, list[ToolEntry]] = {}
+    for tool in tools.values():
+        by_alias.setdefault(tool.alias, []).append(
+            ToolEntry(tool.callable, tool.origin or (), tool.origin_is_key)
+        )
+    finished = tuple(
+        replace(c, tools=tuple(by_alias.get(c.alias or "", ()))) if c.loadable else c
+        for c in connections.values()
+    )
+    return AgentResolution(
+        agent=label if label is not None else agent_id,
+        tools=(*tools.values(), *builtins),
+        connections=finished,
+        listing=(*listing, *builtins),
+        role=role or "none",
+        loaded_from=loaded.agent_key,
+        legacy=loaded.legacy,
+        loaded=loaded,
+    )
 
 
 def effective_json(resolution: AgentResolution) -> dict[str, Any]:
-    """The effective-traits view as JSON-ready data (normalized traits, provenance, eligibility)."""
+    """The effective-traits view as JSON-ready data (normalized traits, provenance, eligibility),
+    for the role the resolution was made for."""
     tools = {tool.tool_id: effective_tool_json(tool) for tool in resolution.tools}
-    return {"agent": resolution.agent, "tools": tools}
+    return {"agent": resolution.agent, "role": resolution.role, "tools": tools}
 
 
 def effective_tool_json(tool: EffectiveTool) -> dict[str, Any]:
     """One tool's entry of :func:`effective_json`."""
     entry: dict[str, Any] = {
-        "traits": jsonable(normalize_traits(tool.traits)),
+        "traits": jsonable(tool.normalized_traits),
         "provenance": {str(k): v for k, v in tool.provenance.items()},
         "early": tool.early,
         "execution_design": jsonable(tool.execution_design),
     }
+    if tool.namespaces_applicable:
+        entry["namespaces_applicable"] = list(tool.namespaces_applicable)
     if tool.namespace_overrides:
         entry["namespace_overrides"] = {
-            namespace: jsonable(normalize_traits(override))
-            for namespace, override in tool.namespace_overrides.items()
+            namespace: jsonable(override)
+            for namespace, override in tool.normalized_overrides.items()
         }
     return entry

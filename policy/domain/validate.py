@@ -20,13 +20,14 @@ from policy.domain.connections import (
     Connection,
 )
 from policy.domain.diagnostics import Diagnostic
+from policy.domain.loading import trait_candidates
 from policy.domain.manifest import Manifest
 from policy.domain.paths import AGENTS
-from policy.domain.resolution import agents_mapping, resolve_agent_key
+from policy.domain.resolution import AgentResolution, agents_mapping, resolve_agent_key
 from policy.domain.source import SourceMap
 from policy.domain.validate_keys import check_design_entries, check_namespaces, check_trait_keys
 from policy.domain.validate_report import Reporter, close_match, describe, shape_list
-from policy.domain.validate_tools import check_tools
+from policy.domain.validate_tools import check_tools, untypeable
 
 
 def validate_policy(
@@ -81,13 +82,38 @@ def _check_agent(
                     "Write the connection as a mapping, e.g. {kind: mcp, server_id: browser}.",
                 )
     resolution = resolve_agent_key(data, key, manifest)
+    if resolution.loaded_from != key or resolution.legacy:
+        # The runtime reads another agent's connections for this id: those are checked there.
+        _fallback(reporter, key, resolution)
+        return
+    reached = frozenset(
+        candidate
+        for tool in resolution.tools
+        if not tool.builtin
+        for candidate in trait_candidates(tool.tool_id, tool.alias, tool.callable)
+    )
     for connection in resolution.connections:
-        _check_connection(reporter, connection)
+        _check_connection(reporter, connection, reached)
     _check_aliases(reporter, resolution.connections)
     check_tools(reporter, resolution)
 
 
-def _check_connection(reporter: Reporter, connection: Connection) -> None:
+def _fallback(reporter: Reporter, key: Any, resolution: AgentResolution) -> None:
+    if resolution.loaded_from is None:
+        where = "no agent at all, so it offers only the built-in tools"
+    else:
+        shape = "tools.agents" if resolution.legacy else "agents"
+        where = f"the connections of {shape}.{resolution.loaded_from} instead"
+    reporter.warning(
+        "agent-fallback",
+        (*AGENTS, key),
+        f"Agent {key!r} has no tools list, so when the runtime runs it, it reads {where}.",
+        "Give the agent a tools list (tools: [] for none).",
+        at="key",
+    )
+
+
+def _check_connection(reporter: Reporter, connection: Connection, reached: frozenset[str]) -> None:
     raw, path = connection.raw, connection.path
     if "id" in raw:
         _id_key_ignored(reporter, connection)
@@ -120,7 +146,7 @@ def _check_connection(reporter: Reporter, connection: Connection) -> None:
     if not connection.loadable:
         _unloadable(reporter, connection)
         return
-    check_trait_keys(reporter, connection)
+    check_trait_keys(reporter, connection, reached)
     check_design_entries(reporter, connection)
 
 
@@ -194,9 +220,9 @@ def _check_aliases(reporter: Reporter, connections: tuple[Connection, ...]) -> N
                 )
             else:
                 message = (
-                    f"Alias {alias!r} is already used by tools[{seen[alias]}]: both connections "
-                    "name their tools after it, and where two tools get the same id Traitdeck "
-                    "assumes the later connection's tool replaces the earlier one."
+                    f"Alias {alias!r} is already used by tools[{seen[alias]}]: the runtime merges "
+                    "their allowed lists, a later trait entry for the same tool replaces the "
+                    "earlier one whole, and a tool both load is listed twice in the catalog."
                 )
             reporter.warning(
                 "alias-duplicate",
@@ -206,3 +232,13 @@ def _check_aliases(reporter: Reporter, connections: tuple[Connection, ...]) -> N
                 at="key" if connection.alias_path else "first_key",
             )
         seen.setdefault(alias, connection.index)
+        if untypeable(alias):
+            reporter.warning(
+                "alias-untypeable",
+                connection.alias_path or connection.path,
+                f"Alias {alias!r} has characters a model cannot reliably type (only letters, "
+                "digits, _, - and . are safe): every tool id of this connection starts with it, "
+                "and a call that misspells one is rejected as an unknown tool.",
+                "Rename the alias to letters, digits, _, - and . only.",
+                at="value" if connection.alias_path else "first_key",
+            )

@@ -14,6 +14,7 @@ from policy.domain.connections import (
     NAMESPACE_LIST_KEYS,
     NOT_OFFERED_CALLABLES,
     OPERATION_CALLABLES,
+    PYTHON,
     WILDCARD,
     Connection,
     design_key_target,
@@ -22,6 +23,7 @@ from policy.domain.connections import (
     qualify_mcp_key,
 )
 from policy.domain.execution_design import parse_design
+from policy.domain.loading import trait_tool_id
 from policy.domain.paths import Path
 from policy.domain.traits import normalize_strategy
 from policy.domain.validate_report import (
@@ -109,7 +111,10 @@ def _check_overrides(
         check_trait_entry(reporter, entry, (*base, key), f"{tool} in namespace {namespace!r}")
 
 
-def check_trait_keys(reporter: Reporter, connection: Connection) -> None:
+def check_trait_keys(
+    reporter: Reporter, connection: Connection, reached: frozenset[str] = frozenset()
+) -> None:
+    """``reached``: every trait-table key a tool of the agent reads (its id, ``<alias>.*``, …)."""
     raw, path = connection.raw, connection.path
     if not shape_mapping(reporter, raw, path, "tool_traits"):
         return
@@ -118,7 +123,7 @@ def check_trait_keys(reporter: Reporter, connection: Connection) -> None:
     seen: dict[str, Any] = {}
     for key, entry in raw["tool_traits"].items():
         entry_path = (*path, "tool_traits", key)
-        target = _trait_target(connection, key)
+        target = _trait_target(connection, key, reached)
         if target is None:
             _target_unknown(reporter, connection, key, entry_path, None, callables)
         if connection.kind == MCP and isinstance(key, str):
@@ -140,18 +145,20 @@ def check_trait_keys(reporter: Reporter, connection: Connection) -> None:
         _check_wildcard_mixed(reporter, connection)
 
 
-def _trait_target(connection: Connection, key: Any) -> str | None:
-    """The callable a ``tool_traits`` key applies to (``*`` for an MCP wildcard), or None."""
-    if not isinstance(key, str):
-        return None
-    if connection.kind != MCP:
-        return key if key in connection.callables() else None
+def _trait_target(connection: Connection, key: Any, reached: frozenset[str]) -> str | None:
+    """What a ``tool_traits`` key applies to: ``*`` for a wildcard that reaches some tool, the
+    tool id it names when some tool of the agent reads it (dotted keys reach other connections'
+    tools, as in the runtime), or None."""
     alias = connection.alias or ""
-    qualified = qualify_mcp_key(key, alias)
+    qualified = trait_tool_id(alias, key, MCP if connection.kind == MCP else PYTHON)
+    if not qualified or qualified not in reached:
+        return None
     if is_mcp_wildcard(qualified, alias):
         return WILDCARD
-    name = mcp_tool_of(qualified, alias)
-    return name if name in connection.callables() else None
+    name = mcp_tool_of(qualified, alias) if connection.kind == MCP else None
+    if name is not None:
+        return name
+    return key if isinstance(key, str) and key.strip() in connection.callables() else qualified
 
 
 def _target_unknown(
@@ -169,8 +176,8 @@ def _target_unknown(
         why = why or f"{key} is a provider operation id; traits are keyed by callable names"
         hint = f"Use {callable_name} (the callable for {key})"
     elif key == WILDCARD:
-        why = why or '"*" is a wildcard only on MCP connections'
-        hint = "Name each callable"
+        why = why or f'"*" applies to every tool of {alias}, and Traitdeck knows none'
+        hint = "List the tools under allowed, or upload the manifest"
     elif isinstance(key, str) and key in CALLABLE_OPERATIONS and connection.kind == NAMED_SERVICE:
         operation = CALLABLE_OPERATIONS[key]
         if key in NOT_OFFERED_CALLABLES:
@@ -181,7 +188,7 @@ def _target_unknown(
             hint = f"Add {operation} to a namespace's allowed list, or remove this entry"
     elif connection.kind == MCP and isinstance(key, str):
         qualified = qualify_mcp_key(key, alias)
-        why = why or f"it names {qualified}, and this connection offers no such tool"
+        why = why or f"it names {qualified}, and no tool of this agent has that id"
         suggestion = close_match(mcp_tool_of(qualified, alias) or key, callables)
         if key in callables:
             # A dotted tool name reads as "<alias>.<tool>": only the full id reaches it.
@@ -191,7 +198,8 @@ def _target_unknown(
     else:
         name = key.rsplit(".", 1)[-1] if isinstance(key, str) else key
         suggestion = name if name in callables else close_match(name, callables)
-        why = why or "no allowed tool of this connection has that name"
+        full = trait_tool_id(alias, key, PYTHON) if isinstance(key, str) else key
+        why = why or f"it names {full}, and no tool of this agent has that id"
         if suggestion:
             hint = f"Did you mean {suggestion}?"
     if not hint.endswith("?"):
@@ -200,8 +208,9 @@ def _target_unknown(
     reporter.error(
         "trait-target-unknown",
         path,
-        f"tool_traits key {key!r} matches no tool of {alias} ({why}); the runtime never applies "
-        f"these traits. Offered: {offered}.",
+        f"tool_traits key {key!r} matches no tool of {alias} ({why}): these traits reach no tool "
+        f"Traitdeck knows (it knows a connection's tools from allowed and the manifest). "
+        f"Offered: {offered}.",
         hint,
         at="key",
     )

@@ -6,12 +6,14 @@ by the manifest too. Built-in ``react.*`` tools are fixed by the runtime and not
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from policy.domain.connections import MCP, Connection, is_mcp_wildcard, qualify_mcp_key
+from policy.domain.connections import Connection
 from policy.domain.diagnostics import Severity
 from policy.domain.execution_design import SYNC_LIMIT_S, TOOL_REFERENCE_FIELDS, parse_design
+from policy.domain.loading import runtime_traits
 from policy.domain.paths import AGENTS, Path
 from policy.domain.resolution import MANIFEST_ROOT, AgentResolution, EffectiveTool
 from policy.domain.traits import (
@@ -21,7 +23,6 @@ from policy.domain.traits import (
     is_exactly_neutral,
     normalize_strategy,
     normalize_strategy_item,
-    normalize_traits,
     strategy_items,
 )
 from policy.domain.validate_report import At, Reporter, listing
@@ -41,12 +42,11 @@ def check_tools(reporter: Reporter, resolution: AgentResolution) -> None:
             path = tool.namespace_override_paths[namespace]
             _check_inert(reporter, tool, override, path, namespace=namespace)
         _check_override_drops_execution(reporter, tool)
-        if tool.connection_index is None:
+        _check_wildcard_overrides(reporter, tool)
+        _check_untypeable(reporter, tool)
+        if tool.connection_index is None or tool.connection_index not in connections:
             continue
-        connection = connections[tool.connection_index]
-        if connection.kind == MCP:
-            _check_wildcard_overrides(reporter, tool, connection)
-        _check_design(reporter, tool, connection, known_ids)
+        _check_design(reporter, tool, connections[tool.connection_index], known_ids)
 
 
 #: A place to point at: a path, and whether the diagnostic is about the key there.
@@ -160,40 +160,61 @@ def _check_override_drops_execution(reporter: Reporter, tool: EffectiveTool) -> 
         )
 
 
-def _check_wildcard_overrides(
-    reporter: Reporter, tool: EffectiveTool, connection: Connection
-) -> None:
-    """The runtime applies ``*`` after the concrete entry: the wildcard wins per key."""
-    assert connection.alias is not None
-    layers = connection.config_layers(tool.callable)
+def _is_wildcard_key(candidate: str) -> bool:
+    return candidate == "*" or candidate.endswith(".*")
 
-    def is_wildcard(path: Path) -> bool:
-        key = path[-1]
-        return isinstance(key, str) and is_mcp_wildcard(
-            qualify_mcp_key(key, connection.alias or ""), connection.alias or ""
-        )
 
-    for position, (path, entry) in enumerate(layers):
-        if is_wildcard(path):
+def _check_wildcard_overrides(reporter: Reporter, tool: EffectiveTool) -> None:
+    """The runtime applies ``*`` entries after the tool's own entry (python, named services and
+    MCP alike): the wildcard wins per key."""
+    layers = tool.config_layers
+    for position, (path, candidate, entry) in enumerate(layers):
+        if _is_wildcard_key(candidate):
             continue
         for key, value in entry.items():
-            winner = next(((p, e) for p, e in reversed(layers[position + 1 :]) if key in e), None)
-            if winner is None or not is_wildcard(winner[0]):
+            winner = next(
+                ((p, c, e) for p, c, e in reversed(layers[position + 1 :]) if key in e), None
+            )
+            if winner is None or not _is_wildcard_key(winner[1]):
                 continue
-            mine = normalize_traits({key: value})[key]
-            theirs = normalize_traits({key: winner[1][key]})[key]
+            mine = runtime_traits({key: value}).get(key)
+            theirs = runtime_traits({key: winner[2][key]}).get(key)
             if mine == theirs:
                 continue
             reporter.warning(
                 "wildcard-overrides",
                 (*path, key),
                 f"The {winner[0][-1]!r} entry sets {key} to {_show(theirs)} for every tool of "
-                f"{connection.alias}, and the runtime applies it after this entry: "
+                f"{tool.alias}, and the runtime applies it after this entry: "
                 f"{tool.tool_id} gets {_show(theirs)}, not {_show(mine)}.",
                 f"Remove {key} from the {winner[0][-1]!r} entry and give each tool its own, "
                 "or make the two values equal.",
                 at="key",
             )
+
+
+#: What a model reliably types in a tool id: letters, digits, ``_``, ``-`` and ``.``.
+_TYPEABLE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+def untypeable(name: str) -> bool:
+    return not _TYPEABLE.match(name)
+
+
+def _check_untypeable(reporter: Reporter, tool: EffectiveTool) -> None:
+    if not untypeable(tool.callable) or untypeable(tool.alias):
+        return  # an untypeable alias is reported once, at the alias
+    _report(
+        reporter,
+        Severity.WARNING,
+        "alias-untypeable",
+        tool,
+        None,
+        f"Tool id {tool.tool_id!r} has characters a model cannot reliably type (only letters, "
+        "digits, _, - and . are safe): the runtime offers it as written, and calls that "
+        "misspell it are rejected as unknown tools.",
+        "Rename the tool to letters, digits, _, - and . only.",
+    )
 
 
 def _show(value: Any) -> str:

@@ -50,7 +50,10 @@ def test_it_renders_an_invalid_strategy_as_unknown() -> None:
     ("value", "text"),
     [
         (["exploration", "exploitation"], "exploration, exploitation"),
-        ({"a": "1", "": "x", "b": None, "c": "", "d": 0}, "a=1, d=0"),
+        # The runtime drops every part that prints empty: "", None, 0, False, blanks.
+        ({"a": "1", "": "x", "b": None, "c": "", "d": 0, "e": False, "f": True}, "a=1, f=True"),
+        (["x", "", None, 0, "  ", 3], "x, 3"),
+        ([], ""),
         ("plain", "plain"),
         (30, "30"),
         (True, "True"),
@@ -75,14 +78,14 @@ def test_it_renders_namespace_overrides_after_the_default_strategy() -> None:
         "       \u2022 strategy: exploration (default)\n"
         "       \u2022 strategy overrides by namespace:\n"
         "           - task: exploitation\n"
-        "           - docs: unknown\n"
     )
 
 
 def test_it_renders_the_overrides_block_when_the_default_has_no_strategy() -> None:
-    rendered = render_scope({}, {"task": {"strategy": ["neutral", "exploration"]}})
+    rendered = render_scope({}, {"task": {"strategy": ["neutral", "exploration"]}}, ("task",))
     assert rendered == (
         "   Scope:\n"
+        "       \u2022 namespaces applicable: task\n"
         "       \u2022 strategy overrides by namespace:\n"
         "           - task: neutral, exploration\n"
     )
@@ -93,7 +96,8 @@ def test_it_renders_a_numbered_catalog_with_a_blank_line_per_tool() -> None:
         [
             ("react.delegate", DELEGATE, None),
             ("workspace_jobs.export_report", None, None),
-            ("named_services.search_objects", {"strategy": "exploration"}, {"task": {}}),
+            # An empty override is no override (the runtime drops it).
+            ("named_services.search_objects", {"strategy": "exploration"}, {"task": {}}, ["task"]),
         ]
     )
     assert catalog == (
@@ -104,8 +108,30 @@ def test_it_renders_a_numbered_catalog_with_a_blank_line_per_tool() -> None:
         + "\n"
         + "[3] named_services.search_objects\n"
         + "   Scope:\n"
-        + "       \u2022 strategy: exploration (default)\n"
-        + "       \u2022 strategy overrides by namespace:\n"
-        + "           - task: unknown\n"
+        + "       \u2022 namespaces applicable: task\n"
+        + "       \u2022 strategy: exploration\n"
         + "\n"
+    )
+
+
+def test_it_gives_no_line_to_an_override_without_strategy_but_keeps_the_header() -> None:
+    # Measured on the runtime: the header is written even when no namespace line follows.
+    rendered = render_scope({"strategy": ["exploration"]}, {"docs": {"note": "x"}}, ("docs",))
+    assert rendered.splitlines() == [
+        "   Scope:",
+        "       \u2022 namespaces applicable: docs",
+        "       \u2022 strategy: exploration (default)",
+        "       \u2022 strategy overrides by namespace:",
+    ]
+
+
+def test_it_gives_a_named_service_tool_a_scope_block_even_without_traits() -> None:
+    assert render_scope({}, {}, ("task", "mem")) == (
+        "   Scope:\n       \u2022 namespaces applicable: task, mem\n"
+    )
+
+
+def test_it_skips_a_trait_whose_value_prints_empty() -> None:
+    assert render_scope({"strategy": "neutral", "owner": "", "tags": []}) == (
+        "   Scope:\n       \u2022 strategy: neutral\n"
     )

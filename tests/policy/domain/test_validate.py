@@ -16,6 +16,7 @@ from tests.policy.domain.policy_text import (
     check,
     codes,
     doc,
+    none_of,
     only,
     position,
     where,
@@ -347,14 +348,14 @@ def test_it_suggests_a_close_callable_for_a_mistyped_trait_key() -> None:
     ("connection", "path", "words"),
     [
         (
-            "{ref: t.py, alias: jobs, allowed: [s], tool_traits: {'*': {}}}",
+            "{ref: t.py, alias: jobs, allowed: ['*'], tool_traits: {'*': {}}}",
             'agents.main.tools[0].tool_traits["*"]',
-            "only on MCP",
+            "applies to every tool of jobs, and Traitdeck knows none",
         ),
         (
             "{kind: mcp, server_id: w, alias: w, allowed: [a], tool_traits: {other.a: {}}}",
             'agents.main.tools[0].tool_traits["other.a"]',
-            "it names mcp.other.a",
+            "it names mcp.w.other.a",
         ),
         (
             "{kind: named_service, namespaces: {t: {allowed: [object.get]}}, "
@@ -378,15 +379,26 @@ def test_it_explains_why_a_trait_key_matches_nothing(
     assert words in diagnostic.message
 
 
-def test_a_dotted_mcp_tool_name_needs_its_full_id_as_trait_key() -> None:
+def test_a_dotted_mcp_tool_name_is_reached_by_its_bare_key() -> None:
+    # The runtime qualifies "files.read" under alias fs as mcp.fs.files.read: the tool itself.
     text = doc(
         "- {kind: mcp, server_id: fs, alias: fs, allowed: [files.read], "
         "tool_traits: {files.read: {strategy: exploration}}}"
     )
-    diagnostic = only(check(text), "trait-target-unknown")
-    assert diagnostic.path == 'agents.main.tools[0].tool_traits["files.read"]'
-    assert position(diagnostic) == where(text, "files.read", nth=2)
-    assert diagnostic.hint == "Write the key as mcp.fs.files.read."
+    assert none_of(check(text), "trait-target-unknown")
+
+
+def test_a_python_star_is_a_wildcard_too() -> None:
+    text = doc("- {ref: t.py, alias: jobs, allowed: [s], tool_traits: {'*': {strategy: neutral}}}")
+    assert none_of(check(text), "trait-target-unknown")
+
+
+def test_a_dotted_key_reaching_another_connection_is_not_reported() -> None:
+    text = doc(
+        "- {ref: t.py, alias: ya, allowed: [x], tool_traits: {yb.u: {strategy: exploitation}}}\n"
+        "- {ref: t.py, alias: yb, allowed: [u]}"
+    )
+    assert none_of(check(text), "trait-target-unknown")
 
 
 def test_it_reports_an_operation_the_runtime_ignores_at_the_item() -> None:
@@ -623,3 +635,38 @@ def test_it_never_raises_on_any_structure_under_agents(agents: dict[Any, Any]) -
     result = validate_policy(data, SourceMap(), manifest)
     assert isinstance(result, list)
     assert all(isinstance(d, Diagnostic) for d in result)
+
+
+def test_it_warns_about_an_alias_a_model_cannot_type() -> None:
+    text = doc(
+        "- {ref: t.py, alias: 'my jobs!', allowed: [s], tool_traits: {s: {strategy: neutral}}}"
+    )
+    diagnostic = only(check(text), "alias-untypeable")
+    assert diagnostic.severity is Severity.WARNING
+    assert diagnostic.path == "agents.main.tools[0].alias"
+
+
+def test_it_warns_about_a_tool_id_a_model_cannot_type() -> None:
+    text = doc(
+        "- {ref: t.py, alias: jobs, allowed: ['run job'], "
+        "tool_traits: {run job: {strategy: neutral}}}"
+    )
+    diagnostic = only(check(text), "alias-untypeable")
+    assert "jobs.run job" in diagnostic.message
+
+
+def test_it_accepts_dots_dashes_and_underscores_in_ids() -> None:
+    text = doc(
+        "- {ref: t.py, alias: my-jobs_2, allowed: [run.v2], "
+        "tool_traits: {'*': {strategy: neutral}}}"
+    )
+    assert none_of(check(text), "alias-untypeable")
+
+
+def test_a_python_wildcard_overriding_a_concrete_entry_is_reported() -> None:
+    text = doc(
+        "- {ref: t.py, alias: jobs, allowed: [s], "
+        "tool_traits: {s: {strategy: exploration}, '*': {strategy: neutral}}}"
+    )
+    diagnostic = only(check(text), "wildcard-overrides")
+    assert "jobs.s gets [neutral]" in diagnostic.message or "jobs.s gets" in diagnostic.message
