@@ -166,3 +166,7 @@ LOGGING = {
 
 #: Rounds older than this are removed by `prune_rounds` when no --older-than is given.
 ROUND_RETENTION_DAYS = int(os.environ.get("TRAITDECK_ROUND_RETENTION_DAYS", "30"))
+
+# The runtime's deployment setting AI_REACT_AGENT_MULTI_ACTION (default "off"), for dry-runs that
+# name no mode of their own and no instruction profile that declares one (DESIGN §2.10 item 6).
+TRAITDECK_MULTI_ACTION_MODE = os.environ.get("TRAITDECK_MULTI_ACTION_MODE", "off")

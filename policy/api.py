@@ -13,14 +13,20 @@ from ninja import Router, Schema, Status
 from ninja.errors import HttpError
 
 from accounts.auth import session_auth
-from policy.domain.catalog import render_catalog, render_scope
+from policy.domain.catalog import catalog_entries, render_catalog, render_scope
 from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
 from policy.domain.jsonable import jsonable
 from policy.domain.resolution import AgentResolution, UnknownAgentError, effective_json
 from policy.domain.yaml_io import WEB_MAX_BYTES
 from policy.exporting import draft_export_response
 from policy.importing import import_preview
-from policy.selectors import DraftState, agent_resolution, draft_state, text_analysis
+from policy.selectors import (
+    DraftState,
+    agent_resolution,
+    draft_state,
+    dry_run_mode,
+    text_analysis,
+)
 from policy.services import StaleRevision, draft_replace
 
 router = Router(tags=["policy"], auth=session_auth)
@@ -196,25 +202,39 @@ def catalog(request: HttpRequest, agent: str, format: str = "text") -> Any:
     """The catalog text the model reads (`text/plain`), or `{"tools": [{"id", "scope"}]}`."""
     if format not in {"text", "json"}:
         raise HttpError(422, "format must be text or json.")
-    tools = agent_or_404(draft_state(), agent).tools
+    # The runtime's list: a tool two connections both load is listed twice, as the model reads it.
+    tools = agent_or_404(draft_state(), agent).listing
     if format == "json":
         return {
             "tools": [
-                {"id": t.tool_id, "scope": render_scope(t.traits, t.namespace_overrides)}
+                {
+                    "id": t.tool_id,
+                    "scope": render_scope(t.traits, t.namespace_overrides, t.namespaces_applicable),
+                }
                 for t in tools
             ]
         }
-    text = render_catalog([(t.tool_id, t.traits, t.namespace_overrides) for t in tools])
+    text = render_catalog(catalog_entries(tools))
     return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
 
 @router.post("/agents/{agent}/dry-run", openapi_extra=JSON_BODY)
-def dry_run_round(request: HttpRequest, agent: str) -> Any:
-    """Run a round through the overseer, early gate and ledger (as `traitdeck dry-run`)."""
-    resolution = agent_or_404(draft_state(), agent)
+def dry_run_round(
+    request: HttpRequest,
+    agent: str,
+    multi_action_mode: str | None = None,
+    profile: str | None = None,
+) -> Any:
+    """Run a round through the runtime's pipeline (as `traitdeck dry-run`): the online overseer,
+    early starts and the ledger, the post-generation backstop when multi-action is on. The mode
+    comes from the round's own `multi_action_mode`, else this query parameter, else the
+    instruction `profile` (or the agent's default profile), else the server setting."""
+    state = draft_state()
+    resolution = agent_or_404(state, agent)
     data = read_json(request)
     try:
         spec = parse_round_spec(data)
     except RoundSpecError as exc:
         raise HttpError(422, f"The round is malformed: {exc}") from exc
-    return dry_run(spec, resolution.resolver())
+    mode = dry_run_mode(state, agent, spec, mode=multi_action_mode, profile=profile)
+    return dry_run(spec, resolution, multi_action_mode=mode)

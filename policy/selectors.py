@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from django.conf import settings
 from django.urls import NoReverseMatch, reverse
 
 from policy.domain.analysis import Analysis, analyze_text
+from policy.domain.dryrun import RoundSpec, resolve_mode
 from policy.domain.manifest import Manifest, parse_manifest
+from policy.domain.multi_action import profile_mode
 from policy.domain.placement import Placement, place
 from policy.domain.resolution import AgentResolution, agent_names, resolve_agent
 from policy.domain.yaml_io import CLI_MAX_BYTES, empty_policy, export_text, load_policy
@@ -152,3 +155,13 @@ def agent_summaries(state: DraftState) -> list[AgentSummary]:
             )
         )
     return rows
+
+
+def dry_run_mode(
+    state: DraftState, agent: str, spec: RoundSpec, *, mode: str | None, profile: str | None
+) -> str:
+    """The multi-action mode a dry-run uses: the round's own, the request's, the instruction
+    profile's (picked or default), then the ``TRAITDECK_MULTI_ACTION_MODE`` setting."""
+    return resolve_mode(
+        spec, mode, profile_mode(state.data, agent, profile), settings.TRAITDECK_MULTI_ACTION_MODE
+    )

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from policy.domain.analysis import Analysis, analyze_text
-from policy.domain.catalog import render_catalog
+from policy.domain.catalog import catalog_entries, render_catalog
 from policy.domain.diagnostics import Diagnostic
-from policy.domain.dryrun import RoundSpecError, describe, dry_run, parse_round_spec
+from policy.domain.dryrun import RoundSpecError, describe, dry_run, parse_round_spec, resolve_mode
 from policy.domain.jsonable import jsonable
 from policy.domain.manifest import Manifest, ManifestError, parse_manifest
+from policy.domain.multi_action import profile_mode
 from policy.domain.resolution import (
     AgentResolution,
     UnknownAgentError,
@@ -77,6 +79,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dry.add_argument("--agent", required=True)
     dry.add_argument("--round", required=True, metavar="R.json", help="the round to run (JSON)")
+    dry.add_argument(
+        "--multi-action-mode",
+        metavar="MODE",
+        help="the runtime's multi_action_mode (on/true/1/yes/safe_fanout/fanout mean on, any "
+        "other string off); the round file's own mode wins",
+    )
+    dry.add_argument(
+        "--profile",
+        metavar="ID",
+        help="the instruction profile whose multi_action_mode applies "
+        "(default: the agent's instruction_profiles.default)",
+    )
     command("fmt", "Print the policy in Traitdeck's canonical export form.", formats=False)
     return parser
 
@@ -212,7 +226,8 @@ def cmd_catalog(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: 
         if not tools:
             err.write(f"traitdeck: agent {args.agent!r} has no tool {args.tool!r}\n")
             return EXIT_NEGATIVE
-    out.write(render_catalog([(t.tool_id, t.traits, t.namespace_overrides) for t in tools]))
+    listing = [t for t in resolution.listing if t in tools]
+    out.write(render_catalog(catalog_entries(listing)))
     return _note_errors(args.file, analysis, err)
 
 
@@ -222,7 +237,13 @@ def cmd_dry_run(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: 
         spec = parse_round_spec(_read_json(args.round, args.max_bytes, "round"))
     except RoundSpecError as exc:
         raise UsageError(f"round {args.round} is malformed: {exc}") from exc
-    result = dry_run(spec, resolution.resolver())
+    mode = resolve_mode(
+        spec,
+        args.multi_action_mode,
+        profile_mode(analysis.data, args.agent, args.profile),
+        os.environ.get("TRAITDECK_MULTI_ACTION_MODE"),
+    )
+    result = dry_run(spec, resolution, multi_action_mode=mode)
     if args.format == "json":
         _print_json(result, out)
     else:

@@ -15,7 +15,7 @@ from policy.domain.traits import (
     EXPLOITATION,
     UNKNOWN,
     compatible,
-    is_early_profile,
+    is_early,
     is_exactly_neutral,
     resolved_strategy,
 )
@@ -32,22 +32,43 @@ STRATEGY_INCOMPATIBLE: Final = "multi_action_bundle_strategy_incompatible"
 
 #: Given ``(tool_id, params)``, the tool's resolved raw trait mapping, or ``None`` when the policy
 #: does not know the tool. Params are passed because a named-service namespace override depends on
-#: ``params.namespace``.
+#: ``params.namespace``; the online overseer passes ``None`` (params have not streamed yet).
 Resolver = Callable[[str, Any], Mapping[str, Any] | None]
+
+UNSAFE_TOOL: Final = "multi_action_bundle_unsafe_tool"
 
 
 @dataclass(frozen=True)
 class Action:
-    """One streamed action. ``has_params`` is False when the action carried no ``params`` key."""
+    """One streamed action. ``has_params`` is False when the action carried no ``params`` key;
+    ``final_answer`` and ``notes`` are the decision's text fields (``None`` when absent)."""
 
     action: str
     tool_id: str | None
     params: Any = None
     has_params: bool = False
+    final_answer: str | None = None
+    notes: str | None = None
 
     @property
     def is_final(self) -> bool:
-        return self.action in FINAL_ACTIONS
+        return self.action.strip() in FINAL_ACTIONS
+
+    @property
+    def name(self) -> str:
+        """The action word as the runtime compares it (stripped)."""
+        return self.action.strip()
+
+    @property
+    def tool(self) -> str:
+        """The tool id as the runtime compares it (stripped, ``""`` when absent)."""
+        return (self.tool_id or "").strip()
+
+    @property
+    def identified(self) -> bool:
+        """Whether the runtime's stream parser ever reports this action to the overseer: it does
+        once the action word (and, for ``call_tool``, the tool id) has streamed."""
+        return bool(self.name) and not (self.name == "call_tool" and not self.tool)
 
 
 @dataclass(frozen=True)
@@ -66,101 +87,137 @@ class Verdict:
 
 
 def effective_cap(declared: int | None) -> int:
-    """The cap the runtime enforces: a declared cap below 1 (or none) means the default, 2."""
-    if declared is None or declared < 1:
-        return DEFAULT_MAX_ACTIONS
-    return declared
+    """The cap the online overseer enforces: ``max(1, declared or 2)`` — none or 0 means 2, a
+    negative value means 1 (measured on the runtime, DESIGN §2.10 item 1)."""
+    return max(1, int(declared or DEFAULT_MAX_ACTIONS))
 
 
-def strategy_of(action: Action, resolve: Resolver) -> tuple[str, ...]:
+def strategy_of(action: Action, resolve: Resolver, params: Any = None) -> tuple[str, ...]:
     """The strategy the overseer compares for an action.
 
-    Final answers count as exploitation; an unsupported action, a ``call_tool`` without a tool id
-    and a tool the policy does not know are unknown (they can only run alone).
+    Final answers count as exploitation; an unsupported action and a tool the policy does not know
+    are unknown (they can only run alone).
     """
     if action.is_final:
         return (EXPLOITATION,)
-    if action.action != "call_tool" or action.tool_id is None:
+    if action.name != "call_tool" or not action.tool:
         return (UNKNOWN,)
-    return resolved_strategy(resolve(action.tool_id, action.params))
+    return resolved_strategy(resolve(action.tool, params))
+
+
+class Overseer:
+    """The runtime's online overseer for one decision call: it judges each action when the stream
+    identifies it (before its params arrive), in stream order. It lives for the whole call, so a
+    re-stream of the same round (a later attempt) is judged against what earlier attempts had
+    accepted, and an index it already accepted is accepted again without a check."""
+
+    def __init__(self, resolve: Resolver, max_actions: int | None = None) -> None:
+        self.resolve = resolve
+        self.cap = effective_cap(max_actions)
+        self.accepted: list[Verdict] = []
+
+    def observe(self, index: int, action: Action) -> Verdict:
+        strategy = strategy_of(action, self.resolve)
+        if any(earlier.index == index for earlier in self.accepted):
+            return Verdict(index, action, strategy, True, None, None)
+        code, extra = _first_rejection(index, action, strategy, self.accepted, self.cap)
+        verdict = Verdict(index, action, strategy, code is None, code, extra)
+        if verdict.accepted:
+            self.accepted.append(verdict)
+        return verdict
 
 
 def oversee(
     actions: Sequence[Action], resolve: Resolver, max_actions: int | None = None
 ) -> list[Verdict]:
-    """Check every action of one round in stream order, exactly as the runtime does (§2.3).
+    """Judge one stream of actions as the online overseer does (DESIGN §2.3 with §2.10).
 
-    The first rule that fires rejects the candidate. Rejected actions are dropped: they do not count
-    towards the cap and later candidates are not compared against them.
+    The stream stops at the first rejection: the returned list ends there (later actions are
+    never observed). Actions the stream never identifies (no action word, or ``call_tool``
+    without a tool id) are skipped and get no verdict.
     """
-    cap = effective_cap(max_actions)
-    accepted: list[Verdict] = []
+    overseer = Overseer(resolve, max_actions)
     verdicts: list[Verdict] = []
     for index, action in enumerate(actions):
-        strategy = strategy_of(action, resolve)
-        code, extra = _first_rejection(action, strategy, accepted, cap)
-        verdict = Verdict(index, action, strategy, code is None, code, extra)
-        if verdict.accepted:
-            accepted.append(verdict)
+        if not action.identified:
+            continue
+        verdict = overseer.observe(index, action)
         verdicts.append(verdict)
+        if not verdict.accepted:
+            break
     return verdicts
 
 
+def _neutral(verdict: Verdict) -> bool:
+    return not verdict.action.is_final and is_exactly_neutral(verdict.strategy)
+
+
 def _first_rejection(
-    action: Action, strategy: tuple[str, ...], accepted: Sequence[Verdict], cap: int
+    index: int, action: Action, strategy: tuple[str, ...], accepted: Sequence[Verdict], cap: int
 ) -> tuple[str | None, dict[str, Any] | None]:
-    """Rules 1–6 of §2.3; ``(None, None)`` means accept."""
-    # Rule 1 comes before "first action is always accepted": an unsupported action never runs.
-    if action.action not in SUPPORTED_ACTIONS:
-        return MIXED_ACTIONS, None
+    """The runtime's online rules, first that fires wins; ``(None, None)`` means accept."""
+    name, tool = action.name, action.tool
+    if name not in SUPPORTED_ACTIONS:
+        return MIXED_ACTIONS, {"index": index, "action": name}
     if not accepted:
         return None, None
     if len(accepted) >= cap:
-        return TOO_MANY_ACTIONS, {"max_actions": cap}
+        return TOO_MANY_ACTIONS, {
+            "index": index,
+            "action": name,
+            "tool_id": tool,
+            "max_actions": cap,
+        }
     if action.is_final:
         for earlier in accepted:
-            if not earlier.action.is_final and not is_exactly_neutral(earlier.strategy):
-                return FINAL_AFTER_NON_NEUTRAL, _first_fields(earlier)
-        # Only neutral bookkeeping (or another final answer) came before: a final may follow.
+            if not earlier.action.is_final and not _neutral(earlier):
+                return FINAL_AFTER_NON_NEUTRAL, {
+                    "index": index,
+                    "action": name,
+                    **_first_fields(earlier),
+                }
         return None, None
+    candidate_neutral = is_exactly_neutral(strategy)
     for earlier in accepted:
         if earlier.action.is_final:
-            if not is_exactly_neutral(strategy):
+            if not candidate_neutral:
                 return NON_NEUTRAL_AFTER_FINAL, {
+                    "index": index,
+                    "tool_id": tool,
+                    "strategy": sorted(set(strategy)),
                     "first_index": earlier.index,
-                    "first_action": earlier.action.action,
+                    "first_action": earlier.action.name,
                 }
             continue
         if not compatible(earlier.strategy, strategy):
-            return STRATEGY_INCOMPATIBLE, {"strategy": sorted(strategy), **_first_fields(earlier)}
+            return STRATEGY_INCOMPATIBLE, {
+                "index": index,
+                "tool_id": tool,
+                "strategy": sorted(set(strategy)),
+                **_first_fields(earlier),
+            }
     return None, None
 
 
 def _first_fields(earlier: Verdict) -> dict[str, Any]:
     return {
         "first_index": earlier.index,
-        "first_tool_id": earlier.action.tool_id,
-        "first_strategy": sorted(earlier.strategy),
+        "first_tool_id": earlier.action.tool,
+        "first_strategy": sorted(set(earlier.strategy)),
     }
 
 
 def is_early_eligible(verdict: Verdict, traits: Mapping[str, Any] | None) -> bool:
-    """Whether an accepted call starts while generation continues (§2.4).
+    """Whether an accepted call starts while generation continues (§2.4 with §2.10 item 2).
 
-    ``traits`` is the tool's resolved raw trait mapping (the resolver's answer). The call must be
-    an accepted ``call_tool``, exactly neutral, carry the complete early profile and a parameter
-    mapping that was actually given (``{}`` counts, a missing ``params`` does not).
-    """
+    ``traits`` is the call's resolved trait mapping (with its params, so a namespace override
+    counts). Missing or ``null`` params count as ``{}``; only a non-mapping value disqualifies."""
     action = verdict.action
-    if not verdict.accepted or action.action != "call_tool" or traits is None:
+    if not verdict.accepted or action.name != "call_tool" or not action.tool:
         return False
-    # The verdict's strategy and the traits' strategy come from the same resolution; when a caller
-    # hands in traits that disagree, stay on the ordinary path: early start is the risky one.
-    if not (is_exactly_neutral(verdict.strategy) and is_exactly_neutral(resolved_strategy(traits))):
+    if action.params is not None and not isinstance(action.params, Mapping):
         return False
-    if not is_early_profile(traits.get("execution")):
-        return False
-    return action.has_params and isinstance(action.params, Mapping)
+    return is_early(traits)
 
 
 def explain(verdict: Verdict) -> str:

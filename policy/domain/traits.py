@@ -99,6 +99,17 @@ def is_early_profile(raw_execution: Any) -> bool:
     return all(execution.get(key) == value for key, value in EARLY_PROFILE.items())
 
 
+def is_early(traits: Mapping[str, Any] | None) -> bool:
+    """Whether a resolved trait mapping makes a call start while the model is still generating:
+    its strategy is exactly neutral and its ``execution`` is the complete early profile. The one
+    place this rule lives; views, the simulator and the dry-run ask it."""
+    if traits is None:
+        return False
+    return is_exactly_neutral(resolved_strategy(traits)) and is_early_profile(
+        traits.get("execution")
+    )
+
+
 def early_profile_problems(raw_execution: Any) -> list[str]:
     """Plain-words reasons why an execution value is not the early profile (empty when it is)."""
     if not isinstance(raw_execution, Mapping):

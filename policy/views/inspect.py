@@ -12,16 +12,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from policy.domain.catalog import render_catalog, render_value
+from policy.domain.catalog import catalog_entries, render_catalog, render_value
 from policy.domain.cli import json_text
 from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
 from policy.domain.overseer import DEFAULT_MAX_ACTIONS, FINAL_ACTIONS
 from policy.domain.resolution import AgentResolution, EffectiveTool, UnknownAgentError
 from policy.domain.traits import normalize_traits, resolved_strategy
-from policy.selectors import agent_resolution, draft_state
+from policy.selectors import agent_resolution, draft_state, dry_run_mode
 from policy.views.agents import render_page
 
 
@@ -97,7 +98,7 @@ def effective_view(request: HttpRequest, agent: str) -> HttpResponse:
 def catalog_view(request: HttpRequest, agent: str) -> HttpResponse:
     """The exact catalog text the model reads (the same bytes as the API's text catalog)."""
     resolution = _resolution(agent)
-    text = render_catalog([(t.tool_id, t.traits, t.namespace_overrides) for t in resolution.tools])
+    text = render_catalog(catalog_entries(resolution.listing))
     return render_page(
         request,
         "policy/catalog.html",
@@ -129,12 +130,18 @@ class ComposedAction:
         return self.choice in FINAL_ACTIONS
 
     def spec(self) -> dict[str, Any]:
-        """The action as ``traitdeck dry-run`` reads it from R.json (call ``check`` first)."""
-        entry: dict[str, Any] = (
-            {"action": self.choice}
-            if self.is_final
-            else {"action": "call_tool", "tool_id": self.choice}
-        )
+        """The action as ``traitdeck dry-run`` reads it from R.json (call ``check`` first).
+
+        For a final answer the text box holds the answer: empty sends none (the runtime then
+        rejects it as ``final_answer_required``), JSON (the box's ``{}`` default) sends a
+        placeholder answer, any other text is the answer."""
+        if self.is_final:
+            entry: dict[str, Any] = {"action": self.choice}
+            text = self.params.strip()
+            if text:
+                entry["final_answer"] = "(the final answer)" if _is_json(text) else text
+            return entry
+        entry = {"action": "call_tool", "tool_id": self.choice}
         if self.params.strip():
             entry["params"] = json.loads(self.params)
         return entry
@@ -143,7 +150,7 @@ class ComposedAction:
         if not self.choice:
             self.error = "Pick a tool, complete or exit."
             return False
-        if not self.params.strip():
+        if not self.params.strip() or self.is_final:
             return True
         try:
             json.loads(self.params)
@@ -249,6 +256,14 @@ class Composition:
         return spec
 
 
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def _whole_number(text: str) -> int | None:
     return int(text) if re.fullmatch(r"-?\d{1,9}", text) else None
 
@@ -287,7 +302,14 @@ def playground(request: HttpRequest, agent: str) -> HttpResponse:
                     composition.errors["round"] = f"The round is malformed: {exc}."
                     status = 422
                 else:
-                    result = dry_run(parsed, resolution.resolver())
+                    mode = dry_run_mode(
+                        draft_state(),
+                        agent,
+                        parsed,
+                        mode=request.POST.get("multi_action_mode") or None,
+                        profile=None,
+                    )
+                    result = dry_run(parsed, resolution, multi_action_mode=mode)
         else:
             composition.apply(op, default_choice)
     else:
@@ -295,6 +317,10 @@ def playground(request: HttpRequest, agent: str) -> HttpResponse:
     context = {
         "agent": resolution.agent,
         "composition": composition,
+        "multi_action_mode": request.POST.get("multi_action_mode", "")
+        if request.method == "POST"
+        else "",
+        "default_mode": settings.TRAITDECK_MULTI_ACTION_MODE,
         "configured_ids": [t.tool_id for t in resolution.tools if not t.builtin],
         "builtin_ids": [t.tool_id for t in resolution.tools if t.builtin],
         "known_ids": {t.tool_id for t in resolution.tools},

@@ -122,8 +122,12 @@ def test_edit_an_mcp_tool_then_catalog_playground_and_export(
     page.get_by_role("button", name="Run the round").click()
     verdict = page.locator('#results tr.verdict[data-attempt="0"][data-index="0"]')
     expect(verdict).to_contain_text(TOOL)
-    expect(verdict.locator(".chip.ok")).to_have_text("accepted")
+    expect(verdict.locator("td.online")).to_have_text("accepted")
+    expect(verdict.locator("td.final")).to_have_text("accepted")
     expect(verdict.locator(".chip.early")).to_have_text("starts early")
+    # The default mode is off: the page says the ordering rules only matter if the model
+    # streams several actions anyway.
+    expect(page.locator("#multi-off-note")).to_contain_text("Multi-action is off")
     expect(verdict.locator(".ledger")).to_contain_text("started")
     call_id = verdict.locator(".tool-call-id")
     expect(call_id).to_have_text(re.compile(r"^tc_\w+$"))

@@ -505,9 +505,12 @@ def test_catalog_prints_numbered_tools_with_their_scope_blocks(policy: Path) -> 
 
 def test_catalog_lists_the_builtins_after_the_configured_tools(policy: Path) -> None:
     out = traitdeck("catalog", policy, "--agent", "main").out
-    assert out.index("[9] named_services.upsert_object") < out.index("[10] react.read")
+    # A parent agent: nine react tools, then react.delegate (react.contribute is for sub-agents).
+    # The runtime order: python and named-service tools, then MCP, then the built-ins.
+    assert out.index("[6] named_services.upsert_object") < out.index("[9] mcp.browser.close")
+    assert out.index("[9] mcp.browser.close") < out.index("[10] react.read")
     assert out.endswith(
-        "[20] react.delegate\n   Scope:\n       \u2022 strategy: neutral\n"
+        "[19] react.delegate\n   Scope:\n       \u2022 strategy: neutral\n"
         "       \u2022 execution: trigger=tool_call_complete, "
         "concurrency=parallel_with_generation, result_dependency=detached, "
         "replay=at_most_once_per_round\n\n"
@@ -548,29 +551,77 @@ def test_dry_run_json_reproduces_the_ledger_test_vector_and_dedups_a_retry(
         },
     )
     result = traitdeck(
-        "dry-run", policy, "--agent", "main", "--round", round_file, "--format", "json"
+        "dry-run",
+        policy,
+        "--agent",
+        "main",
+        "--round",
+        round_file,
+        "--format",
+        "json",
+        "--multi-action-mode",
+        "on",
     )
     assert result.code == 0
     data = result.json()
     assert (data["turn_id"], data["iteration"], data["max_actions"]) == ("turn-1", 2, 2)
+    assert data["multi_action_mode"] == "on"
     first, second = (attempt["actions"] for attempt in data["attempts"])
     assert first[0] == {
         "index": 0,
         "action": "call_tool",
         "tool_id": "react.delegate",
         "strategy": ["neutral"],
-        "verdict": "accepted",
+        "online": {"verdict": "accepted", "code": None, "extra": {}},
+        "backstop": None,
+        # The first stream was replaced by the retry: only its early start ran.
+        "verdict": "dropped",
         "early": True,
-        "explanation": "accepted",
+        "explanation": (
+            "a later attempt re-streamed the round and replaced this stream: only its early "
+            "starts ran"
+        ),
         "tool_call_id": "tc_5ca55cec48db",
         "fingerprint": "40b78e51de2d48e9f19370949ed7eafe6594198e5a75bc7896e0cd02e0a4681f",
         "ledger": "started",
     }
-    assert first[1]["verdict"] == "accepted"
-    assert "ledger" not in first[1]
+    assert first[1]["ledger"] is None
+    # The retry put search at slot 0, which holds the early delegate call: the runtime treats
+    # search as already done (a slot match wins whatever tool it holds) and never runs it.
+    assert (second[0]["verdict"], second[0]["ledger"], second[0]["match"]) == (
+        "accepted",
+        "dedup",
+        "slot",
+    )
     assert second[1]["ledger"] == "dedup"
     assert second[1]["match"] == "fingerprint"
     assert second[1]["tool_call_id"] == "tc_5ca55cec48db"
+
+
+def test_dry_run_takes_the_mode_from_the_round_then_the_flag_then_the_setting(
+    policy: Path, tmp_path: Path
+) -> None:
+    actions = [
+        {"action": "call_tool", "tool_id": "react.hide", "params": {}},
+        {"action": "call_tool", "tool_id": "react.plan", "params": {}},
+    ]
+    plain = write_json(tmp_path, "plain.json", {"turn_id": "t", "iteration": 0, "actions": actions})
+    own = write_json(
+        tmp_path,
+        "own.json",
+        {"turn_id": "t", "iteration": 0, "actions": actions, "multi_action_mode": "off"},
+    )
+
+    def mode(round_file: Path, *flags: str) -> str:
+        out = traitdeck(
+            "dry-run", policy, "--agent", "main", "--round", round_file, "--format", "json", *flags
+        )
+        return str(out.json()["multi_action_mode"])
+
+    assert mode(plain) == "off"
+    assert mode(plain, "--multi-action-mode", " Fanout ") == "on"
+    assert mode(plain, "--multi-action-mode", "maybe") == "off"
+    assert mode(own, "--multi-action-mode", "on") == "off"
 
 
 def test_dry_run_reports_a_rejection_with_code_extra_and_words(
@@ -594,15 +645,19 @@ def test_dry_run_reports_a_rejection_with_code_extra_and_words(
     rejected = result.json()["attempts"][0]["actions"][1]
     assert rejected["verdict"] == "rejected"
     assert rejected["code"] == "multi_action_bundle_strategy_incompatible"
+    # The runtime's own extra, field for field.
     assert rejected["extra"] == {
+        "index": 1,
+        "tool_id": "named_services.upsert_object",
         "strategy": ["exploitation"],
         "first_index": 0,
         "first_tool_id": "mcp.browser.open_page",
         "first_strategy": ["exploration"],
     }
+    assert rejected["online"]["code"] == rejected["code"]
     text = traitdeck("dry-run", policy, "--agent", "main", "--round", round_file).out
     assert text.splitlines()[1].startswith(
-        "attempt 1 #1 call_tool named_services.upsert_object [exploitation]: rejected "
+        "attempt 1 #1 call_tool named_services.upsert_object [exploitation]: rejected online "
         "(multi_action_bundle_strategy_incompatible): mcp.browser.open_page (exploration) was "
         "accepted first"
     )
@@ -617,8 +672,9 @@ def test_dry_run_text_says_when_a_call_starts_early_and_when_it_is_a_dedup(
     )
     result = traitdeck("dry-run", policy, "--agent", "main", "--round", round_file)
     assert result.out.splitlines() == [
-        "attempt 1 #0 call_tool react.delegate [neutral]: accepted, starts early as "
-        "tc_5ca55cec48db",
+        "attempt 1 #0 call_tool react.delegate [neutral]: dropped, started early as "
+        "tc_5ca55cec48db: a later attempt re-streamed the round and replaced this stream: only "
+        "its early starts ran",
         "attempt 2 #0 call_tool react.delegate [neutral]: accepted, dedup: reuses "
         "tc_5ca55cec48db (matched by slot)",
     ]

@@ -247,7 +247,27 @@ def test_running_a_round_shows_verdicts_early_start_and_ledger_identity(web: Cli
     assert "starts early" in results
     assert "tc_5ca55cec48db" in results
     assert "40b78e51de2d48e9f19370949ed7eafe6594198e5a75bc7896e0cd02e0a4681f" in results
-    assert results.count('<span class="chip ok">accepted</span>') == 2
+    # Both pass the overseer while streaming; with multi-action off (the default) only the
+    # first one is executed and the second is dropped: the page says so.
+    assert results.count('<span class="chip ok">accepted</span>') == 3
+    assert '<span class="chip warn">dropped</span>' in results
+    assert 'id="multi-off-note"' in results
+
+
+def test_with_multi_action_on_both_actions_run_and_the_backstop_is_shown(web: Client) -> None:
+    response = web.post(
+        PLAYGROUND,
+        form(
+            [("react.delegate", DELEGATE_PARAMS), ("workspace_jobs.search", "{}")],
+            multi_action_mode="safe_fanout",
+        ),
+    )
+    result = json.loads(pre(response, "result-json"))
+    assert result["multi_action_mode"] == "on"
+    actions = result["attempts"][0]["actions"]
+    assert [a["verdict"] for a in actions] == ["accepted", "accepted"]
+    assert [a["backstop"]["verdict"] for a in actions] == ["accepted", "accepted"]
+    assert 'id="multi-off-note"' not in page(response)
 
 
 def test_a_rejection_is_explained_in_words(web: Client) -> None:
@@ -326,20 +346,34 @@ def test_the_same_slot_in_a_retry_is_a_dedup_by_slot(web: Client) -> None:
     assert '<strong class="match">slot</strong>' in second
 
 
-def test_empty_params_mean_no_params_and_no_early_start(web: Client) -> None:
+def test_empty_params_send_no_params_which_the_runtime_reads_as_empty(web: Client) -> None:
+    # Measured on the runtime: a call without params counts as {} and still starts early.
     response = web.post(PLAYGROUND, form([("react.delegate", "")]))
     result = json.loads(pre(response, "result-json"))
     (action,) = result["attempts"][0]["actions"]
     assert action["verdict"] == "accepted"
-    assert action["early"] is False
+    assert action["early"] is True
     assert "params" not in json.loads(pre(response, "round-json"))["attempts"][0][0]
 
 
-def test_final_answers_are_sent_as_complete_or_exit(web: Client) -> None:
-    response = web.post(PLAYGROUND, form([("react.hide", "{}"), ("complete", "")]))
-    result = json.loads(pre(response, "result-json"))
-    final = result["attempts"][0]["actions"][1]
+def test_final_answers_are_sent_as_complete_or_exit_with_their_text(web: Client) -> None:
+    response = web.post(
+        PLAYGROUND,
+        form([("react.hide", "{}"), ("complete", "All done.")], multi_action_mode="on"),
+    )
+    sent = json.loads(pre(response, "round-json"))["attempts"][0][1]
+    assert sent == {"action": "complete", "final_answer": "All done."}
+    final = json.loads(pre(response, "result-json"))["attempts"][0]["actions"][1]
     assert (final["action"], final["tool_id"], final["verdict"]) == ("complete", None, "accepted")
+
+
+def test_a_final_answer_without_text_is_rejected_after_generation(web: Client) -> None:
+    response = web.post(
+        PLAYGROUND, form([("react.hide", "{}"), ("exit", "")], multi_action_mode="on")
+    )
+    final = json.loads(pre(response, "result-json"))["attempts"][0]["actions"][1]
+    assert final["online"]["verdict"] == "accepted"
+    assert (final["verdict"], final["code"]) == ("rejected", "final_answer_required")
 
 
 def test_invalid_json_params_get_a_message_on_that_action_not_a_500(web: Client) -> None:
@@ -375,16 +409,17 @@ def test_bad_round_fields_get_a_message_not_a_500(
     assert message in page(response)
 
 
-def test_a_cap_below_one_means_two(web: Client) -> None:
-    actions = [("react.read", "{}"), ("react.rg", "{}"), ("react.pull", "{}")]
-    response = web.post(PLAYGROUND, form(actions, max_actions="0"))
+@pytest.mark.parametrize(("cap", "online"), [("0", 2), ("-1", 1)])
+def test_a_cap_of_zero_means_two_and_a_negative_cap_means_one(
+    web: Client, cap: str, online: int
+) -> None:
+    paths = '{"paths": ["a"]}'
+    actions = [("react.read", paths), ("react.read", paths), ("react.read", paths)]
+    response = web.post(PLAYGROUND, form(actions, max_actions=cap))
     result = json.loads(pre(response, "result-json"))
-    assert result["max_actions"] == 2
-    assert [a["verdict"] for a in result["attempts"][0]["actions"]] == [
-        "accepted",
-        "accepted",
-        "rejected",
-    ]
+    assert result["max_actions"] == online
+    verdicts = [a["online"]["verdict"] for a in result["attempts"][0]["actions"]]
+    assert verdicts == ["accepted"] * online + ["rejected"] + ["not_observed"] * (2 - online)
 
 
 def test_a_run_over_htmx_answers_with_the_workspace_only(web: Client) -> None:

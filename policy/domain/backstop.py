@@ -1,0 +1,327 @@
+"""After generation: the runtime's checks of the decision it received (DESIGN §2.10 items 5, 6).
+
+``validate_decision`` is the per-decision check (``_validate_decision``), ``validate_protocol``
+the tool-call check (``_validate_tool_call_protocol``) and ``backstop`` the multi-action bundle
+check (``_prepare_safe_multi_action_bundle``), which runs when multi-action mode is on and the
+bundle holds more than one action. Codes and extras are the runtime's own strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from policy.domain.overseer import (
+    FINAL_ACTIONS,
+    FINAL_AFTER_NON_NEUTRAL,
+    MIXED_ACTIONS,
+    NON_NEUTRAL_AFTER_FINAL,
+    STRATEGY_INCOMPATIBLE,
+    TOO_MANY_ACTIONS,
+    UNSAFE_TOOL,
+    Action,
+)
+from policy.domain.round_policy import RoundPolicy
+from policy.domain.traits import UNKNOWN, compatible, normalize_strategy
+
+#: The runtime's code-execution tools: never allowed in a multi-action bundle.
+EXEC_TOOLS: Final = frozenset({"exec_tools.execute_code_python"})
+SAME_FILE: Final = "multi_action_bundle_same_file_collision"
+RENDER_CONSUMES: Final = "multi_action_bundle_render_consumes_same_round_source"
+TOOL_CALL_INVALID: Final = "tool_call_invalid"
+
+#: ``react.write`` params must come in this order (the runtime checks the first four keys).
+_WRITE_ORDER: Final = (
+    ("path", "path_not_first"),
+    ("channel", "channel_not_second"),
+    ("content", "content_not_third"),
+    ("kind", "kind_not_fourth"),
+)
+
+MULTI_ACTION_ON: Final = frozenset({"on", "true", "1", "yes", "safe_fanout", "fanout"})
+
+
+def multi_action_enabled(mode: str | None) -> bool:
+    """The runtime's reading of a ``multi_action_mode`` string: on for ``on``, ``true``, ``1``,
+    ``yes``, ``safe_fanout``, ``fanout`` (trimmed, any case), off for anything else."""
+    return (mode or "").strip().lower() in MULTI_ACTION_ON
+
+
+def _text(value: Any) -> str:
+    return str(value or "").strip()
+
+
+def suppressed_final_answer(action: Action) -> Action:
+    """A ``call_tool`` that also carries a ``final_answer``: the runtime blanks the answer and keeps
+    the call (it records ``final_answer_with_tool_call`` as suppressed, not as a rejection)."""
+    if action.name == "call_tool" and _text(action.final_answer):
+        return Action(
+            action.action, action.tool_id, action.params, action.has_params, "", action.notes
+        )
+    return action
+
+
+def validate_decision(action: Action) -> str | None:
+    """The runtime's ``_validate_decision``: a code string, or ``None`` when the decision is valid.
+    (Its salvage of an answer streamed in an earlier round is outside one round's view.)"""
+    name = action.name
+    if name not in {"call_tool", *FINAL_ACTIONS}:
+        return f"invalid_action:{name}"
+    final_answer = _text(action.final_answer)
+    if name == "call_tool" and final_answer:
+        return "final_answer_with_tool_call"
+    if name in FINAL_ACTIONS and _tool_call_present(action):
+        return "tool_call_with_final_answer"
+    if name in FINAL_ACTIONS and not final_answer:
+        return "final_answer_required"
+    if name in FINAL_ACTIONS and _text(action.notes):
+        return "final_answer_with_notes"
+    if name != "call_tool":
+        return None
+    if not action.tool:
+        return "missing_tool_id"
+    if action.tool == "react.write":
+        params = action.params
+        if isinstance(params, Mapping) and params:
+            keys = list(params.keys())
+            for position, (key, code) in enumerate(_WRITE_ORDER):
+                if len(keys) > position and keys[position] != key:
+                    return code
+    return None
+
+
+def _tool_call_present(action: Action) -> bool:
+    # The decision's tool_call object holds tool_id and/or params: non-empty means present.
+    return action.tool_id is not None or action.has_params
+
+
+def validate_protocol(action: Action, policy: RoundPolicy) -> list[dict[str, Any]]:
+    """The runtime's tool-call protocol violations (empty list: the call is valid)."""
+    violations: list[dict[str, Any]] = []
+    params = action.params
+    if params is None:
+        params = {}
+    if not isinstance(params, Mapping):
+        violations.append({"code": "bad_params", "message": "tool_call.params must be a dict"})
+        params = {}
+    tool = action.tool
+    if not tool:
+        violations.append(
+            {"code": "missing_tool_id", "message": "tool_call.tool_id is missing or empty"}
+        )
+    elif not policy.known(tool):
+        violations.append(
+            {
+                "code": "unknown_tool_id",
+                "message": f"tool_id '{tool}' is not in adapters/available tools",
+                "tool_id": tool,
+            }
+        )
+    if tool in EXEC_TOOLS:
+        violations.extend(_exec_contract(params, tool))
+    if tool == "react.read" and not (
+        isinstance(params.get("paths"), list) or isinstance(params.get("items"), list)
+    ):
+        violations.append(
+            {
+                "code": "bad_params",
+                "message": "react.read params.paths or params.items must be a list",
+                "tool_id": tool,
+            }
+        )
+    return violations
+
+
+def _exec_contract(params: Mapping[str, Any], tool: str) -> list[dict[str, Any]]:
+    contract = params.get("contract")
+    if contract is None or contract == []:
+        return [
+            {
+                "code": "missing_contract",
+                "message": "exec_tools.execute_code_python requires params.contract",
+                "tool_id": tool,
+            }
+        ]
+    return []
+
+
+@dataclass
+class BundleVerdicts:
+    """The backstop's answer for a bundle: per bundle position, ``None`` (accepted) or the
+    rejection ``(code, extra)``; ``error`` when nothing at all survived."""
+
+    rejected: dict[int, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    accepted: list[int] = field(default_factory=list)
+    final_index: int | None = None
+    error: str | None = None
+
+
+def backstop(
+    bundle: Sequence[Action],
+    policy: RoundPolicy,
+    *,
+    max_actions: int | None,
+    prevalidated: frozenset[int] = frozenset(),
+) -> BundleVerdicts:
+    """The runtime's post-generation check of a multi-action bundle (more than one action).
+
+    Unlike the online overseer, the cap counts bundle **positions** (``max_actions or 2``; a
+    negative cap rejects everything), a second final answer is ``mixed_actions``, every call is
+    validated, and strategies are compared with each call's params (namespace overrides apply).
+    """
+    out = BundleVerdicts()
+    cap = int(max_actions or 2)
+    accepted: list[int] = []
+    final: int | None = None
+
+    def reject(index: int, code: str, extra: dict[str, Any] | None = None) -> None:
+        out.rejected[index] = (code, extra or {})
+
+    for index, raw in enumerate(bundle):
+        action = raw
+        if index >= cap:
+            reject(index, TOO_MANY_ACTIONS, {"index": index, "max_actions": cap})
+            continue
+        if action.is_final:
+            error = validate_decision(action)
+            if error:
+                reject(index, error)
+            elif final is None:
+                final = index
+            else:
+                reject(index, MIXED_ACTIONS, {"action": action.name})
+            continue
+        if action.name != "call_tool":
+            reject(index, MIXED_ACTIONS, {"action": action.name})
+            continue
+        action = suppressed_final_answer(action)
+        error = validate_decision(action)
+        if error:
+            reject(index, error)
+            continue
+        tool = action.tool
+        if tool in EXEC_TOOLS:
+            reject(index, UNSAFE_TOOL, {"tool_id": tool})
+            continue
+        if index not in prevalidated:
+            violations = validate_protocol(action, policy)
+            if violations:
+                reject(
+                    index,
+                    TOOL_CALL_INVALID,
+                    {"index": index, "tool_id": tool, "violations": violations},
+                )
+                continue
+        accepted.append(index)
+
+    def strategy(index: int) -> set[str]:
+        action = bundle[index]
+        params = action.params if isinstance(action.params, Mapping) else {}
+        return set(normalize_strategy(policy.traits(action.tool, params).get("strategy")))
+
+    if len(accepted) > 1:
+        dropped: set[int] = set()
+        for position, index in enumerate(accepted):
+            mine = strategy(index)
+            for earlier in accepted[:position]:
+                if earlier in dropped:
+                    continue
+                theirs = strategy(earlier)
+                if compatible(theirs, mine):
+                    continue
+                dropped.add(index)
+                reject(
+                    index,
+                    STRATEGY_INCOMPATIBLE,
+                    {
+                        "tool_id": bundle[index].tool,
+                        "strategy": sorted(mine or {UNKNOWN}),
+                        "first_index": earlier,
+                        "first_tool_id": bundle[earlier].tool,
+                        "first_strategy": sorted(theirs or {UNKNOWN}),
+                    },
+                )
+                break
+        accepted = [i for i in accepted if i not in dropped]
+
+    if final is not None:
+        if any(i > final for i in accepted):
+            dropped = set()
+            for index in accepted:
+                if index <= final:
+                    continue
+                mine = strategy(index)
+                if mine == {"neutral"}:
+                    continue
+                dropped.add(index)
+                reject(
+                    index,
+                    NON_NEUTRAL_AFTER_FINAL,
+                    {
+                        "tool_id": bundle[index].tool,
+                        "strategy": sorted(mine or {UNKNOWN}),
+                        "first_index": final,
+                        "first_action": bundle[final].name or "complete",
+                    },
+                )
+            accepted = [i for i in accepted if i not in dropped]
+        first_non_neutral = next(
+            (i for i in accepted if i <= final and strategy(i) != {"neutral"}), None
+        )
+        if first_non_neutral is not None:
+            reject(
+                final,
+                FINAL_AFTER_NON_NEUTRAL,
+                {
+                    "first_index": first_non_neutral,
+                    "first_tool_id": bundle[first_non_neutral].tool,
+                    "first_strategy": sorted(strategy(first_non_neutral) or {UNKNOWN}),
+                },
+            )
+        else:
+            out.final_index = final
+    out.accepted = accepted
+    if not accepted and out.final_index is None:
+        # The runtime reports its first rejection in the order it made them.
+        first = next(iter(out.rejected.values()), None)
+        out.error = first[0] if first is not None else "multi_action_bundle_no_valid_actions"
+    return out
+
+
+_WORDS: Final[Mapping[str, str]] = {
+    TOO_MANY_ACTIONS: "after generation the bundle holds more actions than the cap allows "
+    "(the backstop counts positions, rejected actions included)",
+    MIXED_ACTIONS: "after generation: a second final answer, or an action that is not "
+    "call_tool / complete / exit",
+    UNSAFE_TOOL: "a code-execution tool may not run in a multi-action bundle",
+    TOOL_CALL_INVALID: "the tool call is invalid (unknown tool id or malformed params)",
+    STRATEGY_INCOMPATIBLE: "after generation, with its params, its strategy cannot follow an "
+    "earlier accepted action",
+    NON_NEUTRAL_AFTER_FINAL: "only exactly neutral calls may follow the final answer",
+    FINAL_AFTER_NON_NEUTRAL: "the final answer may only follow exactly neutral calls",
+    SAME_FILE: "two actions of the round write the same file",
+    RENDER_CONSUMES: "a renderer reads a file written in the same round",
+    "final_answer_required": "a final answer (complete/exit) needs a non-empty final_answer",
+    "final_answer_with_notes": "a final answer may not carry notes",
+    "tool_call_with_final_answer": "a final answer may not carry a tool_call",
+    "missing_tool_id": "call_tool without a tool_id",
+    "path_not_first": "react.write params must start with path",
+    "channel_not_second": "react.write params must have channel second",
+    "content_not_third": "react.write params must have content third",
+    "kind_not_fourth": "react.write params must have kind fourth",
+}
+
+
+def explain_code(code: str, extra: Mapping[str, Any] | None) -> str:
+    """A post-generation rejection in plain words."""
+    if code.startswith("invalid_action:"):
+        return f"{code.split(':', 1)[1]!r} is not an action the runtime knows"
+    text = _WORDS.get(code, f"rejected ({code})")
+    if code == TOOL_CALL_INVALID and extra:
+        reasons = [
+            str(v.get("message")) for v in extra.get("violations") or [] if isinstance(v, Mapping)
+        ]
+        if reasons:
+            text += ": " + "; ".join(reasons)
+    return text

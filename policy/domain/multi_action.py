@@ -1,0 +1,68 @@
+"""Where a round's ``multi_action_mode`` comes from (DESIGN §2.10 item 6).
+
+The runtime reads its deployment setting (``AI_REACT_AGENT_MULTI_ACTION``, default ``off``),
+overridden by the instruction profile the user picked:
+``react.<agent>.instruction_profiles.options[].multi_action_mode`` (also under ``config.react``, and
+the ``default_agent`` / ``default`` blocks, in that order; ``default`` names the profile used when
+none is picked). Traitdeck's dry-run takes, first found wins: the round file's own mode, the CLI's
+``--multi-action-mode``, the profile (``--profile ID``, else the agent's default profile), the
+``TRAITDECK_MULTI_ACTION_MODE`` setting, ``off``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from policy.domain.backstop import multi_action_enabled
+
+__all__ = ["multi_action_enabled", "profile_mode", "react_blocks"]
+
+
+def _get(data: Any, *path: str) -> Any:
+    cur = data
+    for part in path:
+        if not isinstance(cur, Mapping) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def react_blocks(data: Any, agent: str) -> list[Mapping[str, Any]]:
+    """The agent's ``react`` config blocks in the runtime's precedence."""
+    name = agent.strip()
+    safe = re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_")
+    keys: list[str] = []
+    for key in (name, safe, "default_agent", "default"):
+        if key and key not in keys:
+            keys.append(key)
+    blocks: list[Mapping[str, Any]] = []
+    for root in (_get(data, "react"), _get(data, "config", "react")):
+        if not isinstance(root, Mapping):
+            continue
+        for key in keys:
+            block = root.get(key)
+            if isinstance(block, Mapping):
+                blocks.append(block)
+    return blocks
+
+
+def profile_mode(data: Any, agent: str, profile: str | None = None) -> str | None:
+    """The ``multi_action_mode`` of the picked profile (``profile``, else the declared default),
+    or ``None`` when no such profile declares one."""
+    for block in react_blocks(data, agent):
+        profiles = block.get("instruction_profiles")
+        if not isinstance(profiles, Mapping):
+            continue
+        options = profiles.get("options")
+        if not isinstance(options, list):
+            continue
+        wanted = (profile or str(profiles.get("default") or "")).strip()
+        if not wanted:
+            continue
+        for option in options:
+            if isinstance(option, Mapping) and str(option.get("id") or "").strip() == wanted:
+                mode = option.get("multi_action_mode")
+                return None if mode is None else str(mode)
+    return None
