@@ -1,17 +1,22 @@
-"""What the simulated model streams in one round: a scenario picks the actions (DESIGN §2.3–2.5).
+"""What the simulated model streams in one round: a scenario picks the actions and the multi-action
+mode the round runs with (DESIGN §2.3–2.5, §2.10).
 
 The simulator has no model. Instead each round follows a *scenario* that aims at one behaviour the
 live view must show — a rejection, an early start, a ledger dedup, a timeout — and picks real tools
 of the agent for it. The policy engine then decides, exactly as in production, what happens: a
 scenario only sets up the stream; it never decides a verdict.
 
+Rounds run with multi-action ``off`` (the runtime's default: only the first action is executed)
+except where siblings are the point: an early call next to a sibling, and a provider retry, run
+``on`` so the sibling runs beside the early call (after the post-generation backstop).
+
 How often each scenario comes up (:data:`SCENARIO_WEIGHTS`) is chosen for a demo, not measured
 from production: every behaviour the live view must show gets enough weight that a few dozen rounds
 show each kind at least once when the policy allows it (``Simulator`` deals scenarios from a
 shuffled deck, so every 16 rounds hold every scenario),
 while most rounds still end "ok" (about four in five with a typical policy). Behaviours that only
-show in part of their rounds — a slow tool often finishes in time, a namespace override may turn a
-conflict into a compatible pair — get a larger weight than those that always show.
+show in part of their rounds — a slow tool often finishes in time — get a larger weight than those
+that always show.
 """
 
 from __future__ import annotations
@@ -26,9 +31,8 @@ from policy.domain.overseer import Action
 from policy.domain.resolution import AgentResolution, EffectiveTool
 from policy.domain.traits import EXPLOITATION, EXPLORATION, NEUTRAL
 
-#: Relative weights. ``conflict`` and ``slow`` are heavier because only part of those rounds show
-#: their behaviour (a namespace override may change a strategy; a slow tool often finishes in
-#: time); ``retry`` always dedups when the policy has an early tool.
+#: Relative weights. ``slow`` is heavier because a slow tool often finishes in time; ``conflict``
+#: is the rejection people meet most; ``retry`` always dedups when the policy has an early tool.
 SCENARIO_WEIGHTS: Final[Mapping[str, int]] = {
     "plain": 3,  # 1–3 tools picked at random: what most rounds look like
     "conflict": 3,  # exploration, then exploitation: the overseer rejects the second
@@ -36,7 +40,7 @@ SCENARIO_WEIGHTS: Final[Mapping[str, int]] = {
     "retry": 2,  # a provider retry re-streams the round: the ledger dedups the early call
     "slow": 3,  # a tool with timeout_s, likely to exceed it
     "final": 2,  # a final answer, alone or next to a tool call
-    "unsupported": 1,  # an action the runtime does not support
+    "unsupported": 1,  # an action the runtime does not support (it stops the stream)
 }
 SCENARIOS: Final = tuple(SCENARIO_WEIGHTS)
 
@@ -57,6 +61,9 @@ _PATHS: Final = ("notes/plan.md", "reports/q3.csv", "src/app.py", "docs/runbook.
 _CHARTERS: Final = ("summarize the open tickets", "draft the weekly report", "triage alerts")
 _UNSUPPORTED: Final = ("think", "ask_user", "reply")
 _FINALS: Final = ("complete", "exit")
+#: The mode of most rounds (the runtime's default) and of rounds whose siblings must all run.
+OFF: Final = "off"
+ON: Final = "on"
 
 
 @dataclass(frozen=True)
@@ -100,11 +107,13 @@ class Palette:
 
 @dataclass(frozen=True)
 class Plan:
-    """The actions of attempt 0 and, for a provider retry, the order attempt 1 re-streams them."""
+    """The actions of attempt 0, for a provider retry the order attempt 1 re-streams them, and
+    the ``multi_action_mode`` the runtime runs the round with."""
 
     scenario: str
     actions: tuple[Action, ...]
     retry_order: tuple[int, ...] | None = None
+    multi_action_mode: str = OFF
 
 
 def timeout_s(tool: EffectiveTool) -> float | None:
@@ -132,15 +141,18 @@ def plan_round(palette: Palette, scenario: str, rng: random.Random) -> Plan:
         if palette.known and rng.random() < 0.6:
             sibling = _call(rng, palette, _pick(rng, palette.known))
             actions.insert(rng.randrange(2), sibling)
+            # Fan-out: with multi-action off only the first action would run.
+            return Plan(scenario, tuple(actions), multi_action_mode=ON)
         return Plan(scenario, tuple(actions))
     if scenario == "retry" and palette.early and palette.known:
         # The early call comes first so attempt 0 surely accepts and starts it.
         early = _call(rng, palette, _pick(rng, palette.early), namespace=False)
         sibling = _call(rng, palette, _pick(rng, palette.known), namespace=False)
         # Half the retries re-stream siblings in another order: the ledger then finds the early
-        # call by its fingerprint instead of its slot.
+        # call by its fingerprint instead of its slot (and the sibling now at the early call's
+        # old slot is a dedup too: the runtime looks up every accepted call).
         order = (1, 0) if rng.random() < 0.5 else (0, 1)
-        return Plan(scenario, (early, sibling), retry_order=order)
+        return Plan(scenario, (early, sibling), retry_order=order, multi_action_mode=ON)
     if scenario == "slow" and palette.slow:
         actions = [_call(rng, palette, _pick(rng, palette.slow))]
         if rng.random() < 0.4:
@@ -153,7 +165,9 @@ def plan_round(palette: Palette, scenario: str, rng: random.Random) -> Plan:
         if rng.random() < 0.5:
             # Alone it is the round's only action: nothing is accepted and the round is retried.
             return Plan(scenario, (odd,))
-        return Plan(scenario, (odd, _call(rng, palette, _pick(rng, palette.tools))))
+        # After a call: the call runs, the odd action is rejected (anything after it would never
+        # be observed, since a rejection stops the stream).
+        return Plan(scenario, (_call(rng, palette, _pick(rng, palette.tools)), odd))
     count = rng.choice((1, 1, 2, 2, 3))
     return Plan(
         "plain", tuple(_call(rng, palette, _pick(rng, palette.tools)) for _ in range(count))
@@ -161,7 +175,8 @@ def plan_round(palette: Palette, scenario: str, rng: random.Random) -> Plan:
 
 
 def _final_actions(rng: random.Random, palette: Palette) -> tuple[Action, ...]:
-    final = Action(rng.choice(_FINALS), None, {"answer": "Done."}, has_params=True)
+    # A final answer carries its text and no tool call (the runtime rejects one with params).
+    final = Action(rng.choice(_FINALS), None, final_answer="Done.")
     neutral = palette.where(NEUTRAL) + palette.early
     explore = palette.where(EXPLORATION)
     shape = rng.randrange(4)
@@ -196,6 +211,17 @@ def _call(
 
 def _params(rng: random.Random, tool: EffectiveTool) -> dict[str, Any]:
     """Parameters that look like what a model sends to a tool of that name."""
+    if tool.tool_id == "react.read":
+        # The runtime requires a list of paths.
+        return {"paths": [rng.choice(_PATHS)]}
+    if tool.tool_id == "react.write":
+        # The runtime requires this key order.
+        return {
+            "path": rng.choice(_PATHS),
+            "channel": "canvas",
+            "content": f"revision {rng.randrange(1, 100)}",
+            "kind": "markdown",
+        }
     name = tool.callable.lower()
     if "delegate" in name:
         return {

@@ -1,12 +1,13 @@
-"""A deterministic runtime simulator: realistic round events without a model (DESIGN §2.3–2.5, §4).
+"""A deterministic runtime simulator: realistic round events without a model (DESIGN §2.3–2.5,
+§2.10, §4).
 
 The demo and the tests need rounds that look like the runtime's. A scenario (see
-:mod:`observe.domain.scenarios`) chooses what the "model" streams; everything after that is the
-real policy engine: :func:`~policy.domain.overseer.oversee` gives the verdicts,
-:func:`~policy.domain.overseer.is_early_eligible` decides early starts and one
-:class:`~policy.domain.ledger.Ledger` per round finds the dedups of a provider retry. All
-randomness comes from the ``random.Random`` passed in, event ids included, so a seed replays the
-same rounds.
+:mod:`observe.domain.scenarios`) chooses what the "model" streams and the multi-action mode the
+round runs with; everything after that is the real policy engine: one
+:func:`~policy.domain.dryrun.dry_run` per round (the online overseer, early starts and the ledger
+across attempts, the post-generation backstop, execution) decides every verdict, early start and
+dedup, and the simulator only turns its answer into timed protocol events. All randomness comes
+from the ``random.Random`` passed in, event ids included, so a seed replays the same rounds.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -43,10 +44,10 @@ from observe.domain.scenarios import (
     pick_scenario,
     plan_round,
 )
+from policy.domain.dryrun import RoundSpec, dry_run
 from policy.domain.execution_design import parse_design
-from policy.domain.ledger import Ledger, fingerprint
 from policy.domain.manifest import Manifest
-from policy.domain.overseer import Action, Resolver, Verdict, is_early_eligible, oversee
+from policy.domain.overseer import Action, strategy_of
 from policy.domain.resolution import (
     AgentResolution,
     UnknownAgentError,
@@ -54,6 +55,7 @@ from policy.domain.resolution import (
     resolve_agent,
     resolve_agent_key,
 )
+from policy.domain.round_policy import RoundPolicy
 
 #: The runtime's cap, declared by every simulated round.
 MAX_ACTIONS: Final = 2
@@ -99,68 +101,81 @@ class _Round:
     start: datetime
     plan: Plan
     events: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
-    ledger: Ledger = field(default_factory=Ledger)
     failed: bool = False
 
     def run(self, policy_hash: str | None) -> list[dict[str, Any]]:
-        resolve = self.resolution.resolver()
-        self.emit(0, 0, ROUND_STARTED, max_actions=MAX_ACTIONS, policy_hash=policy_hash)
+        policy = RoundPolicy.of(self.resolution.tools)
         attempts: list[tuple[Action, ...]] = [self.plan.actions]
         if self.plan.retry_order is not None:
             attempts.append(tuple(_reworded(self.plan.actions[i]) for i in self.plan.retry_order))
+        spec = RoundSpec(
+            self.turn_id, self.iteration, MAX_ACTIONS, tuple(attempts), self.plan.multi_action_mode
+        )
+        result = dry_run(spec, policy, multi_action_mode=self.plan.multi_action_mode)
+        self.emit(
+            0,
+            0,
+            ROUND_STARTED,
+            max_actions=MAX_ACTIONS,
+            policy_hash=policy_hash,
+            multi_action_mode=result["multi_action_mode"],
+        )
         now = 0
-        accepted_any = False
-        for number, actions in enumerate(attempts):
-            last = number == len(attempts) - 1
-            now, verdicts = self.stream(number, actions, resolve, now + self.ms(200, 900))
-            if not last:
+        rows: Sequence[Mapping[str, Any]] = ()
+        for number, (actions, attempt) in enumerate(zip(attempts, result["attempts"], strict=True)):
+            rows = attempt["actions"]
+            now = self.stream(number, actions, rows, policy, now + self.ms(200, 900))
+            if number < len(attempts) - 1:
                 # The provider dropped the stream: no generation.finished; the runtime backs off
                 # and re-streams the same round (same turn and iteration) as the next attempt.
                 now += self.ms(400, 1500)
                 continue
             now += self.ms(20, 200)
             self.emit(now, number, GENERATION_FINISHED)
-            accepted_any = any(v.accepted for v in verdicts)
-            for verdict in verdicts:
-                if _runs_after_generation(verdict, resolve):
-                    tool_call_id = "call_" + self.hex(12)
-                    now = self.call(now + self.ms(5, 40), number, verdict, tool_call_id)
+            now = self.after_generation(now, number, actions, rows)
         end = max(moment for moment, _, _ in self.events) + self.ms(10, 120)
+        accepted_any = any(row["verdict"] == "accepted" for row in rows)
         outcome = "failed" if self.failed else ("ok" if accepted_any else "retried")
         self.emit(end, 0, ROUND_FINISHED, outcome=outcome)
         # Stable sort: events at the same millisecond keep the order they were caused in.
         return [event for _, _, event in sorted(self.events, key=lambda item: item[:2])]
 
     def stream(
-        self, attempt: int, actions: Sequence[Action], resolve: Resolver, now: int
-    ) -> tuple[int, list[Verdict]]:
-        """Stream the actions: each is observed when it begins and judged when it is complete.
-
-        ``oversee`` judges the whole stream at once; the runtime judges each action as it
-        completes, which gives the same verdicts because a verdict only depends on what came
-        before it.
-        """
-        verdicts = oversee(actions, resolve, MAX_ACTIONS)
-        for verdict in verdicts:
-            action = verdict.action
-            index = verdict.index
+        self,
+        attempt: int,
+        actions: Sequence[Action],
+        rows: Sequence[Mapping[str, Any]],
+        policy: RoundPolicy,
+        now: int,
+    ) -> int:
+        """Stream one attempt: each action the overseer observed is reported when it begins and
+        judged when it is complete (the stream ends at the first rejection); an early start or a
+        ledger dedup follows its verdict."""
+        for action, row in zip(actions, rows, strict=True):
+            online = row["online"]
+            if online["verdict"] == "not_observed":
+                continue
+            index = row["index"]
+            tool_id = _tool_id(action)
             observed: dict[str, Any] = {
                 "action_index": index,
                 "action": action.action,
-                "tool_id": _tool_id(action),
+                "tool_id": tool_id,
             }
             if action.has_params:
                 observed["params"] = action.params
             self.emit(now, attempt, ACTION_OBSERVED, **observed)
             now += self.ms(300, 2000)
-            if verdict.accepted:
+            if online["verdict"] == "accepted":
+                # The strategy the overseer judged: the tool's default, before params arrive.
+                strategy = list(strategy_of(action, policy.traits))
                 self.emit(
                     now,
                     attempt,
                     ACTION_ACCEPTED,
                     action_index=index,
-                    tool_id=_tool_id(action),
-                    strategy=list(verdict.strategy),
+                    tool_id=tool_id,
+                    strategy=strategy,
                 )
             else:
                 self.emit(
@@ -168,73 +183,97 @@ class _Round:
                     attempt,
                     ACTION_REJECTED,
                     action_index=index,
-                    tool_id=_tool_id(action),
-                    code=verdict.code,
-                    extra=dict(verdict.extra) if verdict.extra is not None else None,
+                    tool_id=tool_id,
+                    code=online["code"],
+                    extra=dict(online["extra"]) or None,
                 )
-            tool_id = action.tool_id
-            if tool_id is not None and is_early_eligible(verdict, resolve(tool_id, action.params)):
-                self.early(now + self.ms(1, 5), attempt, verdict, tool_id)
+            if row["ledger"] == "started":
+                self.early(now + self.ms(1, 5), attempt, row)
+            elif row["ledger"] == "dedup":
+                self.dedup(now + self.ms(1, 5), attempt, row)
             now += self.ms(20, 300)
-        return now, verdicts
+        return now
 
-    def early(self, now: int, attempt: int, verdict: Verdict, tool_id: str) -> None:
-        """Start an early call as its action completes, unless the ledger already has it."""
-        params = verdict.action.params
-        found, match = self.ledger.claim(
-            self.turn_id, self.iteration, verdict.index, tool_id, params
-        )
-        if match is not None:
-            self.emit(
-                now,
-                attempt,
-                LEDGER_DEDUP,
-                action_index=verdict.index,
-                tool_id=tool_id,
-                # The original call's id: the dedup reuses it instead of running again.
-                tool_call_id=found.tool_call_id,
-                original_action_index=found.action_index,
-                match=match,
-                fingerprint=fingerprint(tool_id, params),
-            )
-            return
+    def after_generation(
+        self, now: int, attempt: int, actions: Sequence[Action], rows: Sequence[Mapping[str, Any]]
+    ) -> int:
+        """The decision after generation: post-generation rejections (the backstop, or the check
+        of a single decision), then the accepted calls that did not start early and were not
+        deduplicated run on the ordinary path, one by one."""
+        for row in rows:
+            if row["verdict"] == "rejected" and row["online"]["verdict"] != "rejected":
+                now += self.ms(1, 20)
+                self.emit(
+                    now,
+                    attempt,
+                    ACTION_REJECTED,
+                    action_index=row["index"],
+                    tool_id=_tool_id(actions[row["index"]]),
+                    code=row["code"],
+                    extra=row["extra"],
+                )
+        for action, row in zip(actions, rows, strict=True):
+            if (
+                row["verdict"] == "accepted"
+                and action.name == "call_tool"
+                and row["ledger"] is None
+            ):
+                now = self.call(now + self.ms(5, 40), attempt, row["index"], action.tool)
+        return now
+
+    def early(self, now: int, attempt: int, row: Mapping[str, Any]) -> None:
+        """An early call starts as its action completes; it runs detached, in parallel with
+        generation, so its end does not move the round's clock."""
+        tool_call_id = row["tool_call_id"]
         self.emit(
             now,
             attempt,
             TOOL_EARLY_STARTED,
-            action_index=verdict.index,
-            tool_id=tool_id,
-            tool_call_id=found.tool_call_id,
-            fingerprint=found.fingerprint,
+            action_index=row["index"],
+            tool_id=row["tool_id"],
+            tool_call_id=tool_call_id,
+            fingerprint=row["fingerprint"],
         )
-        # The early call runs detached, in parallel with generation: its end does not move the
-        # round's clock.
-        _, status = self.finish(now, attempt, verdict, found.tool_call_id)
-        self.ledger.finish(found, "consumed" if status == "ok" else "failed")
+        self.finish(now, attempt, row["index"], row["tool_id"], tool_call_id)
 
-    def call(self, now: int, attempt: int, verdict: Verdict, tool_call_id: str) -> int:
+    def dedup(self, now: int, attempt: int, row: Mapping[str, Any]) -> None:
+        """The ledger already holds this call's slot or fingerprint: it is not run again."""
+        self.emit(
+            now,
+            attempt,
+            LEDGER_DEDUP,
+            action_index=row["index"],
+            tool_id=row["tool_id"],
+            # The original call's id: the dedup reuses it instead of running again.
+            tool_call_id=row["tool_call_id"],
+            original_action_index=row["original_action_index"],
+            match=row["match"],
+            fingerprint=row["fingerprint"],
+        )
+
+    def call(self, now: int, attempt: int, index: int, tool_id: str) -> int:
         """Run an ordinary call after generation; returns when it ended (calls run one by
         one)."""
+        tool_call_id = "call_" + self.hex(12)
         self.emit(
             now,
             attempt,
             TOOL_STARTED,
-            action_index=verdict.index,
-            tool_id=verdict.action.tool_id,
+            action_index=index,
+            tool_id=tool_id,
             tool_call_id=tool_call_id,
         )
-        end, _ = self.finish(now, attempt, verdict, tool_call_id)
+        end, _ = self.finish(now, attempt, index, tool_id, tool_call_id)
         return end
 
     def finish(
-        self, started: int, attempt: int, verdict: Verdict, tool_call_id: str
+        self, started: int, attempt: int, index: int, tool_id: str, tool_call_id: str
     ) -> tuple[int, str]:
         """Write how a started call ends; returns the end and ``ok``, ``error`` or ``timeout``."""
-        tool_id = verdict.action.tool_id
-        tool = self.resolution.find(tool_id) if tool_id is not None else None
+        tool = self.resolution.find(tool_id)
         design = parse_design(tool.execution_design if tool is not None else None)[0]
         base: dict[str, Any] = {
-            "action_index": verdict.index,
+            "action_index": index,
             "tool_id": tool_id,
             "tool_call_id": tool_call_id,
         }
@@ -293,19 +332,10 @@ def _tool_id(action: Action) -> str | None:
 
 def _reworded(action: Action) -> Action:
     """The same call as a retry re-streams it: same params, keys in another order (which the
-    fingerprint must not notice)."""
-    if isinstance(action.params, Mapping):
-        params = dict(reversed(list(action.params.items())))
-        return Action(action.action, action.tool_id, params, action.has_params)
+    fingerprint must not notice). react.write keeps its order: the runtime checks it."""
+    if isinstance(action.params, Mapping) and action.tool != "react.write":
+        return replace(action, params=dict(reversed(list(action.params.items()))))
     return action
-
-
-def _runs_after_generation(verdict: Verdict, resolve: Resolver) -> bool:
-    """Accepted tool calls that did not start early run on the ordinary path."""
-    tool_id = verdict.action.tool_id
-    if not verdict.accepted or verdict.action.action != "call_tool" or tool_id is None:
-        return False
-    return not is_early_eligible(verdict, resolve(tool_id, verdict.action.params))
 
 
 @dataclass
@@ -322,8 +352,9 @@ class Simulator:
     Agents take turns in order. Each agent works through its own turns: after a round, the turn
     goes on with the next iteration when nothing was accepted (the runtime retries the decision)
     or, sometimes, as the next decision of the task; otherwise a new turn starts. An agent named
-    in ``agents`` that the policy does not have gets only the built-in tools, as the runtime
-    would give it — its rounds show up as "agent not in policy".
+    in ``agents`` that the policy does not have is run as the runtime would run it (as the
+    policy's default agent, or with only the built-in tools) — its rounds show up as "agent not in
+    policy".
     """
 
     def __init__(

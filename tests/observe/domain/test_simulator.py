@@ -13,8 +13,9 @@ from observe.domain.rounds import Round, assemble
 from observe.domain.scenarios import SCENARIOS
 from observe.domain.simulator import Simulator, simulate_round
 from policy.domain.ledger import fingerprint, tool_call_id
-from policy.domain.overseer import Action, oversee
+from policy.domain.overseer import Action, Overseer
 from policy.domain.resolution import resolve_agent
+from policy.domain.round_policy import RoundPolicy
 from policy.domain.traits import EARLY_PROFILE
 
 NOW = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
@@ -80,9 +81,9 @@ def rounds(seed: int = 1, count: int = 40, **options: Any) -> list[list[dict[str
     return [simulator.next_round(NOW + timedelta(minutes=n))[1] for n in range(count)]
 
 
-def one(scenario: str, seed: int = 0) -> list[dict[str, Any]]:
+def one(scenario: str, seed: int = 0, resolution: Any = RESOLUTION) -> list[dict[str, Any]]:
     return simulate_round(
-        RESOLUTION,
+        resolution,
         rng=random.Random(seed),
         agent="main",
         turn_id="turn-1",
@@ -144,6 +145,15 @@ def test_it_starts_every_round_with_the_runtime_cap_and_the_policy_hash() -> Non
     assert {e[0]["policy_hash"] for e in events} == {HASH, None}  # helper has no hash given
 
 
+def test_it_reports_the_multi_action_mode_each_round_ran_with() -> None:
+    modes = Counter(events[0]["multi_action_mode"] for events in ROUNDS)
+    # Off is the runtime's default; siblings of an early call fan out.
+    assert set(modes) == {"off", "on"}
+    assert modes["off"] > modes["on"]
+    assert {one("retry", seed)[0]["multi_action_mode"] for seed in range(5)} == {"on"}
+    assert {one("conflict", seed)[0]["multi_action_mode"] for seed in range(5)} == {"off"}
+
+
 def test_it_returns_events_in_time_order_from_start_to_finish() -> None:
     for events in PARSED:
         times = [e.ts for e in events]
@@ -176,21 +186,25 @@ def test_it_starts_early_calls_with_the_ledger_ids() -> None:
             assert early.data["fingerprint"] == fingerprint(action["tool_id"], action["params"])
 
 
-def test_it_dedups_a_retry_with_the_original_tool_call_id() -> None:
+def test_it_dedups_with_the_original_calls_id_and_index() -> None:
     dedups = 0
     for events in PARSED:
         started = {
-            (e.attempt, e.action_index): e.data["tool_call_id"]
+            e.data["tool_call_id"]: (e.attempt, e.action_index)
             for e in of_type(events, "tool.early_started")
         }
         for dedup in of_type(events, "ledger.dedup"):
-            original = started[(0, dedup.data["original_action_index"])]
-            assert dedup.attempt == 1
-            assert dedup.data["tool_call_id"] == original
-            # The dedup replaces a second start: the call started once in the round.
-            assert list(started.values()).count(original) == 1
+            # A retry finds the first attempt's call; an identical sibling in the same stream
+            # finds the one before it.
+            attempt, index = started[dedup.data["tool_call_id"]]
+            assert attempt <= dedup.attempt
+            assert index == dedup.data["original_action_index"]
             dedups += 1
     assert dedups > 0
+    # Each call started once in its round: the dedups replace second starts.
+    for events in PARSED:
+        ids = [e.data["tool_call_id"] for e in of_type(events, "tool.early_started")]
+        assert len(ids) == len(set(ids))
 
 
 def test_it_dedups_by_slot_or_by_fingerprint_when_siblings_are_reordered() -> None:
@@ -202,39 +216,60 @@ def test_it_dedups_by_slot_or_by_fingerprint_when_siblings_are_reordered() -> No
     assert matches == {("slot", True), ("fingerprint", False)}
 
 
+def test_it_never_runs_the_sibling_a_reordered_retry_moved_onto_the_early_calls_slot() -> None:
+    # The runtime looks up every accepted call: the slot of the early call now holds the sibling,
+    # so the sibling is a dedup too and nothing runs after generation.
+    reordered = 0
+    for seed in range(12):
+        events = parsed(one("retry", seed))
+        retry = [e for e in of_type(events, "ledger.dedup") if e.attempt == 1]
+        if {e.data["match"] for e in retry} == {"slot", "fingerprint"}:
+            assert [e.action_index for e in retry] == [0, 1]
+            assert not list(of_type(events, "tool.started"))
+            reordered += 1
+        else:
+            # Same order: the early call is a slot dedup, the sibling runs on the ordinary path.
+            assert [(e.action_index, e.data["match"]) for e in retry] == [(0, "slot")]
+            assert [e.action_index for e in of_type(events, "tool.started")] == [1]
+    assert 0 < reordered < 12
+
+
 def test_it_gives_the_overseers_verdicts_on_the_streamed_actions() -> None:
-    resolve = RESOLUTION.resolver()
+    # One overseer per round, across its attempts, judging each observed action in stream order;
+    # the first verdict of an action is the online one (a backstop rejection may follow).
+    policy = RoundPolicy.of(RESOLUTION.tools)
     checked = 0
     for events in PARSED:
-        for attempt in {e.attempt for e in of_type(events, "action.observed")}:
-            observed = sorted(
-                (e for e in of_type(events, "action.observed") if e.attempt == attempt),
-                key=lambda e: e.data["action_index"],
+        overseer = Overseer(policy.traits, 2)
+        online: dict[tuple[int, int | None], Event] = {}
+        for event in events:
+            if event.type in ("action.accepted", "action.rejected"):
+                online.setdefault((event.attempt, event.action_index), event)
+        for observed in of_type(events, "action.observed"):
+            action = Action(
+                observed.data["action"],
+                observed.data["tool_id"],
+                observed.data.get("params"),
+                has_params="params" in observed.data,
             )
-            actions = [
-                Action(
-                    e.data["action"],
-                    e.data["tool_id"],
-                    e.data.get("params"),
-                    has_params="params" in e.data,
-                )
-                for e in observed
-            ]
-            verdicts = {
-                e.data["action_index"]: e.data
-                for e in events
-                if e.attempt == attempt and e.type in ("action.accepted", "action.rejected")
-            }
-            assert len(verdicts) == len(actions)
-            for verdict in oversee(actions, resolve, 2):
-                event = verdicts[verdict.index]
-                if verdict.accepted:
-                    assert event["type"] == "action.accepted"
-                    assert event["strategy"] == list(verdict.strategy)
-                else:
-                    assert event["type"] == "action.rejected"
-                    assert (event["code"], event["extra"]) == (verdict.code, verdict.extra)
-                checked += 1
+            verdict = overseer.observe(observed.data["action_index"], action)
+            event = online[(observed.attempt, observed.action_index)]
+            if verdict.accepted:
+                assert event.type == "action.accepted"
+                assert event.data["strategy"] == list(verdict.strategy)
+            else:
+                assert event.type == "action.rejected"
+                assert (event.data["code"], event.data["extra"]) == (verdict.code, verdict.extra)
+            checked += 1
+        # The stream stops at a rejection: nothing of the same attempt is observed after it.
+        for rejected in of_type(events, "action.rejected"):
+            if online[(rejected.attempt, rejected.action_index)] is rejected:
+                later = [
+                    e
+                    for e in of_type(events, "action.observed")
+                    if e.attempt == rejected.attempt and e.ts > rejected.ts
+                ]
+                assert later == []
     assert checked > 60
 
 
@@ -247,6 +282,72 @@ def test_it_judges_each_action_when_it_completes_in_the_stream() -> None:
             # ...and before the next action of the stream begins.
             following = observed.get((verdict.attempt, (verdict.action_index or 0) + 1))
             assert following is None or verdict.ts < following
+
+
+def test_it_runs_only_the_first_action_when_multi_action_is_off() -> None:
+    runs = 0
+    for raw, events in zip(ROUNDS, PARSED, strict=True):
+        if raw[0]["multi_action_mode"] != "off":
+            continue
+        last = max(e.attempt for e in events)
+        first = min(
+            e.action_index or 0 for e in of_type(events, "action.observed") if e.attempt == last
+        )
+        for started in of_type(events, "tool.started"):
+            assert started.action_index == first
+            runs += 1
+    assert runs > 0
+
+
+def test_it_reports_a_backstop_rejection_after_generation() -> None:
+    # A code-execution tool may not run in a multi-action bundle: the early scenario puts one
+    # beside an early call (multi-action on); the online overseer accepted it.
+    policy = {
+        "surfaces": {
+            "as_consumer": {
+                "agents": {
+                    "main": {
+                        "tools": [
+                            {
+                                "kind": "python",
+                                "module": "exec_tools",
+                                "alias": "exec_tools",
+                                "allowed": ["execute_code_python", "launch"],
+                                "tool_traits": {
+                                    "execute_code_python": {"strategy": ["exploration"]},
+                                    "launch": {
+                                        "strategy": ["neutral"],
+                                        "execution": dict(EARLY_PROFILE),
+                                    },
+                                },
+                            }
+                        ]
+                    }
+                }
+            }
+        }
+    }
+    resolution = resolve_agent(policy, "main")
+    seen = 0
+    for seed in range(20):
+        events = parsed(one("early", seed, resolution))
+        finished = next(of_type(events, "generation.finished")).ts
+        for rejected in of_type(events, "action.rejected"):
+            assert rejected.data["code"] == "multi_action_bundle_unsafe_tool"
+            assert rejected.data["extra"] == {"tool_id": "exec_tools.execute_code_python"}
+            assert rejected.ts > finished
+            accepted = [
+                e
+                for e in of_type(events, "action.accepted")
+                if e.action_index == rejected.action_index
+            ]
+            assert accepted
+            assert accepted[0].ts < finished
+            r = assemble(events)
+            action = r.attempts[0].actions[rejected.action_index or 0]
+            assert (action.verdict, action.tool_call_id) == ("rejected", None)
+            seen += 1
+    assert seen > 0
 
 
 def test_it_runs_ordinary_calls_after_generation_and_never_rejected_ones() -> None:
@@ -323,7 +424,9 @@ SIGNATURES = {
     "retry": lambda r: "dedup" in r.has and len(r.attempts) == 2,
     "slow": lambda r: "workspace_jobs.export_report" in r.tool_ids,
     "final": lambda r: any(a.action in ("complete", "exit") for a in r.attempts[0].actions),
-    "unsupported": lambda r: r.attempts[0].actions[0].code == "multi_action_bundle_mixed_actions",
+    "unsupported": lambda r: any(
+        a.code == "multi_action_bundle_mixed_actions" for a in r.attempts[0].actions
+    ),
 }
 
 
@@ -356,16 +459,14 @@ def test_it_gives_other_seeds_other_turn_ids() -> None:
     assert rounds(seed=1, count=1)[0][0]["turn_id"] != rounds(seed=2, count=1)[0][0]["turn_id"]
 
 
-def test_it_simulates_an_agent_the_policy_lacks_with_the_builtin_tools() -> None:
+def test_it_simulates_an_agent_the_policy_lacks_with_what_the_runtime_offers_it() -> None:
     simulator = Simulator(POLICY, seed=3, agents=["ghost"])
-    tools = {
-        e["tool_id"]
-        for n in range(10)
-        for e in simulator.next_round(NOW)[1]
-        if e.get("tool_id") is not None
-    }
+    rounds = [simulator.next_round(NOW)[1] for _ in range(10)]
+    tools = {e["tool_id"] for events in rounds for e in events if e.get("tool_id") is not None}
     assert tools
-    assert all(tool.startswith("react.") for tool in tools)
+    assert {e["agent"] for events in rounds for e in events} == {"ghost"}
+    # The runtime runs an agent id the config does not name as its default agent.
+    assert all(RESOLUTION.find(tool) is not None for tool in tools)
 
 
 def test_it_refuses_a_policy_without_agents() -> None:
