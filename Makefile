@@ -5,14 +5,18 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 DOMAIN_TESTS := tests/policy/domain tests/observe/domain
-NOT_DJANGO := --ignore=tests/e2e $(foreach d,$(DOMAIN_TESTS),--ignore=$(d))
+NOT_DJANGO := --ignore=tests/e2e --ignore=tests/conformance $(foreach d,$(DOMAIN_TESTS),--ignore=$(d))
+# The runtime's package root (…/app/ai-app/src/kdcube-ai-app of a kdcube/kdcube-ai-app checkout).
+KDCUBE_SRC ?=
+KVENV := .venv-kdcube
 
-.PHONY: help venv demo test lint test-unit test-django test-async test-browser system-deps bench clean
+.PHONY: help venv demo test lint test-unit test-conformance test-django test-async test-browser system-deps bench clean conformance
 
 help:
 	@echo "make demo   - install, migrate, load the sample policy, serve http://$(HOST):$(PORT)/ and run the simulator"
 	@echo "make test   - lint, then the unit, django, async and browser test groups"
 	@echo "make bench  - measure speed targets"
+	@echo "make conformance KDCUBE_SRC=...  - re-record the runtime's answers, print the agreement table"
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || { PYBIN=$$(scripts/find-python) && echo "creating $(VENV) with $$PYBIN" && "$$PYBIN" -m venv $(VENV); }
@@ -41,6 +45,18 @@ lint: venv
 
 test-unit: venv
 	@scripts/test-group unit -p no:django -W ignore::pytest.PytestConfigWarning $(DOMAIN_TESTS)
+
+test-conformance: venv
+	@scripts/test-group conformance -p no:django -W ignore::pytest.PytestConfigWarning tests/conformance
+
+# Re-record what the runtime answers (in a venv of its own: its dependencies stay out of ours),
+# then print Traitdeck's agreement table. KDCUBE_COMMIT names the commit when KDCUBE_SRC is not
+# a git checkout (e.g. a `git archive` extract).
+conformance: venv
+	@test -n "$(KDCUBE_SRC)" || { echo "make conformance needs KDCUBE_SRC=<runtime package root>" >&2; exit 2; }
+	@test -x $(KVENV)/bin/python || { PYBIN=$$(scripts/find-python) && "$$PYBIN" -m venv $(KVENV) && $(KVENV)/bin/pip install --quiet pyyaml pydantic pydantic-settings pytest pytest-asyncio httpx; }
+	KDCUBE_SRC=$(KDCUBE_SRC) PYTHONPATH=$(CURDIR) $(KVENV)/bin/python -m conformance.record
+	$(PY) -m conformance.compare
 
 test-django: venv
 	@scripts/test-group django tests $(NOT_DJANGO) -m "not asyncio"
