@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from policy.domain.analysis import Analysis, analyze_text
+from policy.domain.builtins import DEFAULT_ROLE, ROLES
 from policy.domain.catalog import catalog_entries, render_catalog
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.dryrun import RoundSpecError, describe, dry_run, parse_round_spec, resolve_mode
@@ -45,6 +46,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"traitdeck: {message} (see 'traitdeck --help')\n")
 
 
+def _role_option(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument(
+        "--role",
+        choices=ROLES,
+        default=DEFAULT_ROLE,
+        help="the agent's role at run time, which decides the built-ins: parent (can delegate: "
+        "react.delegate), child (a sub-agent: react.contribute), none (default: parent)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="traitdeck",
@@ -70,14 +81,17 @@ def build_parser() -> argparse.ArgumentParser:
     command("validate", "Print every diagnostic; exit 1 when there are errors.", formats=True)
     effective = command("effective", "Effective traits of an agent's tools.", formats=True)
     effective.add_argument("--agent", required=True)
+    _role_option(effective)
     catalog = command("catalog", "The tool catalog text the model will read.", formats=False)
     catalog.add_argument("--agent", required=True)
+    _role_option(catalog)
     catalog.add_argument("--tool", metavar="ID", help="only this model-facing tool id")
     catalog.add_argument("--no-builtins", action="store_true", help="leave out the react.* tools")
     dry = command(
         "dry-run", "Run a round through the overseer, early gate and ledger.", formats=True
     )
     dry.add_argument("--agent", required=True)
+    _role_option(dry)
     dry.add_argument("--round", required=True, metavar="R.json", help="the round to run (JSON)")
     dry.add_argument(
         "--multi-action-mode",
@@ -181,8 +195,9 @@ def _note_errors(file: str, analysis: Analysis, err: TextIO) -> int:
     return EXIT_NEGATIVE
 
 
-def _resolve(analysis: Analysis, agent: str, manifest: Manifest | None) -> AgentResolution:
-    return resolve_agent(analysis.data, agent, manifest)
+def _resolve(analysis: Analysis, args: argparse.Namespace) -> AgentResolution:
+    role = None if args.role == "none" else args.role
+    return resolve_agent(analysis.data, args.agent, args.manifest_data, role=role)
 
 
 def cmd_validate(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
@@ -196,7 +211,7 @@ def cmd_validate(args: argparse.Namespace, analysis: Analysis, out: TextIO, err:
 
 
 def cmd_effective(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
-    resolution = _resolve(analysis, args.agent, args.manifest_data)
+    resolution = _resolve(analysis, args)
     # A YAML key may be a date or a number: JSON (and the provenance) spell keys as text.
     data = jsonable(effective_json(resolution))
     if args.format == "json":
@@ -219,7 +234,7 @@ def cmd_effective(args: argparse.Namespace, analysis: Analysis, out: TextIO, err
 
 
 def cmd_catalog(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
-    resolution = _resolve(analysis, args.agent, args.manifest_data)
+    resolution = _resolve(analysis, args)
     tools = [t for t in resolution.tools if not (args.no_builtins and t.builtin)]
     if args.tool is not None:
         tools = [t for t in tools if t.tool_id == args.tool]
@@ -232,7 +247,7 @@ def cmd_catalog(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: 
 
 
 def cmd_dry_run(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
-    resolution = _resolve(analysis, args.agent, args.manifest_data)
+    resolution = _resolve(analysis, args)
     try:
         spec = parse_round_spec(_read_json(args.round, args.max_bytes, "round"))
     except RoundSpecError as exc:

@@ -734,3 +734,29 @@ def test_fmt_output_equals_the_web_export_bytes_of_the_same_policy(
     page = admin_client.get("/policy/export.yaml")
     assert api.content == fmt.out.encode("utf-8")
     assert page.content == fmt.out.encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("role", "present", "absent"),
+    [
+        ("parent", "react.delegate", "react.contribute"),
+        ("child", "react.contribute", "react.delegate"),
+        ("none", None, "react.delegate"),
+    ],
+)
+def test_catalog_lists_the_built_ins_of_the_agents_role(
+    policy: Path, role: str, present: str | None, absent: str
+) -> None:
+    result = traitdeck("catalog", policy, "--agent", "main", "--role", role)
+    assert result.code == 0
+    ids = [line.split("] ", 1)[1] for line in result.out.splitlines() if line.startswith("[")]
+    if present is not None:
+        assert present in ids
+    assert absent not in ids
+    assert "react.contribute" not in ids or role == "child"
+
+
+def test_an_unknown_role_is_a_usage_error(policy: Path) -> None:
+    result = traitdeck("effective", policy, "--agent", "main", "--role", "boss")
+    assert result.code == 2
+    assert "invalid choice: 'boss'" in result.err
