@@ -27,7 +27,8 @@ from policy.domain.loading import (
 )
 from policy.domain.manifest import Manifest
 from policy.domain.paths import AGENTS, Path, format_path
-from policy.domain.traits import is_early_profile, is_exactly_neutral
+from policy.domain.round_policy import namespace_override
+from policy.domain.traits import is_early
 from policy.domain.traits import resolved_strategy as _resolved_strategy
 
 BUILTIN = "builtin"
@@ -89,7 +90,7 @@ class EffectiveTool:
     @property
     def early(self) -> bool:
         """Static early eligibility: exactly neutral with the complete early profile."""
-        return is_exactly_neutral(self.strategy) and is_early_profile(self.traits.get("execution"))
+        return is_early(self.traits)
 
     @property
     def design(self) -> ExecutionDesign:
@@ -98,12 +99,10 @@ class EffectiveTool:
 
     def traits_for(self, params: Any) -> Mapping[str, Any]:
         """The trait mapping for one call: a namespace override replaces the whole mapping when
-        ``params.namespace`` names a namespace that has one for this tool."""
-        if isinstance(params, Mapping) and self.namespace_overrides:
-            namespace = params.get("namespace")
-            if isinstance(namespace, str) and namespace in self.namespace_overrides:
-                return self.namespace_overrides[namespace]
-        return self.traits
+        ``params.namespace`` selects one (the runtime's lookup: case, trailing ``:`` and
+        sub-scopes such as ``mem:notes`` fall back to ``mem``)."""
+        found = namespace_override(self.namespace_overrides, params)
+        return found if found is not None else self.traits
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,25 @@ def _namespace_key(value: Any) -> str:
     return str(value or "").strip().lower().rstrip(":")
 
 
+def namespace_override(
+    overrides: Mapping[str, Mapping[str, Any]], params: Any
+) -> Mapping[str, Any] | None:
+    """The override a call's ``params.namespace`` selects, as the runtime looks it up: the
+    namespace lower-cased with trailing ``:`` stripped, then its base (``mem:notes`` → ``mem``);
+    override keys are compared the same way. ``None``: the tool's default traits apply."""
+    if not overrides or not isinstance(params, Mapping):
+        return None
+    full = _namespace_key(params.get("namespace"))
+    base = full.split(":", 1)[0].strip()
+    if not base:
+        return None
+    by_key: dict[str, Mapping[str, Any]] = {}
+    for key, value in overrides.items():
+        if _namespace_key(key) and isinstance(value, Mapping) and value:
+            by_key[_namespace_key(key)] = value
+    return by_key.get(full) or by_key.get(base)
+
+
 @dataclass(frozen=True)
 class RoundPolicy:
     """The configured (non-built-in) tools of one agent, by model-facing id."""
@@ -69,14 +88,9 @@ class RoundPolicy:
         tid = tool_id.strip()
         if not tid:
             return {}
-        if isinstance(params, Mapping):
-            full = _namespace_key(params.get("namespace"))
-            base = full.split(":", 1)[0].strip()
-            if base:
-                overrides = self.overrides_by_id.get(tid, {})
-                found = overrides.get(full) or overrides.get(base)
-                if found:
-                    return found
+        found = namespace_override(self.overrides_by_id.get(tid, {}), params)
+        if found:
+            return found
         own = self.traits_by_id.get(tid)
         if own:
             return own

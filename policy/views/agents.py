@@ -28,12 +28,8 @@ from policy.domain.edits import add_agent
 from policy.domain.execution_design import ExecutionDesign
 from policy.domain.placement import Placement, entry_keys, tool_rows
 from policy.domain.resolution import AgentResolution, EffectiveTool, UnknownAgentError
-from policy.domain.traits import (
-    UNKNOWN,
-    is_early_profile,
-    is_exactly_neutral,
-    normalize_strategy,
-)
+from policy.domain.round_policy import namespace_override
+from policy.domain.traits import UNKNOWN, is_early, normalize_strategy
 from policy.forms import AgentNameForm, ManifestForm, first_error
 from policy.forms_connections import CONNECTION_FORMS
 from policy.selectors import (
@@ -254,16 +250,15 @@ def _overrides(
         return ()
     out = []
     for namespace in connection.namespaces:
-        override = tool.namespace_overrides.get(namespace.name) if tool else None
+        override = (
+            namespace_override(tool.namespace_overrides, {"namespace": namespace.name})
+            if tool
+            else None
+        )
         if name not in namespace.callables and override is None:
             continue
         strategy = normalize_strategy(override.get("strategy")) if override is not None else None
-        early = (
-            override is not None
-            and strategy is not None
-            and is_exactly_neutral(strategy)
-            and is_early_profile(override.get("execution"))
-        )
+        early = override is not None and is_early(override)
         url = _tool_url(agent, connection.index, name, namespace.name)
         out.append(OverrideView(namespace.name, strategy, early, url))
     return tuple(out)
@@ -283,7 +278,7 @@ def _row(
         entry = connection.traits_raw().get(key)
         traits: Mapping[str, Any] = entry if isinstance(entry, Mapping) else {}
         strategy = normalize_strategy(traits.get("strategy"))
-        early = is_exactly_neutral(strategy) and is_early_profile(traits.get("execution"))
+        early = is_early(traits)
         return ToolRowView(
             name=name,
             tool_id=f"mcp.{connection.alias}.*",

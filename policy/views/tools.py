@@ -21,13 +21,7 @@ from policy.domain.edits import DESIGN_FIELDS, EditError
 from policy.domain.placement import place
 from policy.domain.resolution import EffectiveTool, UnknownAgentError, resolve_agent
 from policy.domain.tool_edit import ToolTarget, UnknownToolError, find_tool
-from policy.domain.traits import (
-    EARLY_PROFILE,
-    UNKNOWN,
-    is_early_profile,
-    is_exactly_neutral,
-    resolved_strategy,
-)
+from policy.domain.traits import EARLY_PROFILE, UNKNOWN, is_early, resolved_strategy
 from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
 from policy.forms import ToolForm
 from policy.selectors import (
@@ -118,7 +112,7 @@ def _summary(tool: EffectiveTool | None, namespace: str | None) -> dict[str, Any
     return {
         "strategy": strategy,
         "runs_alone": strategy == (UNKNOWN,),
-        "early": is_exactly_neutral(strategy) and is_early_profile(traits.get("execution")),
+        "early": is_early(traits),
     }
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from policy.domain.resolution import resolve_agent
 from policy.domain.round_policy import RoundPolicy
-from policy.domain.traits import EARLY_PROFILE
+from policy.domain.traits import EARLY_PROFILE, normalize_strategy
 
 EARLY = {"strategy": ["neutral"], "execution": dict(EARLY_PROFILE)}
 
@@ -155,3 +155,46 @@ def test_it_builds_from_an_agent_resolution() -> None:
     assert policy.known(UPSERT)
     assert policy.traits(UPSERT)["strategy"] == ["exploitation"]
     assert policy.traits(UPSERT, {"namespace": "mem:notes"})["strategy"] == ["neutral"]
+
+
+@pytest.mark.parametrize(
+    ("namespace", "strategy"),
+    [
+        ("mem", ["neutral"]),
+        ("MEM:", ["neutral"]),
+        ("mem:notes", ["neutral"]),
+        ("task", ["exploration"]),
+    ],
+)
+def test_the_effective_view_uses_the_runtimes_namespace_lookup(
+    namespace: str, strategy: list[str]
+) -> None:
+    data = {
+        "surfaces": {
+            "as_consumer": {
+                "agents": {
+                    "main": {
+                        "tools": [
+                            {
+                                "kind": "named_service",
+                                "namespaces": {
+                                    "mem": {
+                                        "allowed": ["object.search"],
+                                        "tool_traits": {
+                                            "search_objects": {"strategy": ["neutral"]}
+                                        },
+                                    },
+                                    "task": {"allowed": ["object.search"]},
+                                },
+                                "tool_traits": {"search_objects": {"strategy": ["exploration"]}},
+                            }
+                        ]
+                    }
+                }
+            }
+        }
+    }
+    tool = resolve_agent(data, "main").find("named_services.search_objects")
+    assert tool is not None
+    traits = tool.traits_for({"namespace": namespace})
+    assert list(normalize_strategy(traits.get("strategy"))) == strategy
