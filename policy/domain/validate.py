@@ -22,6 +22,7 @@ from policy.domain.connections import (
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.loading import trait_candidates
 from policy.domain.manifest import Manifest
+from policy.domain.multi_action import multi_action_enabled, profile_mode
 from policy.domain.paths import AGENTS
 from policy.domain.resolution import AgentResolution, agents_mapping, resolve_agent_key
 from policy.domain.source import SourceMap
@@ -96,6 +97,34 @@ def _check_agent(
         _check_connection(reporter, connection, reached)
     _check_aliases(reporter, resolution.connections)
     check_tools(reporter, resolution)
+    _multi_action_off(reporter, data, key, resolution)
+
+
+def _multi_action_off(reporter: Reporter, data: Any, key: Any, resolution: AgentResolution) -> None:
+    """Strategy ordering only matters when the runtime lets the model emit several actions: say
+    so when nothing in the policy turns multi-action on for this agent."""
+    if not any("strategy" in tool.traits for tool in resolution.tools if not tool.builtin):
+        return
+    mode = profile_mode(data, str(key))
+    if multi_action_enabled(mode):
+        return
+    why = (
+        f"its default instruction profile sets multi_action_mode: {mode!r}"
+        if mode is not None
+        else "no instruction profile of this agent turns it on, and the runtime's deployment "
+        "setting AI_REACT_AGENT_MULTI_ACTION defaults to off"
+    )
+    reporter.info(
+        "multi-action-off",
+        (*AGENTS, key),
+        f"Multi-action mode is off for agent {key!r} unless the deployment turns it on ({why}): "
+        "the model is asked for one action per round and only the first action it streams is "
+        "executed, so the strategy ordering rules never see a second action.",
+        "To let the model emit several calls per round, set AI_REACT_AGENT_MULTI_ACTION=on in the "
+        "runtime or add an instruction profile with multi_action_mode: on "
+        f"(react.{key}.instruction_profiles); the playground's multi_action_mode field shows both.",
+        at="key",
+    )
 
 
 def _fallback(reporter: Reporter, key: Any, resolution: AgentResolution) -> None:

@@ -216,7 +216,8 @@ def test_it_lists_connections_as_stored_with_their_diagnostics(api: Client) -> N
     assert codes(broken["diagnostics"]) == ["connection-unloadable"]
     # The item that is no mapping has no connection of its own: its finding is the agent's.
     assert [(d["code"], d["path"]) for d in body["diagnostics"]] == [
-        ("shape", "agents.main.tools[1]")
+        ("multi-action-off", "agents.main"),
+        ("shape", "agents.main.tools[1]"),
     ]
 
 

@@ -148,7 +148,7 @@ def write_json(tmp_path: Path, name: str, data: Any) -> Path:
 def test_validate_exits_0_on_a_policy_with_only_warnings(policy: Path) -> None:
     result = traitdeck("validate", policy)
     assert result.code == 0
-    assert result.out.splitlines()[-1] == "0 error(s), 6 warning(s), 8 info"
+    assert result.out.splitlines()[-1] == "0 error(s), 6 warning(s), 9 info"
     assert f"{policy}:10:31: warning [strategy-unknown]" in result.out
 
 

@@ -133,7 +133,8 @@ def test_each_seed_example_validates_without_errors(
     assert [d for d in diagnostics if d.severity is Severity.ERROR] == []
     assert warnings(diagnostics) == expected
     infos = [d.code for d in diagnostics if d.severity is Severity.INFO]
-    assert infos == ["timeout-missing"] * tools
+    # The seeds declare no instruction profile: multi-action stays at the runtime's default, off.
+    assert infos == ["timeout-missing"] * tools + ["multi-action-off"]
 
 
 def test_the_three_seed_examples_together_validate_without_errors() -> None:

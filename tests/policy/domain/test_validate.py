@@ -35,7 +35,36 @@ CLEAN = """
 
 
 def test_it_finds_nothing_in_a_clean_policy() -> None:
-    assert check(doc(CLEAN)) == []
+    assert [d.code for d in check(doc(CLEAN))] == ["multi-action-off"]
+
+
+MULTI_ON = """\
+react:
+  main:
+    instruction_profiles:
+      default: fanout
+      options:
+        - {id: fanout, multi_action_mode: safe_fanout}
+        - {id: lite, multi_action_mode: "off"}
+"""
+
+
+def test_it_says_ordering_rules_never_apply_while_multi_action_is_off() -> None:
+    (note,) = check(doc(CLEAN))
+    assert note.severity is Severity.INFO
+    assert note.path == "agents.main"
+    assert "one action per round" in note.message
+    assert "AI_REACT_AGENT_MULTI_ACTION" in note.message
+
+
+def test_it_stays_quiet_when_the_default_profile_turns_multi_action_on() -> None:
+    assert check(MULTI_ON + doc(CLEAN)) == []
+
+
+def test_it_names_the_profile_that_turns_multi_action_off() -> None:
+    text = MULTI_ON.replace("default: fanout", "default: lite") + doc(CLEAN)
+    (note,) = check(text)
+    assert "multi_action_mode: 'off'" in note.message
 
 
 # --- shape ----------------------------------------------------------------------------------------
