@@ -40,7 +40,7 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy policy/domain observe/domain
-	$(VENV)/bin/mypy config accounts policy observe --exclude '/domain/'
+	$(VENV)/bin/mypy config accounts audit policy observe --exclude '/domain/'
 	@echo "lint: ruff and mypy clean" > .test-artifacts/summary-0-lint.txt
 
 test-unit: venv

@@ -8,15 +8,21 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import RuntimeToken, Scope
+from audit.services import audit_record
 
 TOKEN_PREFIX = "tdk"
 #: Recording every use would turn each ingest POST into an extra write; a minute is precise enough.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+TOKEN_CREATE = "token.create"
+TOKEN_ROTATE = "token.rotate"
+TOKEN_REVOKE = "token.revoke"
 
 
 class TokenExists(Exception):
@@ -46,14 +52,30 @@ def _validate_scopes(scopes: Iterable[str]) -> list[str]:
     return unique
 
 
+def _audit_view(token: RuntimeToken | None) -> dict[str, Any] | None:
+    """A token as the audit log shows it (never its secret or hash)."""
+    if token is None:
+        return None
+    return {
+        "name": token.name,
+        "scopes": list(token.scopes),
+        "revoked": token.revoked_at.isoformat() if token.revoked_at else None,
+    }
+
+
 @transaction.atomic
-def runtime_token_create(*, name: str, scopes: Iterable[str], rotate: bool = False) -> IssuedToken:
-    """Create a token (or, with ``rotate``, replace the one of that name) and return its secret."""
+def runtime_token_create(
+    *, name: str, scopes: Iterable[str], rotate: bool = False, actor: Any = None
+) -> IssuedToken:
+    """Create a token (or, with ``rotate``, replace the one of that name) and return its secret.
+
+    ``actor`` (a user, or ``cli``/a name) is recorded in the audit log."""
     scope_list = _validate_scopes(scopes)
-    if rotate:
-        RuntimeToken.objects.filter(name=name).delete()
-    elif RuntimeToken.objects.filter(name=name).exists():
+    replaced = RuntimeToken.objects.filter(name=name).first()
+    if replaced is not None and not rotate:
         raise TokenExists(name)
+    if replaced is not None:
+        replaced.delete()
     key_id = secrets.token_hex(6)
     secret = f"{TOKEN_PREFIX}_{key_id}_{secrets.token_urlsafe(32)}"
     try:
@@ -62,16 +84,36 @@ def runtime_token_create(*, name: str, scopes: Iterable[str], rotate: bool = Fal
         )
     except IntegrityError as exc:  # a concurrent create of the same name
         raise TokenExists(name) from exc
+    audit_record(
+        actor=actor,
+        action=TOKEN_ROTATE if replaced is not None else TOKEN_CREATE,
+        target=f"token {name}",
+        before=_audit_view(replaced),
+        after=_audit_view(token),
+        ref={"token": name},
+    )
     return IssuedToken(token=token, secret=secret)
 
 
-def runtime_token_revoke(*, name: str) -> RuntimeToken:
-    token = RuntimeToken.objects.filter(name=name).first()
+@transaction.atomic
+def runtime_token_revoke(*, name: str, actor: Any = None) -> RuntimeToken:
+    """Revoke the token of that name (it stops working at once); revoking a revoked token
+    changes nothing and records nothing."""
+    token = RuntimeToken.objects.select_for_update().filter(name=name).first()
     if token is None:
         raise TokenNotFound(name)
     if token.revoked_at is None:
+        before = _audit_view(token)
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+        audit_record(
+            actor=actor,
+            action=TOKEN_REVOKE,
+            target=f"token {name}",
+            before=before,
+            after=_audit_view(token),
+            ref={"token": name},
+        )
     return token
 
 

@@ -6,18 +6,24 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from accounts.access import PUBLISHER
+from accounts.roles import has_role, role_granters, user_role
 from accounts.selectors import runtime_token_list
 from observe.selectors import rounds_overview
 from policy.selectors import draft_analysis, draft_state
+from policy.versions import draft_sha256, version_published
 
 
 def _policy_summary() -> dict[str, Any]:
     """The draft at a glance: how many agents, which revision, how many problems."""
     state = draft_state()
+    published = version_published()
     return {
         "agents": len(state.agents),
         "revision": state.revision,
         "summary": draft_analysis(state).summary(),
+        "published": published,
+        "unpublished": published is None or draft_sha256(state) != published.sha256,
     }
 
 
@@ -27,8 +33,18 @@ def overview(request: HttpRequest) -> HttpResponse:
         request,
         "accounts/overview.html",
         {
-            "tokens": runtime_token_list(),
+            # Token names and scopes are for publishers (who manage them), not every viewer.
+            "tokens": runtime_token_list() if has_role(request.user, PUBLISHER) else [],
             "policy": _policy_summary(),
             "rounds": rounds_overview(timezone.now()),
         },
+    )
+
+
+def no_role(request: HttpRequest) -> HttpResponse:
+    """Whom to ask for a role (open to every logged-in user, with a role or without)."""
+    return render(
+        request,
+        "accounts/no_role.html",
+        {"role": user_role(request.user), "granters": role_granters()},
     )

@@ -12,9 +12,12 @@ from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Val
 
 from accounts.auth import RuntimeTokenAuth, session_auth
 from accounts.models import RuntimeToken
+from audit.api import router as audit_router
 from observe.api import router as observe_router
 from policy.api import router as policy_router
 from policy.api_edit import router as policy_edit_router
+from policy.api_versions import router as versions_router
+from policy.api_versions import runtime_router
 
 api = NinjaAPI(
     title="Traitdeck API",
@@ -73,6 +76,9 @@ install_error_handlers(api)
 api.add_router("/v1", policy_router)
 api.add_router("/v1", policy_edit_router)
 api.add_router("/v1", observe_router)
+api.add_router("/v1", audit_router)
+api.add_router("/v1", versions_router)
+api.add_router("/v1", runtime_router)
 
 
 class HealthOut(Schema):

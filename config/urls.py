@@ -8,9 +8,12 @@ from config.api import api
 
 urlpatterns = [
     path("", account_views.overview, name="overview"),
+    path("accounts/no-role/", account_views.no_role, name="no-role"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("policy/", include("policy.urls")),
     path("live/", include("observe.urls")),
+    path("audit/", include("audit.urls")),
+    path("tokens/", include("accounts.urls")),
     path("api/", api.urls),
 ]

@@ -31,7 +31,7 @@ from observe.selectors import (
     rounds_page,
 )
 from observe.services import events_ingest
-from policy.selectors import draft_agent_names
+from policy.versions import agents_in_force, version_index
 
 router = Router(tags=["rounds"])
 
@@ -77,6 +77,7 @@ class RoundOut(Schema):
     finished_at: str | None
     outcome: str | None
     policy_hash: str | None
+    policy_version: int | None
     agent_in_policy: bool
     counts: CountsOut
     url: str
@@ -167,7 +168,7 @@ def post_events(request: HttpRequest) -> Any:
     same content counts as a duplicate; `accepted` counts newly stored events only."""
     events = read_events(request)
     # The draft is the policy in force until versions exist.
-    result = events_ingest(events, known_agents=frozenset(draft_agent_names()))
+    result = events_ingest(events, known_agents=agents_in_force())
     return Status(200, result.to_dict())
 
 
@@ -210,8 +211,10 @@ def parse_kinds(values: list[str]) -> frozenset[str]:
     return frozenset(values)
 
 
-def round_out(row: Round) -> dict[str, Any]:
-    """The round object of §4 from the row's columns (no re-assembly: a page holds up to 500)."""
+def round_out(row: Round, versions: dict[tuple[str, str], int]) -> dict[str, Any]:
+    """The round object of §4 from the row's columns (no re-assembly: a page holds up to 500).
+    ``versions`` is :func:`policy.versions.version_index`: ``policy_version`` is the version
+    whose per-agent hash is the round's ``policy_hash`` (DESIGN §6)."""
     return {
         "agent": row.agent,
         "turn_id": row.turn_id,
@@ -220,6 +223,7 @@ def round_out(row: Round) -> dict[str, Any]:
         "finished_at": format_ts(row.finished_at) if row.finished_at is not None else None,
         "outcome": row.outcome,
         "policy_hash": row.policy_hash,
+        "policy_version": versions.get((row.agent, row.policy_hash or "")),
         "agent_in_policy": row.agent_in_policy,
         "counts": {
             "actions": row.actions,
@@ -260,7 +264,8 @@ def list_rounds(
     except BadCursor as exc:
         reason = str(exc)
         raise HttpError(422, f"{reason[:1].upper()}{reason[1:]}; start again without it.") from exc
-    return Status(200, {"rounds": [round_out(row) for row in rows], "next": next_cursor})
+    versions = version_index()
+    return Status(200, {"rounds": [round_out(row, versions) for row in rows], "next": next_cursor})
 
 
 @router.get(
@@ -281,4 +286,5 @@ def get_round(request: HttpRequest, agent: str, turn_id_and_iteration: str) -> A
     detail = round_detail_dict(
         round_assembled(row), round_url(row), agent_in_policy=row.agent_in_policy
     )
+    detail["policy_version"] = version_index().get((row.agent, row.policy_hash or ""))
     return Status(200, detail)

@@ -19,6 +19,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.http import QueryDict
 
+from accounts.access import VIEWER
+from accounts.sessions import session_allows
 from observe.live import (
     Counters,
     StreamUpdate,
@@ -32,14 +34,24 @@ from observe.services import LIVE_GROUP
 
 logger = logging.getLogger(__name__)
 
-#: Close code for a socket opened without a logged-in session (htmx does not reconnect on it).
+#: Close code for a socket opened without a logged-in session (htmx does not reconnect on it),
+#: or whose session ended since (logout, expiry): the page asks for a login.
 UNAUTHENTICATED = 4401
+#: Close code for a user without the viewer role (never had it, or it was taken away).
+FORBIDDEN = 4403
 
 
 def _db[**P, T](func: Callable[P, T]) -> Callable[P, Awaitable[T]]:
     """``database_sync_to_async`` with its types (channels ships none)."""
     wrapped: Callable[P, Awaitable[T]] = database_sync_to_async(func)
     return wrapped
+
+
+@_db
+def _session_allows(user: Any, session_key: str | None) -> int | None:
+    return session_allows(
+        user, session_key, role=VIEWER, unauthenticated=UNAUTHENTICATED, forbidden=FORBIDDEN
+    )
 
 
 @_db
@@ -69,6 +81,9 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
     """
 
     tick_seconds: float = 3.0
+    #: How often the session and the role are checked again: a logout, an expired session or
+    #: a role taken away ends the stream within this many seconds.
+    session_check_seconds: float = 3.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -78,6 +93,7 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
         self.counters: Counters | None = None
         self._joined = False
         self._ticker: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
     async def connect(self) -> None:
@@ -87,6 +103,11 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
             # forever; a close with our code tells the page to ask for a login instead.
             await self.accept()
             await self.close(code=UNAUTHENTICATED)
+            return
+        refusal = await _session_allows(user, self._session_key())
+        if refusal is not None:
+            await self.accept()
+            await self.close(code=refusal)
             return
         query = QueryDict(self.scope.get("query_string", b"").decode("utf-8", "replace"))
         self.round_filter = parse_filter(query).round_filter
@@ -100,12 +121,19 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
         await self.accept()
         await self.refresh()
         self._ticker = asyncio.create_task(self._tick())
+        self._watcher = asyncio.create_task(self._watch_session())
+
+    def _session_key(self) -> str | None:
+        session = self.scope.get("session")
+        key = getattr(session, "session_key", None)
+        return key if isinstance(key, str) else None
 
     async def disconnect(self, code: int) -> None:
-        if self._ticker is not None:
-            self._ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._ticker
+        for task in (self._ticker, self._watcher):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self._joined:
             await self.channel_layer.group_discard(LIVE_GROUP, self.channel_name)
 
@@ -136,3 +164,18 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
             except Exception:
                 # Keep ticking: a database hiccup must not end the healing of dropped messages.
                 logger.exception("live stream refresh failed; trying again on the next tick")
+
+    async def _watch_session(self) -> None:
+        """Close the stream once its session ends or its user loses the role."""
+        while True:
+            await asyncio.sleep(self.session_check_seconds)
+            try:
+                refusal = await _session_allows(self.scope.get("user"), self._session_key())
+            except Exception:
+                logger.exception("live stream session check failed; trying again")
+                continue
+            if refusal is not None:
+                if self._ticker is not None:
+                    self._ticker.cancel()
+                await self.close(code=refusal)
+                return

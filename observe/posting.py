@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from observe.domain.simulator import Simulator
 
 EVENTS_PATH: Final = "/api/v1/events"
 WHOAMI_PATH: Final = "/api/v1/whoami"
+CONFIG_PATH: Final = "/api/v1/agents/{agent}/config.yaml"
 #: A round is delivered over this many real seconds: its simulated duration, clamped.
 MIN_ROUND_S: Final = 1.0
 MAX_ROUND_S: Final = 3.0
@@ -203,6 +205,18 @@ class Server:
                 f"the token {body.get('name')!r} lacks the events:write scope "
                 f"(it has: {', '.join(scopes) or 'none'})"
             )
+
+    def fetch_config(self, agent: str) -> tuple[int, str, str | None]:
+        """The agent's published runtime file, as a runtime fetches it: ``(status, text, hash)``
+        with the ETag's hash (``None`` when the server sent none). Never raises for an HTTP
+        status; an unreachable server is ``(0, reason, None)``."""
+        url = f"{self.base_url}{CONFIG_PATH.format(agent=urllib.parse.quote(agent, safe=''))}"
+        try:
+            response = self.client.get(url, headers={"Accept": "application/yaml"})
+        except httpx.HTTPError as exc:
+            return 0, _reason(exc), None
+        etag = response.headers.get("ETag")
+        return response.status_code, response.text, etag.strip('"') if etag else None
 
     def post(self, events: list[dict[str, Any]], *, retries: Sequence[float]) -> dict[str, Any]:
         """Post one batch; re-post it after a transient failure, waiting ``retries`` between."""

@@ -38,6 +38,7 @@ from observe.selectors import (
     rounds_page,
 )
 from observe.timeline import build_timeline
+from policy.versions import version_index
 
 LIVE_TEMPLATE = "observe/live.html"
 ROUND_TEMPLATE = "observe/round.html"
@@ -98,6 +99,7 @@ def round_page(request: HttpRequest, agent: str, turn_id: str, iteration: int) -
             "timeline": build_timeline(assembled),
             "actions": action_details(assembled),
             "events": event_rows(assembled),
+            "policy_version": version_index().get((row.agent, row.policy_hash or "")),
         },
     )
 

@@ -44,6 +44,14 @@ from policy.api_edit_schemas import (
     ToolWriteOut,
     model_body,
 )
+from policy.audit_notes import (
+    agent_added,
+    connection_added,
+    connection_edited,
+    connection_moved,
+    connection_removed,
+    tool_edited,
+)
 from policy.domain.connections import KINDS, WILDCARD, Connection
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.edits import (
@@ -231,6 +239,7 @@ def agent_create(request: HttpRequest) -> Any:
         edit=lambda doc: add_agent(doc, name),
         base_revision=if_match_revision(request),
         user=request.user,
+        audit=agent_added(name),
     )
     return Status(201, {"revision": state.revision, "agent": _summary(state, name)})
 
@@ -293,6 +302,7 @@ def connection_create(request: HttpRequest, agent: str) -> Any:
         edit=lambda doc: add_connection(doc, agent, fields),
         base_revision=if_match_revision(request),
         user=request.user,
+        audit=connection_added(agent),
     )
     index = connection_count(state.data, agent) - 1
     return Status(
@@ -314,6 +324,7 @@ def connection_patch(request: HttpRequest, agent: str, index: int) -> Any:
         edit=lambda doc: update_connection(doc, agent, index, fields),
         base_revision=if_match_revision(request),
         user=request.user,
+        audit=connection_edited(agent, index),
     )
     return {"revision": state.revision, "connection": _connection_at(state, agent, index)}
 
@@ -332,7 +343,12 @@ def connection_delete(request: HttpRequest, agent: str, index: int) -> Any:
         removed.append(connection_mapping(doc, agent, index))
         return remove_connection(doc, agent, index)
 
-    state = draft_change(edit=edit, base_revision=if_match_revision(request), user=request.user)
+    state = draft_change(
+        edit=edit,
+        base_revision=if_match_revision(request),
+        user=request.user,
+        audit=connection_removed(agent, index),
+    )
     return {
         "revision": state.revision,
         "removed": {"index": index, "connection": jsonable(removed[-1])},
@@ -353,6 +369,7 @@ def connection_move(request: HttpRequest, agent: str, index: int) -> Any:
         edit=lambda doc: move_connection(doc, agent, index, to),
         base_revision=if_match_revision(request),
         user=request.user,
+        audit=connection_moved(agent, index, to),
     )
     return {"revision": state.revision, "connection": _connection_at(state, agent, to)}
 
@@ -390,7 +407,12 @@ def tool_put(request: HttpRequest, agent: str, index: int, key: str) -> Any:
         ),
         lambda old: build_design(old, design),
     )
-    new_state = draft_change(edit=edit, base_revision=if_match_revision(request), user=request.user)
+    new_state = draft_change(
+        edit=edit,
+        base_revision=if_match_revision(request),
+        user=request.user,
+        audit=tool_edited(target),
+    )
     return {"revision": new_state.revision, "tool": _tool_out(new_state, target)}
 
 
@@ -405,7 +427,8 @@ def tool_put(request: HttpRequest, agent: str, index: int, key: str) -> Any:
 @writes
 def manifest_put(request: HttpRequest, agent: str) -> Any:
     """Store the agent's manifest (the tools and intrinsic traits the runtime discovered). It is
-    not part of the draft document: the revision stays, but a stale ``If-Match`` is refused."""
+    not part of the draft document, but it changes the draft's meaning: the revision grows, and a
+    stale ``If-Match`` is refused (409, nothing stored)."""
     agent_or_404(draft_state(), agent)
     data = read_json(request, limit=MANIFEST_MAX_BYTES)
     try:
@@ -422,6 +445,8 @@ def manifest_put(request: HttpRequest, agent: str) -> Any:
 def manifest_delete(request: HttpRequest, agent: str) -> Any:
     """Remove the agent's manifest."""
     agent_or_404(draft_state(), agent)
-    if not manifest_remove(agent=agent, base_revision=if_match_revision(request)):
+    if not manifest_remove(
+        agent=agent, base_revision=if_match_revision(request), user=request.user
+    ):
         raise HttpError(404, f"Agent {agent!r} has no manifest.")
     return {"revision": draft_state().revision, "removed": {"agent": agent}}

@@ -39,3 +39,31 @@ class AgentManifest(models.Model):
 
     def __str__(self) -> str:
         return f"manifest of {self.agent}"
+
+
+class PolicyVersion(models.Model):
+    """A published policy: immutable once created (a rollback publishes a new version).
+
+    ``body`` is the export body (what ``sha256`` hashes: the whole-policy export header's hash);
+    ``agent_hashes`` maps each agent to the hash of its runtime file (``config.yaml``), which a
+    runtime reports as ``policy_hash`` — that is how a round links to the version it ran under.
+    """
+
+    number = models.PositiveIntegerField(unique=True)
+    body = models.TextField()
+    sha256 = models.CharField(max_length=64)
+    agent_hashes = models.JSONField(default=dict)
+    message = models.TextField()
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    author_name = models.CharField(max_length=150)
+    created_at = models.DateTimeField(auto_now_add=True)
+    draft_revision = models.PositiveBigIntegerField(default=0)
+    rollback_of = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-number"]
+
+    def __str__(self) -> str:
+        return f"version {self.number}"

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.urls import NoReverseMatch, reverse
 
 from policy.domain.analysis import Analysis, analyze_text
+from policy.domain.builtins import DEFAULT_ROLE, ROLES
 from policy.domain.dryrun import RoundSpec, resolve_mode
 from policy.domain.manifest import Manifest, parse_manifest
 from policy.domain.multi_action import profile_mode
@@ -98,9 +99,19 @@ def text_analysis(text: str | bytes, *, max_bytes: int) -> Analysis:
     return analyze_text(text, manifests=per_agent, max_bytes=max_bytes)
 
 
-def agent_resolution(state: DraftState, agent: str) -> AgentResolution:
-    """Raises ``UnknownAgentError`` when the draft has no such agent."""
-    return resolve_agent(state.data, agent, manifest_for(agent))
+def agent_resolution(
+    state: DraftState, agent: str, *, role: str | None = DEFAULT_ROLE
+) -> AgentResolution:
+    """Raises ``UnknownAgentError`` when the draft has no such agent. ``role`` picks the
+    built-ins (parent: react.delegate, child: react.contribute, None: neither)."""
+    return resolve_agent(state.data, agent, manifest_for(agent), role=role)
+
+
+def role_param(raw: str | None) -> str | None:
+    """The ``?role=`` of the effective and catalog views: parent (default), child or none."""
+    if raw == "none":
+        return None
+    return raw if raw in ROLES else DEFAULT_ROLE
 
 
 def agent_placement(state: DraftState, resolution: AgentResolution) -> Placement:

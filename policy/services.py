@@ -12,6 +12,16 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from audit.services import audit_record
+from policy.audit_notes import (
+    DRAFT_EDITED,
+    MANIFEST_REMOVE,
+    MANIFEST_UPLOAD,
+    AuditNote,
+    agent_removed,
+    agent_renamed,
+    policy_replaced,
+)
 from policy.domain.edits import EditError, check_agent_name, remove_agent, rename_agent
 from policy.domain.manifest import parse_manifest
 from policy.domain.yaml_io import CLI_MAX_BYTES, dump_body, load_policy
@@ -53,11 +63,15 @@ def _locked_draft(base_revision: int | None) -> tuple[PolicyDraft | None, int]:
 
 
 @transaction.atomic
-def draft_change(*, edit: Edit, base_revision: int | None, user: Any = None) -> DraftState:
+def draft_change(
+    *, edit: Edit, base_revision: int | None, user: Any = None, audit: AuditNote | None = None
+) -> DraftState:
     """Apply ``edit`` to the draft document and store the result as the next revision.
 
     ``base_revision`` None applies to whatever the current draft is (API calls without
     ``If-Match``). The row lock makes concurrent changes queue instead of overwriting.
+    Records one audit entry as ``audit`` describes it (without one: the whole policy before
+    and after, as ``draft.edit``).
     """
     draft, current = _locked_draft(base_revision)
     state = draft_state()
@@ -76,14 +90,34 @@ def draft_change(*, edit: Edit, base_revision: int | None, user: Any = None) -> 
     draft.revision = current + 1
     draft.updated_by = _user(user)
     draft.save()
+    note = audit or DRAFT_EDITED
+    before, after = note.before_after(state.data, new_data)
+    audit_record(
+        actor=user,
+        action=note.action,
+        target=note.target,
+        message=note.message,
+        before=before,
+        after=after,
+        ref=note.ref,
+    )
     return draft_state()
 
 
 def draft_replace(
-    *, data: dict[str, Any], base_revision: int | None, user: Any = None
+    *,
+    data: dict[str, Any],
+    base_revision: int | None,
+    user: Any = None,
+    audit: AuditNote | None = None,
 ) -> DraftState:
-    """Replace the whole draft (an applied import)."""
-    return draft_change(edit=lambda _old: data, base_revision=base_revision, user=user)
+    """Replace the whole draft (an applied import, unless ``audit`` says otherwise)."""
+    return draft_change(
+        edit=lambda _old: data,
+        base_revision=base_revision,
+        user=user,
+        audit=audit or policy_replaced(),
+    )
 
 
 @transaction.atomic
@@ -97,12 +131,15 @@ def agent_rename(
     except EditError as exc:
         raise EditRefused(str(exc)) from exc
     state = draft_change(
-        edit=lambda doc: rename_agent(doc, agent, new_name), base_revision=base_revision, user=user
+        edit=lambda doc: rename_agent(doc, agent, new_name),
+        base_revision=base_revision,
+        user=user,
+        audit=agent_renamed(agent, new_name),
     )
     if new_name != agent:
         # A manifest left under the new name (its agent removed by an import) is not this
         # agent's: the renamed agent keeps its own manifest, or none.
-        manifest_remove(agent=new_name)
+        _manifest_delete(agent=new_name)
         manifest_rename(old=agent, new=new_name)
     return state
 
@@ -111,9 +148,12 @@ def agent_rename(
 def agent_remove(*, agent: str, base_revision: int | None, user: Any = None) -> DraftState:
     """Remove an agent and its manifest."""
     state = draft_change(
-        edit=lambda doc: remove_agent(doc, agent), base_revision=base_revision, user=user
+        edit=lambda doc: remove_agent(doc, agent),
+        base_revision=base_revision,
+        user=user,
+        audit=agent_removed(agent),
     )
-    manifest_remove(agent=agent)
+    _manifest_delete(agent=agent)
     return state
 
 
@@ -123,26 +163,69 @@ def manifest_upload(
 ) -> AgentManifest:
     """Store an agent's manifest; raises ``ManifestError`` (a ValueError) when malformed.
 
-    A manifest is not part of the draft document (its revision does not change), but with
-    ``base_revision`` the upload is refused (``StaleRevision``) when the draft moved on."""
-    if base_revision is not None:
-        _locked_draft(base_revision)
+    A manifest is not part of the draft document, but it changes what the draft means (the
+    effective traits), so it is a change like any other: the draft's revision grows, and with
+    ``base_revision`` a stale upload is refused (``StaleRevision``) and changes nothing."""
+    draft, current = _locked_draft(base_revision)
     parse_manifest(data)
+    _bump_revision(draft, current, user)
+    old = AgentManifest.objects.filter(agent=agent).values_list("data", flat=True).first()
     row, _ = AgentManifest.objects.update_or_create(
         agent=agent, defaults={"data": data, "uploaded_by": _user(user)}
+    )
+    audit_record(
+        actor=user,
+        action=MANIFEST_UPLOAD,
+        target=f"manifest {agent}",
+        before=old,
+        after=data,
+        ref={"agent": agent},
     )
     return row
 
 
 @transaction.atomic
-def manifest_remove(*, agent: str, base_revision: int | None = None) -> bool:
-    """Remove an agent's manifest; ``False`` when it had none. ``base_revision`` as for
-    :func:`manifest_upload`."""
-    if base_revision is not None:
-        _locked_draft(base_revision)
+def manifest_remove(*, agent: str, base_revision: int | None = None, user: Any = None) -> bool:
+    """Remove an agent's manifest; ``False`` when it had none (then the revision stays).
+    ``base_revision`` and the revision as for :func:`manifest_upload`."""
+    draft, current = _locked_draft(base_revision)
+    old = AgentManifest.objects.filter(agent=agent).values_list("data", flat=True).first()
+    if not _manifest_delete(agent=agent):
+        return False
+    _bump_revision(draft, current, user)
+    audit_record(
+        actor=user,
+        action=MANIFEST_REMOVE,
+        target=f"manifest {agent}",
+        before=old,
+        ref={"agent": agent},
+    )
+    return True
+
+
+def _bump_revision(draft: PolicyDraft | None, current: int, user: Any) -> None:
+    """Store the locked draft as the next revision, its document unchanged (a manifest
+    change: forms and ``If-Match`` based on the old revision are now stale)."""
+    if draft is None:
+        draft = PolicyDraft(pk=PolicyDraft.SINGLETON_ID, body=dump_body(draft_state().data))
+    draft.revision = current + 1
+    draft.updated_by = _user(user)
+    draft.save()
+
+
+def _manifest_delete(*, agent: str) -> bool:
+    """Delete without an audit entry of its own (part of an agent's rename or removal)."""
     deleted, _ = AgentManifest.objects.filter(agent=agent).delete()
     return deleted > 0
 
 
 def manifest_rename(*, old: str, new: str) -> None:
     AgentManifest.objects.filter(agent=old).update(agent=new)
+
+
+@transaction.atomic
+def draft_lock(*, base_revision: int | None) -> DraftState:
+    """The current draft, its row locked until the caller's transaction ends (publishing reads
+    a draft that no edit can change underneath it); ``StaleRevision`` as for ``draft_change``."""
+    _locked_draft(base_revision)
+    return draft_state()

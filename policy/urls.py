@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from policy.views import agents, connections, inspect, tools, transfer
+from policy.views import agents, connections, inspect, tools, transfer, versions
 
 app_name = "policy"
 
@@ -43,5 +43,10 @@ urlpatterns = [
     path("agents/<str:agent>/catalog/", inspect.catalog_view, name="catalog"),
     path("agents/<str:agent>/playground/", inspect.playground, name="playground"),
     path("import/", transfer.import_view, name="import"),
+    path("publish/", versions.publish_view, name="publish"),
+    path("versions/", versions.versions_view, name="versions"),
+    path("versions/<int:number>/", versions.version_view, name="version"),
+    path("versions/<int:number>/rollback/", versions.rollback_view, name="rollback"),
+    path("diff/", versions.diff_view, name="diff"),
     path("export.yaml", transfer.export_view, name="export"),
 ]

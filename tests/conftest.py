@@ -1,10 +1,58 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
+import pytest
 from hypothesis import settings
 
 # deadline=None: CI machines are shared and slow; derandomize keeps CI failures reproducible.
 settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+# --- logged-in clients per role (DESIGN §6). pytest-django's ``admin_client`` is a superuser. ---
+# Imports stay inside the fixtures: the browser group loads this file without pytest-django.
+
+
+def make_user(username: str, role: str | None, *, password: str = "pw-role-123") -> Any:
+    """A user with ``role`` (viewer, editor, publisher, ``"superuser"`` or ``None``)."""
+    from django.contrib.auth import get_user_model
+
+    from accounts.roles import role_set
+
+    model = get_user_model()
+    if role == "superuser":
+        return model.objects.create_superuser(username, password=password)
+    user = model.objects.create_user(username, password=password)
+    role_set(user, role)
+    return user
+
+
+def _client_as(role: str | None) -> Any:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(make_user(f"as-{role or 'none'}", role))
+    return client
+
+
+@pytest.fixture
+def no_role_client(db: None) -> Any:
+    return _client_as(None)
+
+
+@pytest.fixture
+def viewer_client(db: None) -> Any:
+    return _client_as("viewer")
+
+
+@pytest.fixture
+def editor_client(db: None) -> Any:
+    return _client_as("editor")
+
+
+@pytest.fixture
+def publisher_client(db: None) -> Any:
+    return _client_as("publisher")

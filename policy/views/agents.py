@@ -9,6 +9,7 @@ Without JavaScript the forms post normally and a saved edit redirects (post/redi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 from django_htmx.middleware import HtmxDetails
 
+from policy.audit_notes import agent_added
 from policy.domain.connections import MCP, NAMED_SERVICE, PYTHON, Connection, mcp_server_id
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.edits import add_agent
@@ -40,10 +42,16 @@ from policy.selectors import (
     draft_state,
     manifest_rows,
 )
+from policy.services import StaleRevision, manifest_upload
 from policy.services import agent_remove as agent_remove_service
 from policy.services import agent_rename as agent_rename_service
-from policy.services import manifest_upload
-from policy.views.common import apply_change, apply_edit, problem
+from policy.views.common import (
+    apply_change,
+    apply_edit,
+    base_revision,
+    conflict_context,
+    problem,
+)
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -91,6 +99,12 @@ def show_after_edit(
     return push_url(reswap(retarget(response, "#main"), "innerHTML"), url)
 
 
+def agent_entry(state: DraftState, agent: str) -> Any:
+    """The agent's mapping in the draft as written, or ``None`` (for the conflict view)."""
+    agents = state.data.get("surfaces", {}).get("as_consumer", {}).get("agents", {})
+    return agents.get(agent) if isinstance(agents, Mapping) else None
+
+
 def require_agent(state: DraftState, agent: str) -> None:
     if agent not in state.agents:
         raise Http404(f"The draft has no agent {agent!r}.")
@@ -124,6 +138,9 @@ def agent_add(request: HtmxHttpRequest) -> HttpResponse:
         request,
         lambda doc: add_agent(doc, name),
         lambda state: _show_agents(request, state),
+        audit=agent_added(name),
+        current=lambda state: state.agents,
+        what="agents",
     )
 
 
@@ -140,6 +157,8 @@ def agent_rename(request: HtmxHttpRequest, agent: str) -> HttpResponse:
             agent=agent, new_name=new_name, base_revision=revision, user=request.user
         ),
         lambda state: _show_agents(request, state),
+        current=lambda state: agent_entry(state, agent),
+        what=f"agent {agent}",
     )
 
 
@@ -152,6 +171,8 @@ def agent_remove(request: HtmxHttpRequest, agent: str) -> HttpResponse:
             agent=agent, base_revision=revision, user=request.user
         ),
         lambda state: _show_agents(request, state),
+        current=lambda state: agent_entry(state, agent),
+        what=f"agent {agent}",
     )
 
 
@@ -373,5 +394,26 @@ def manifest_upload_view(request: HtmxHttpRequest, agent: str) -> HttpResponse:
         if request.htmx:
             return render(request, f"{AGENT_TEMPLATE}#manifest", context, status=422)
         return render(request, AGENT_TEMPLATE, context, status=422)
-    manifest_upload(agent=agent, data=form.cleaned_data["manifest"], user=request.user)
+    data = form.cleaned_data["manifest"]
+    revision = base_revision(request)
+    if revision is None:
+        return problem(request, "The form did not say which draft revision it edits.", status=422)
+    try:
+        manifest_upload(agent=agent, data=data, user=request.user, base_revision=revision)
+    except StaleRevision as exc:
+        # Nothing was stored: show the manifest in force beside the one the user sent.
+        now = draft_state()
+        current = manifest_rows().get(agent)
+        conflict = conflict_context(
+            exc,
+            current=current.data if current is not None else None,
+            yours=json.dumps(data, indent=2, ensure_ascii=False),
+            what=f"the manifest of {agent}",
+        )
+        # The form comes back holding the user's manifest (also one sent as a file), based on
+        # the current revision: saving again replaces the manifest in force, knowingly.
+        again = ManifestForm(initial={"text": conflict["yours"]})
+        context = agent_context(now, agent, manifest_form=again, manifest_conflict=conflict)
+        template = f"{AGENT_TEMPLATE}#manifest" if request.htmx else AGENT_TEMPLATE
+        return render(request, template, context, status=409)
     return show_agent(request, draft_state(), agent)

@@ -13,6 +13,12 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from policy.audit_notes import (
+    connection_added,
+    connection_edited,
+    connection_moved,
+    connection_removed,
+)
 from policy.domain.connections import PYTHON, Connection
 from policy.domain.edits import (
     add_connection,
@@ -25,8 +31,22 @@ from policy.domain.edits import (
 from policy.domain.resolution import UnknownAgentError
 from policy.forms_connections import CONNECTION_FORMS, ConnectionForm, NamedServiceConnectionForm
 from policy.selectors import DraftState, agent_resolution, draft_state
-from policy.views.agents import HtmxHttpRequest, render_page, require_agent, show_agent
-from policy.views.common import Edit, apply_edit, problem
+from policy.services import StaleRevision
+from policy.views.agents import (
+    HtmxHttpRequest,
+    agent_entry,
+    render_page,
+    require_agent,
+    show_agent,
+)
+from policy.views.common import (
+    Edit,
+    apply_edit,
+    conflict_context,
+    page_url,
+    problem,
+    submitted_input,
+)
 
 CONNECTION_TEMPLATE = "policy/connection_form.html"
 
@@ -75,6 +95,36 @@ def _with_namespaces(edit: Edit, form: ConnectionForm, agent: str, index: int | 
     return combined
 
 
+def _conflict(
+    request: HtmxHttpRequest,
+    exc: StaleRevision,
+    agent: str,
+    form: ConnectionForm,
+    index: int | None,
+) -> HttpResponse:
+    """409: the editor again, holding the user's input, beside the connection (or, when
+    adding, the agent's connections) as the draft has them now."""
+    now = draft_state()
+    entry = agent_entry(now, agent)
+    if index is None:
+        current, what = entry, f"agent {agent}"
+    else:
+        try:
+            current = _connection(now, agent, index).raw
+        except Http404:
+            current = None
+        what = f"connection #{index + 1} of {agent}"
+    conflict = conflict_context(exc, current=current, yours=submitted_input(request), what=what)
+    if entry is None or (index is not None and current is None):
+        return problem(request, str(exc), status=409, conflict=conflict)
+    extra: dict[str, Any] = {"adding": True} if index is None else {"index": index}
+    context = _connection_page(
+        now, agent, form, conflict=conflict, reload_url=page_url(request), **extra
+    )
+    template = f"{CONNECTION_TEMPLATE}#connection-editor" if request.htmx else CONNECTION_TEMPLATE
+    return render(request, template, context, status=409)
+
+
 @require_http_methods(["GET", "POST"])
 def connection_add(request: HtmxHttpRequest, agent: str) -> HttpResponse:
     state = draft_state()
@@ -91,7 +141,13 @@ def connection_add(request: HtmxHttpRequest, agent: str) -> HttpResponse:
         return _invalid_connection(request, _connection_page(state, agent, form, adding=True))
     fields = form.fields_to_write()
     edit = _with_namespaces(lambda doc: add_connection(doc, agent, fields), form, agent, None)
-    return apply_edit(request, edit, lambda new_state: show_agent(request, new_state, agent))
+    return apply_edit(
+        request,
+        edit,
+        lambda new_state: show_agent(request, new_state, agent),
+        audit=connection_added(agent),
+        on_conflict=lambda exc: _conflict(request, exc, agent, form, None),
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -117,7 +173,13 @@ def connection_edit(request: HtmxHttpRequest, agent: str, index: int) -> HttpRes
     edit = _with_namespaces(
         lambda doc: update_connection(doc, agent, index, fields), form, agent, index
     )
-    return apply_edit(request, edit, lambda new_state: show_agent(request, new_state, agent))
+    return apply_edit(
+        request,
+        edit,
+        lambda new_state: show_agent(request, new_state, agent),
+        audit=connection_edited(agent, index),
+        on_conflict=lambda exc: _conflict(request, exc, agent, form, index),
+    )
 
 
 @require_POST
@@ -127,6 +189,9 @@ def connection_remove(request: HtmxHttpRequest, agent: str, index: int) -> HttpR
         request,
         lambda doc: remove_connection(doc, agent, index),
         lambda state: show_agent(request, state, agent),
+        audit=connection_removed(agent, index),
+        current=lambda state: agent_entry(state, agent),
+        what=f"agent {agent}",
     )
 
 
@@ -141,4 +206,7 @@ def connection_move(request: HtmxHttpRequest, agent: str, index: int) -> HttpRes
         request,
         lambda doc: move_connection(doc, agent, index, to),
         lambda state: show_agent(request, state, agent),
+        audit=connection_moved(agent, index, to),
+        current=lambda state: agent_entry(state, agent),
+        what=f"agent {agent}",
     )

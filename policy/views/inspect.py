@@ -16,19 +16,20 @@ from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from policy.domain.builtins import DEFAULT_ROLE
 from policy.domain.catalog import catalog_entries, render_catalog, render_value
 from policy.domain.cli import json_text
 from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
 from policy.domain.overseer import DEFAULT_MAX_ACTIONS, FINAL_ACTIONS
 from policy.domain.resolution import AgentResolution, EffectiveTool, UnknownAgentError
 from policy.domain.traits import normalize_traits, resolved_strategy
-from policy.selectors import agent_resolution, draft_state, dry_run_mode
+from policy.selectors import agent_resolution, draft_state, dry_run_mode, role_param
 from policy.views.agents import render_page
 
 
-def _resolution(agent: str) -> AgentResolution:
+def _resolution(agent: str, role: str | None = DEFAULT_ROLE) -> AgentResolution:
     try:
-        return agent_resolution(draft_state(), agent)
+        return agent_resolution(draft_state(), agent, role=role)
     except UnknownAgentError:
         raise Http404(f"The draft has no agent {agent!r}.") from None
 
@@ -79,7 +80,8 @@ def _traits_text(traits: Mapping[str, Any]) -> str:
 
 def effective_view(request: HttpRequest, agent: str) -> HttpResponse:
     """Each tool (configured, then built-in) with its traits and where every trait key came from."""
-    resolution = _resolution(agent)
+    role = role_param(request.GET.get("role"))
+    resolution = _resolution(agent, role)
     rows = [_tool_row(tool) for tool in resolution.tools]
     return render_page(
         request,
@@ -88,6 +90,7 @@ def effective_view(request: HttpRequest, agent: str) -> HttpResponse:
             "agent": resolution.agent,
             "configured": [row for row in rows if not row.tool.builtin],
             "builtins": [row for row in rows if row.tool.builtin],
+            "role": role or "none",
         },
     )
 
@@ -97,12 +100,18 @@ def effective_view(request: HttpRequest, agent: str) -> HttpResponse:
 
 def catalog_view(request: HttpRequest, agent: str) -> HttpResponse:
     """The exact catalog text the model reads (the same bytes as the API's text catalog)."""
-    resolution = _resolution(agent)
+    role = role_param(request.GET.get("role"))
+    resolution = _resolution(agent, role)
     text = render_catalog(catalog_entries(resolution.listing))
     return render_page(
         request,
         "policy/catalog.html",
-        {"agent": resolution.agent, "catalog": text, "tool_count": len(resolution.tools)},
+        {
+            "agent": resolution.agent,
+            "catalog": text,
+            "tool_count": len(resolution.tools),
+            "role": role or "none",
+        },
     )
 
 

@@ -15,6 +15,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from policy.audit_notes import tool_edited
 from policy.domain.connections import WILDCARD
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.edits import DESIGN_FIELDS, EditError
@@ -32,8 +33,15 @@ from policy.selectors import (
     manifest_for,
     text_analysis,
 )
+from policy.services import StaleRevision
 from policy.views.agents import HtmxHttpRequest, render_page, show_agent
-from policy.views.common import apply_edit
+from policy.views.common import (
+    apply_edit,
+    conflict_context,
+    page_url,
+    problem,
+    submitted_input,
+)
 
 TOOL_TEMPLATE = "policy/tool_form.html"
 
@@ -137,7 +145,38 @@ def tool_edit(request: HtmxHttpRequest, agent: str, index: int, key: str) -> Htt
         return render(request, template, context, status=422)
     # Saving a tool with errors is allowed: the agent page keeps showing them on its row.
     edit = target.edit(form.traits, form.design)
-    return apply_edit(request, edit, lambda new: show_agent(request, new, agent))
+
+    def on_conflict(exc: StaleRevision) -> HttpResponse:
+        # The editor again, holding the user's input, beside the tool as the draft has it now.
+        now = draft_state()
+        try:
+            now_target = _target(now, agent, index, key, _namespace(request))
+        except Http404:
+            return problem(
+                request,
+                f"{exc} The tool is not in the draft any more.",
+                status=409,
+                conflict=conflict_context(
+                    exc, current=None, yours=submitted_input(request), what=target.tool_id
+                ),
+            )
+        now_traits, now_design = now_target.entries(now.data)
+        current = {"tool_traits": now_traits, "tool_execution": now_design}
+        context = _context(now, now_target, form, _draft_diagnostics(now, now_target))
+        context["conflict"] = conflict_context(
+            exc, current=current, yours=submitted_input(request), what=target.tool_id
+        )
+        context["reload_url"] = page_url(request)
+        template = f"{TOOL_TEMPLATE}#tool-editor" if request.htmx else TOOL_TEMPLATE
+        return render(request, template, context, status=409)
+
+    return apply_edit(
+        request,
+        edit,
+        lambda new: show_agent(request, new, agent),
+        audit=tool_edited(target),
+        on_conflict=on_conflict,
+    )
 
 
 @require_POST

@@ -154,8 +154,15 @@
       const retried = detail.connection && detail.connection.config
         ? detail.connection.config.reconnectCodes : null;
       if (detail.reason === "removed") return;
-      if (detail.code === 4401) setStatus("signed out — reload the page to log in", "closed");
-      else if (retried && !retried.includes(detail.code)) setStatus("disconnected — reload the page", "closed");
+      if (detail.code === 4401 || detail.code === 4403) {
+        // The server ended the stream on purpose (session over, role gone): say why, and stop.
+        setStatus(detail.code === 4401 ? "signed out — log in again" : "no longer allowed", "closed");
+        const ended = document.getElementById("stream-ended");
+        if (ended) {
+          ended.querySelector(".why").textContent = ended.dataset[String(detail.code)] || "";
+          ended.hidden = false;
+        }
+      } else if (retried && !retried.includes(detail.code)) setStatus("disconnected — reload the page", "closed");
       else setStatus("reconnecting…", "reconnecting");
     });
     live.addEventListener("htmx:ws:error", () => setStatus("reconnecting…", "reconnecting"));

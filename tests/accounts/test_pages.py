@@ -5,13 +5,14 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from accounts.tokens import runtime_token_create, runtime_token_revoke
+from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def logged_in(client: Client) -> Client:
-    get_user_model().objects.create_user("ana", password="pw-ana-123")
+    make_user("ana", "viewer", password="pw-ana-123")
     client.login(username="ana", password="pw-ana-123")
     return client
 
@@ -36,7 +37,7 @@ def test_a_wrong_password_is_refused_with_a_message(client: Client) -> None:
 
 
 def test_logging_in_lands_on_the_overview(client: Client) -> None:
-    get_user_model().objects.create_user("ana", password="pw-ana-123")
+    make_user("ana", "viewer", password="pw-ana-123")
     response = client.post(
         "/accounts/login/", {"username": "ana", "password": "pw-ana-123"}, follow=True
     )
@@ -44,18 +45,18 @@ def test_logging_in_lands_on_the_overview(client: Client) -> None:
     assert b"<h1>Overview</h1>" in response.content
 
 
-def test_the_overview_lists_tokens_with_their_last_use(logged_in: Client) -> None:
+def test_the_overview_lists_tokens_with_their_last_use(publisher_client: Client) -> None:
     runtime_token_create(name="simulator", scopes=["events:write"])
     runtime_token_create(name="old", scopes=["config:read"])
     runtime_token_revoke(name="old")
-    page = logged_in.get("/").content.decode()
+    page = publisher_client.get("/").content.decode()
     assert "simulator" in page
     assert "never" in page
     assert "revoked" in page
 
 
-def test_the_overview_says_when_there_are_no_tokens(logged_in: Client) -> None:
-    assert "No runtime tokens yet." in logged_in.get("/").content.decode()
+def test_the_overview_says_when_there_are_no_tokens(publisher_client: Client) -> None:
+    assert "No runtime tokens yet." in publisher_client.get("/").content.decode()
 
 
 def test_the_page_loads_the_vendored_htmx_and_wires_csrf_for_it(logged_in: Client) -> None:

@@ -200,17 +200,19 @@ def test_a_stale_edit_gets_a_conflict_and_changes_nothing(
     expect(other.locator(f'#agents tr[data-agent="{newcomer}"]')).to_be_visible()
     expect(other.locator(".pagehead")).to_contain_text(f"Draft revision {before + 1}")
 
-    # The first tab, still on the old revision, saves a new timeout: refused with a 409.
+    # The first tab, still on the old revision, saves a new timeout: refused with a 409 and
+    # the conflict view: the tool as the draft has it now beside the unsaved input.
     page.get_by_label("Timeout (s)").fill("7")
     with page.expect_response(lambda r: r.request.method == "POST" and r.url == edit_url) as answer:
         page.get_by_role("button", name="Save").click()
     assert answer.value.status == 409
-    problem = page.locator("#problem")
-    expect(problem).to_be_visible()
-    expect(problem).to_contain_text("Conflict:")
-    expect(problem).to_contain_text("The draft changed since you loaded it")
-    expect(problem).to_contain_text("Nothing was saved")
-    expect(problem.get_by_role("link", name="Reload")).to_be_visible()
+    conflict = page.locator("#conflict")
+    expect(conflict).to_be_visible()
+    expect(conflict).to_contain_text("Conflict:")
+    expect(conflict).to_contain_text("Nothing was saved")
+    expect(conflict.locator(".conflict-current")).to_contain_text("timeout_s: 2")
+    expect(conflict.locator(".conflict-yours")).to_contain_text("timeout_s: 7")
+    expect(conflict.get_by_role("link", name="reload")).to_be_visible()
     # The form stays as typed, on the same page.
     assert page.url == edit_url
     expect(page.get_by_label("Timeout (s)")).to_have_value("7")
@@ -221,10 +223,7 @@ def test_a_stale_edit_gets_a_conflict_and_changes_nothing(
     expect(other.locator(f'tr.tool-row[data-tool="{tool}"]')).to_contain_text("2 s")
     other.close()
 
-    # Reload shows the current draft; saving again now works.
-    problem.get_by_role("link", name="Reload").click()
-    expect(page.get_by_label("Timeout (s)")).to_have_value("2")
-    page.get_by_label("Timeout (s)").fill("7")
+    # The form is now based on the current revision: saving again applies the input.
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_role("heading", name="Agent main")).to_be_visible()
     expect(page.locator(".pagehead")).to_contain_text(f"Draft revision {before + 2}")

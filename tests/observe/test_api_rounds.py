@@ -12,13 +12,13 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from observe.domain.events import format_ts
 from observe.models import Round
+from tests.conftest import make_user
 from tests.observe.ingest_support import (
     NOW,
     ROUNDS_URL,
@@ -41,6 +41,7 @@ ROUND_KEYS = {
     "finished_at",
     "outcome",
     "policy_hash",
+    "policy_version",
     "agent_in_policy",
     "counts",
     "url",
@@ -135,7 +136,7 @@ def test_an_events_read_token_reads_rounds(writer: str, reader: Client) -> None:
 
 def test_a_logged_in_user_reads_rounds(writer: str, client: Client) -> None:
     ingest(writer, [started(turn_id="t")])
-    client.force_login(get_user_model().objects.create_user("oncall", password="pw-oncall-1"))
+    client.force_login(make_user("oncall", "viewer"))
     assert keys(get(client)) == [("main", "t", 0)]
     assert get(client, detail_url("main", "t", 0))["turn_id"] == "t"
 

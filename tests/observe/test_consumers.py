@@ -15,12 +15,12 @@ import pytest_asyncio
 from channels.db import database_sync_to_async
 from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 
 from observe import live
 from observe.consumers import UNAUTHENTICATED, LiveRoundsConsumer
 from observe.models import Round
+from tests.conftest import make_user
 from tests.observe.live_support import HandRound, ingest, simulated
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
@@ -40,9 +40,7 @@ def fresh_channel_layer() -> None:
 
 @pytest_asyncio.fixture
 async def user() -> Any:
-    return await database_sync_to_async(get_user_model().objects.create_user)(
-        "ana", password="pw-ana-123"
-    )
+    return await database_sync_to_async(make_user)("ana", "viewer", password="pw-ana-123")
 
 
 @pytest_asyncio.fixture

@@ -30,6 +30,7 @@ from observe.management.commands import simulate
 from observe.models import Round
 from policy.domain.yaml_io import agent_export_text, split_header
 from policy.selectors import draft_state
+from policy.versions import policy_publish
 
 ROOT = Path(__file__).resolve().parents[2]
 URL = "http://traitdeck.test"
@@ -66,7 +67,7 @@ def sample_policy() -> None:
 
 @pytest.fixture
 def token() -> str:
-    return runtime_token_create(name="simulator", scopes=["events:write"]).secret
+    return runtime_token_create(name="simulator", scopes=["events:write", "config:read"]).secret
 
 
 Handler = Callable[[httpx.Request], httpx.Response]
@@ -104,7 +105,9 @@ def django_handler(request: httpx.Request) -> httpx.Response:
         )
     else:
         response = client.get(path, headers=headers)
-    return httpx.Response(response.status_code, content=response.content)
+    return httpx.Response(
+        response.status_code, content=response.content, headers=dict(response.headers.items())
+    )
 
 
 def run(*args: str) -> tuple[str, str]:
@@ -240,6 +243,7 @@ def test_a_shell_gets_exit_2_and_one_line_without_traceback(tmp_path: Path) -> N
 def test_rounds_go_through_the_real_ingest_with_every_kind(
     sample_policy: None, transport: Any, clock: FakeClock, token: str
 ) -> None:
+    version = policy_publish(actor="cli", message="sample", confirm_warnings=True)
     posted = transport(django_handler)
     out, err = run("--url", URL, "--token", token, "--rounds", "12", "--rate", "4", "--seed", "3")
 
@@ -257,11 +261,21 @@ def test_rounds_go_through_the_real_ingest_with_every_kind(
     assert all(r.finished_at is not None and r.outcome for r in rounds)
     for column in ("rejections", "early_starts", "dedups", "timeouts"):
         assert rounds.filter(**{f"{column}__gt": 0}).exists(), column
-    # round.started carries the per-agent export hash (DESIGN §6), as a runtime reports it.
-    expected, _ = split_header(agent_export_text(draft_state().data, "main"))
-    assert {r.policy_hash for r in rounds} == {expected}
+    # round.started carries the hash of the config.yaml it fetched (DESIGN §6), as a runtime
+    # reports it: the published version's per-agent hash.
+    assert {r.policy_hash for r in rounds} == {version.agent_hashes["main"]}
     # Paced in real time: 12 rounds started at 4 per second, each delivered over 1-3 s.
     assert 2.75 + 1.0 <= clock.slept <= 2.75 + 3.0 + 0.5
+
+
+def test_it_simulates_the_draft_and_says_so_when_nothing_is_published(
+    sample_policy: None, transport: Any, clock: FakeClock, token: str
+) -> None:
+    transport(django_handler)
+    _, err = run("--url", URL, "--token", token, "--rounds", "2", "--seed", "3", "--quiet")
+    assert err.strip() == "agent main: simulating the draft (nothing published for it yet)"
+    expected, _ = split_header(agent_export_text(draft_state().data, "main"))
+    assert {r.policy_hash for r in Round.objects.all()} == {expected}
 
 
 def test_a_round_is_posted_in_time_order_in_a_few_batches(

@@ -7,13 +7,13 @@ from datetime import UTC, timedelta
 from html import unescape
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
 from observe.models import Round
 from observe.selectors import round_url
 from policy.services import draft_replace
+from tests.conftest import make_user
 from tests.observe.live_support import HandRound, ingest, ingest_simulated, sample_policy
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ SCRIPT = "<script>alert(1)</script>"
 
 @pytest.fixture
 def viewer(client: Client) -> Client:
-    get_user_model().objects.create_user("ana", password="pw-ana-123")
+    make_user("ana", "viewer", password="pw-ana-123")
     client.login(username="ana", password="pw-ana-123")
     return client
 

@@ -12,6 +12,7 @@ from django.test import Client
 from policy.models import AgentManifest
 from policy.selectors import draft_state
 from policy.services import draft_change, manifest_upload
+from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -170,6 +171,7 @@ def test_a_form_without_base_revision_is_refused(editor: Client) -> None:
 def test_renaming_an_agent_keeps_its_place_and_renames_its_manifest(editor: Client) -> None:
     base = seed(a={"tools": []}, main={"tools": [{"ref": "t.py", "alias": "jobs"}]}, z={})
     manifest_upload(agent="main", data={"jobs.search": {}})
+    base = draft_state().revision  # a manifest upload is a change too
     response = editor.post(
         "/policy/agents/main/rename/", {"name": "lead", "base_revision": base}, **HTMX
     )
@@ -182,6 +184,7 @@ def test_renaming_an_agent_keeps_its_place_and_renames_its_manifest(editor: Clie
 def test_a_renamed_agent_does_not_adopt_a_stale_manifest(editor: Client) -> None:
     base = seed(main={"tools": []})
     manifest_upload(agent="gone", data={"x.y": {}})  # left behind by an import
+    base = draft_state().revision  # a manifest upload is a change too
     editor.post("/policy/agents/main/rename/", {"name": "gone", "base_revision": base}, **HTMX)
     assert not AgentManifest.objects.exists()
 
@@ -197,6 +200,7 @@ def test_renaming_onto_another_agent_is_refused(editor: Client) -> None:
 def test_removing_an_agent_asks_first_and_removes_its_manifest(editor: Client) -> None:
     base = seed(main={"tools": []}, other={"tools": []})
     manifest_upload(agent="main", data={})
+    base = draft_state().revision  # a manifest upload is a change too
     assert 'hx-confirm="Remove agent “main”' in page(editor.get("/policy/"))
     response = editor.post("/policy/agents/main/remove/", {"base_revision": base}, **HTMX)
     assert response.status_code == 200
@@ -553,9 +557,13 @@ def test_a_stale_connection_edit_changes_nothing(editor: Client) -> None:
 
 
 def test_a_pasted_manifest_is_stored_and_its_state_shown(editor: Client) -> None:
-    seed(main={"tools": [{"ref": "t.py", "alias": "jobs"}]})
+    base = seed(main={"tools": [{"ref": "t.py", "alias": "jobs"}]})
     manifest = {"jobs.search": {"tool_traits": {"strategy": ["exploration"]}}, "jobs.export": {}}
-    response = editor.post("/policy/agents/main/manifest/", {"text": json.dumps(manifest)}, **HTMX)
+    response = editor.post(
+        "/policy/agents/main/manifest/",
+        {"text": json.dumps(manifest), "base_revision": base},
+        **HTMX,
+    )
     assert response.status_code == 200
     assert AgentManifest.objects.get(agent="main").data == manifest
     text = page(response)
@@ -566,9 +574,11 @@ def test_a_pasted_manifest_is_stored_and_its_state_shown(editor: Client) -> None
 
 
 def test_a_manifest_file_is_stored(editor: Client) -> None:
-    seed(main={"tools": []})
+    base = seed(main={"tools": []})
     upload = SimpleUploadedFile("manifest.json", b'{"a.b": {"tool_traits": {}}}')
-    response = editor.post("/policy/agents/main/manifest/", {"file": upload}, **HTMX)
+    response = editor.post(
+        "/policy/agents/main/manifest/", {"file": upload, "base_revision": base}, **HTMX
+    )
     assert response.status_code == 200
     assert AgentManifest.objects.get(agent="main").data == {"a.b": {"tool_traits": {}}}
 
@@ -606,9 +616,8 @@ def test_a_connection_of_unknown_kind_is_explained_not_edited(editor: Client) ->
 
 
 def test_a_conflict_reload_link_goes_back_to_the_page_the_user_was_on(client) -> None:  # type: ignore[no-untyped-def]
-    from django.contrib.auth import get_user_model
 
-    get_user_model().objects.create_user("rel", password="pw-rel-123")
+    make_user("rel", "editor", password="pw-rel-123")
     client.login(username="rel", password="pw-rel-123")
     client.post("/policy/agents/add/", {"name": "first", "base_revision": "0"})
     response = client.post(
@@ -629,11 +638,9 @@ def test_a_conflict_reload_link_goes_back_to_the_page_the_user_was_on(client) ->
 def test_a_manifest_with_a_nul_character_is_refused_by_the_browser_form_too(client) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from django.contrib.auth import get_user_model
-
     from policy.models import AgentManifest
 
-    get_user_model().objects.create_user("nul", password="pw-nul-123")
+    make_user("nul", "editor", password="pw-nul-123")
     client.login(username="nul", password="pw-nul-123")
     client.post("/policy/agents/add/", {"name": "main", "base_revision": "0"})
     manifest = json.dumps({"jobs.search": {"tool_traits": {"strategy": ["exploration\u0000"]}}})
@@ -644,12 +651,11 @@ def test_a_manifest_with_a_nul_character_is_refused_by_the_browser_form_too(clie
 
 
 def test_draft_agent_names_follow_the_draft_without_copying_it(client) -> None:  # type: ignore[no-untyped-def]
-    from django.contrib.auth import get_user_model
 
     from policy.selectors import draft_agent_names, draft_state
 
     assert draft_agent_names() == []
-    get_user_model().objects.create_user("names", password="pw-names-123")
+    make_user("names", "editor", password="pw-names-123")
     client.login(username="names", password="pw-names-123")
     client.post("/policy/agents/add/", {"name": "alpha", "base_revision": "0"})
     client.post("/policy/agents/add/", {"name": "beta", "base_revision": "1"})

@@ -538,3 +538,29 @@ def test_random_playground_posts_never_fail_with_a_500(admin_user: AbstractBaseU
         assert response.status_code in {200, 422}, data
 
     check()
+
+
+@pytest.mark.parametrize(
+    ("role", "present", "absent"),
+    [
+        ("parent", "react.delegate", "react.contribute"),
+        ("child", "react.contribute", "react.delegate"),
+    ],
+)
+def test_the_effective_and_catalog_views_show_the_built_ins_of_the_chosen_role(
+    web: Client, role: str, present: str, absent: str
+) -> None:
+    effective = page(web.get(f"/policy/agents/main/effective/?role={role}"))
+    assert f'data-tool="{present}"' in effective
+    assert f'data-tool="{absent}"' not in effective
+    assert f'<option value="{role}" selected>' in effective
+    catalog = page(web.get(f"/policy/agents/main/catalog/?role={role}"))
+    listed = catalog.split('id="catalog"')[1]
+    assert f"] {present}\n" in listed
+    assert f"] {absent}\n" not in listed
+
+
+def test_the_effective_view_lists_where_a_named_service_tool_applies(web: Client) -> None:
+    text = page(web.get("/policy/agents/main/effective/"))
+    row = text.split('data-tool="named_services.search_objects"')[1].split("</tr>")[0]
+    assert "namespaces applicable: task" in row

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -203,9 +204,29 @@ def test_a_stale_save_gets_409_and_changes_nothing(editor: Client) -> None:
     before = draft_state()
     response = editor.post(f"{JOBS}/search/", form(base, strategy=["exploration"]), **HTMX)
     assert response.status_code == 409
-    assert response["HX-Retarget"] == "#problem"
-    assert "The draft changed since you loaded it" in page(response)
+    assert "The draft changed since you opened this editor" in page(response)
     assert draft_state().text == before.text
+
+
+def test_a_stale_save_shows_the_draft_now_beside_the_unsaved_input(editor: Client) -> None:
+    base = seed(jobs())
+    # Meanwhile someone else sets the tool's strategy to neutral.
+    current = seed(jobs(tool_traits={"search": {"strategy": ["neutral"]}}))
+    response = editor.post(f"{JOBS}/search/", form(base, strategy=["exploration"]), **HTMX)
+    assert response.status_code == 409
+    html = page(response)
+    # The conflict view: the tool as the draft has it now, and what the user sent.
+    assert f"Now in the draft (revision {current})" in html
+    assert "- neutral" in html  # the current traits, as YAML
+    assert "strategy: exploration" in html  # the unsaved input
+    # The editor comes back holding the input, based on the current revision: saving again
+    # applies it knowingly, nothing is lost.
+    assert 'id="tool-editor"' in html
+    assert f'name="base_revision" value="{current}"' in html
+    assert re.search(r'value="exploration"[^>]*checked', html)
+    again = editor.post(f"{JOBS}/search/", form(current, strategy=["exploration"]), **HTMX)
+    assert again.status_code == 200
+    assert connection()["tool_traits"]["search"]["strategy"] == ["exploration"]
 
 
 def test_without_javascript_saving_redirects_to_the_agent_page(editor: Client) -> None:

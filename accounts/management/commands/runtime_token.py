@@ -15,6 +15,7 @@ from accounts.tokens import (
     runtime_token_create,
     runtime_token_revoke,
 )
+from audit.services import add_actor_argument, cli_actor
 
 
 def _iso(value: Any) -> str | None:
@@ -39,17 +40,22 @@ class Command(BaseCommand):
         create.add_argument(
             "--rotate", action="store_true", help="replace an existing token of that name"
         )
+        add_actor_argument(create)
         listing = sub.add_parser("list", help="list tokens (never their secrets)")
         listing.add_argument("--format", choices=["text", "json"], default="text")
         revoke = sub.add_parser("revoke", help="revoke a token: it stops working at once")
         revoke.add_argument("name")
+        add_actor_argument(revoke)
 
     def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"]
         if action == "create":
             try:
                 issued = runtime_token_create(
-                    name=options["name"], scopes=options["scopes"], rotate=options["rotate"]
+                    name=options["name"],
+                    scopes=options["scopes"],
+                    rotate=options["rotate"],
+                    actor=cli_actor(options["actor"]),
                 )
             except TokenExists as exc:
                 raise CommandError(
@@ -61,7 +67,7 @@ class Command(BaseCommand):
             self._list(options["format"])
         elif action == "revoke":
             try:
-                runtime_token_revoke(name=options["name"])
+                runtime_token_revoke(name=options["name"], actor=cli_actor(options["actor"]))
             except TokenNotFound as exc:
                 raise CommandError(f"no token named {options['name']!r}", returncode=1) from exc
             self.stderr.write(f"revoked {options['name']}")

@@ -1,10 +1,10 @@
 """``simulate``: post realistic rounds to a Traitdeck server over HTTP, exactly like a runtime.
 
-The rounds come from :class:`observe.domain.simulator.Simulator` (the real overseer, early gate
-and ledger) run against the policy in force (the draft until versions exist), one simulator per
-agent so that each agent gets its own uploaded manifest. Each round carries the agent's
-``policy_hash`` (the ``# sha256:`` header of its per-agent export, DESIGN §6) on
-``round.started``.
+The rounds come from :class:`observe.domain.simulator.Simulator` (the dry-run's pipeline) run
+against the policy in force: each agent's published ``config.yaml``, fetched with the token like
+a runtime does (the draft when nothing is published or the token lacks ``config:read``), one
+simulator per agent so that each agent gets its own uploaded manifest. Each round carries the
+file's hash as ``policy_hash`` (DESIGN §6) on ``round.started``.
 
 Delivery (batches, real-time pacing, re-posts after a transient failure) is
 :mod:`observe.posting`'s: one round takes about 1–3 s, ``--rate`` is how many rounds start per
@@ -38,7 +38,7 @@ from observe.domain.simulator import Simulator
 from observe.posting import EVENTS_PATH, KIND_ORDER, Delivery, Refused, Server, Totals
 from policy.domain.cli import positive_int
 from policy.domain.resolution import agents_mapping
-from policy.domain.yaml_io import agent_export_text, split_header
+from policy.domain.yaml_io import CLI_MAX_BYTES, agent_export_text, load_policy, split_header
 from policy.selectors import draft_state, manifest_for
 
 TOKEN_ENV: Final = "TRAITDECK_TOKEN"
@@ -198,11 +198,12 @@ class Command(BaseCommand):
         if seed is None:
             seed = secrets.randbelow(2**31)
 
-        simulators = self._simulators(options.get("agents") or [], seed)
+        chosen = self._agents(options.get("agents") or [])
         # The clock is this module's ``time``, passed on so that tests can swap in a fake one.
         server = Server(base_url, token.strip(), self.transport, clock=time)
         try:
             server.check()
+            simulators = self._simulators(chosen, seed, server)
             if not options.get("quiet"):
                 agents = ", ".join(name for name, _ in simulators)
                 amount = "until Ctrl-C" if limit is None else f"{limit} rounds"
@@ -229,9 +230,9 @@ class Command(BaseCommand):
         if totals.rejected:
             raise Refused(f"the server rejected {totals.rejected} events (reasons above)")
 
-    def _simulators(self, wanted: Sequence[str], seed: int) -> list[tuple[str, Simulator]]:
-        state = draft_state()
-        names = state.agents
+    def _agents(self, wanted: Sequence[str]) -> list[str]:
+        """The agents to simulate (all by default); refused before anything is posted."""
+        names = draft_state().agents
         if not names:
             raise Refused("no agents in the policy")
         chosen = list(dict.fromkeys(wanted)) or names
@@ -240,12 +241,18 @@ class Command(BaseCommand):
                 raise Refused(
                     f"agent {name!r} is not in the policy (its agents: {', '.join(names)})"
                 )
+        return chosen
+
+    def _simulators(
+        self, chosen: Sequence[str], seed: int, server: Server
+    ) -> list[tuple[str, Simulator]]:
+        state = draft_state()
         keys = {str(key): key for key in agents_mapping(state.data)}
         out = []
         for name in chosen:
-            policy_hash, _ = split_header(agent_export_text(state.data, keys[name]))
+            data, policy_hash = self._policy_in_force(server, name, state.data, keys[name])
             simulator = Simulator(
-                state.data,
+                data,
                 seed=_agent_seed(seed, name),
                 agents=[name],
                 manifest=manifest_for(name),
@@ -253,6 +260,24 @@ class Command(BaseCommand):
             )
             out.append((name, simulator))
         return out
+
+    def _policy_in_force(
+        self, server: Server, name: str, draft: Any, key: Any
+    ) -> tuple[Any, str | None]:
+        """What the runtime would run: the agent's published ``config.yaml`` fetched like a
+        runtime (its ETag is the ``policy_hash`` reported), else the draft, said on stderr."""
+        status, text, etag = server.fetch_config(name)
+        if status == 200 and etag:
+            loaded = load_policy(text, max_bytes=CLI_MAX_BYTES)
+            if not loaded.refused:
+                return loaded.data, etag
+        reason = {
+            404: "nothing published for it yet",
+            403: "the token lacks the config:read scope",
+        }.get(status, f"config.yaml answered {status or 'nothing'}")
+        self.stderr.write(f"agent {name}: simulating the draft ({reason})")
+        policy_hash, _ = split_header(agent_export_text(draft, key))
+        return draft, policy_hash
 
     def _summary(self, totals: Totals) -> None:
         kinds = ", ".join(f"{kind} {totals.kinds[kind]}" for kind in KIND_ORDER)

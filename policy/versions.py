@@ -1,0 +1,293 @@
+"""Publishing: the draft becomes an immutable version; rollback publishes an older one again.
+
+Reads (``version_*``) and writes (``policy_publish``, ``policy_rollback``) of versions live here,
+apart from the draft's own services, because they are one feature: what is in force.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max
+
+from audit.services import actor_label, audit_record
+from policy.audit_notes import policy_replaced
+from policy.domain.analysis import analyze_text
+from policy.domain.diagnostics import Diagnostic, Severity
+from policy.domain.resolution import agent_names
+from policy.domain.yaml_io import (
+    CLI_MAX_BYTES,
+    agent_export_text,
+    body_hash,
+    dump_body,
+    empty_policy,
+    export_text,
+    load_policy,
+    split_header,
+)
+from policy.models import PolicyVersion
+from policy.selectors import DraftState, draft_analysis, draft_state
+from policy.services import draft_change, draft_lock
+
+# --- reads ------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=16)
+def _data(body: str) -> dict[str, Any]:
+    loaded = load_policy(body, max_bytes=CLI_MAX_BYTES)
+    return loaded.data if not loaded.refused else empty_policy()
+
+
+def version_data(version: PolicyVersion) -> dict[str, Any]:
+    """The version's policy document (parsed once per process: a version never changes); a
+    copy the caller may change."""
+    return copy.deepcopy(_data(version.body))
+
+
+def version_text(version: PolicyVersion) -> str:
+    """The version's whole-policy export: header + body, byte-identical to ``traitdeck fmt``."""
+    return export_text(_data(version.body))
+
+
+def draft_sha256(state: DraftState) -> str:
+    """The hash the draft would get as a version (compare with ``PolicyVersion.sha256``)."""
+    return body_hash(dump_body(state.data))
+
+
+def version_published() -> PolicyVersion | None:
+    """The version in force: the newest one."""
+    return PolicyVersion.objects.order_by("-number").first()
+
+
+def version_get(number: int) -> PolicyVersion | None:
+    return PolicyVersion.objects.filter(number=number).first()
+
+
+def version_list() -> list[PolicyVersion]:
+    return list(PolicyVersion.objects.order_by("-number"))
+
+
+def version_for_agent_hash(agent: str, policy_hash: str | None) -> int | None:
+    """The newest version whose runtime file for ``agent`` has this hash (a round's
+    ``policy_hash``), or ``None``."""
+    if not policy_hash:
+        return None
+    for number, hashes in PolicyVersion.objects.order_by("-number").values_list(
+        "number", "agent_hashes"
+    ):
+        if isinstance(hashes, dict) and hashes.get(agent) == policy_hash:
+            return int(number)
+    return None
+
+
+def agent_hashes(data: Any) -> dict[str, str]:
+    """Per agent, the hash of the runtime file ``config.yaml`` serves for it (DESIGN §6)."""
+    out: dict[str, str] = {}
+    for agent in agent_names(data):
+        digest, _ = split_header(agent_export_text(data, agent))
+        if digest:
+            out[agent] = digest
+    return out
+
+
+@dataclass(frozen=True)
+class AgentFile:
+    text: str
+    etag: str
+    version: int
+
+
+def agent_config_file(agent: str) -> AgentFile | None:
+    """The published runtime file of one agent, or ``None`` (nothing published, or no such
+    agent in the version in force)."""
+    version = version_published()
+    if version is None:
+        return None
+    data = _data(version.body)
+    if agent not in agent_names(data):
+        return None
+    text = agent_export_text(data, agent)
+    digest, _ = split_header(text)
+    return AgentFile(text=text, etag=f'"{digest}"', version=version.number)
+
+
+# --- writes -----------------------------------------------------------------------------------
+
+
+class PublishRefused(Exception):
+    """Publishing (or rolling back) cannot happen as asked; the message says why."""
+
+
+class ConfirmationNeeded(Exception):
+    """The change is allowed but needs an explicit confirmation (warnings, errors in an old
+    version, unpublished draft changes that a rollback would replace)."""
+
+    def __init__(self, message: str, diagnostics: tuple[Diagnostic, ...] = ()) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics
+
+
+def _next_number() -> int:
+    current = PolicyVersion.objects.aggregate(top=Max("number"))["top"]
+    return int(current or 0) + 1
+
+
+def _create(
+    *, data: Any, actor: Any, message: str, revision: int, rollback_of: int | None = None
+) -> PolicyVersion:
+    body = dump_body(data)
+    return PolicyVersion.objects.create(
+        number=_next_number(),
+        body=body,
+        sha256=body_hash(body),
+        agent_hashes=agent_hashes(data),
+        message=message,
+        author=actor if getattr(actor, "is_authenticated", False) else None,
+        author_name=actor_label(actor),
+        draft_revision=revision,
+        rollback_of=rollback_of,
+    )
+
+
+def _summary(version: PolicyVersion | None) -> dict[str, Any] | None:
+    if version is None:
+        return None
+    return {"version": version.number, "sha256": version.sha256}
+
+
+@transaction.atomic
+def policy_publish(
+    *,
+    actor: Any,
+    message: str,
+    base_revision: int | None = None,
+    confirm_warnings: bool = False,
+) -> PolicyVersion:
+    """Publish the draft as the next version.
+
+    Refused (``PublishRefused``) without a message, with errors, or when the draft is the
+    version in force; ``ConfirmationNeeded`` when it has warnings and they were not confirmed;
+    ``StaleRevision`` when ``base_revision`` is not the draft's revision.
+    """
+    message = (message or "").strip()
+    if not message:
+        raise PublishRefused("A message is required: say what this version changes and why.")
+    # Lock the draft row: a concurrent edit waits until the version is recorded.
+    state = draft_lock(base_revision=base_revision)
+    published = version_published()
+    if published is not None and published.sha256 == draft_sha256(state):
+        raise PublishRefused(
+            f"Nothing to publish: the draft is identical to version {published.number}, "
+            "which is in force."
+        )
+    analysis = draft_analysis(state)
+    if analysis.has_errors:
+        errors = analysis.summary().get("errors", 0)
+        raise PublishRefused(
+            f"The draft has {errors} error(s): fix them first (errors block publishing)."
+        )
+    warnings = tuple(d for d in analysis.diagnostics if d.severity is Severity.WARNING)
+    if warnings and not confirm_warnings:
+        raise ConfirmationNeeded(
+            f"The draft has {len(warnings)} warning(s): confirm to publish it anyway.", warnings
+        )
+    version = _create(data=state.data, actor=actor, message=message, revision=state.revision)
+    audit_record(
+        actor=actor,
+        action="policy.publish",
+        target=f"version {version.number}",
+        message=message,
+        before=_summary(published),
+        after=_summary(version),
+    )
+    return version
+
+
+@transaction.atomic
+def policy_rollback(
+    *,
+    actor: Any,
+    number: int,
+    message: str,
+    confirm_errors: bool = False,
+    confirm_unpublished: bool = False,
+) -> PolicyVersion:
+    """Publish a copy of version ``number`` as the next version and set the draft to it.
+
+    Nothing is rewritten: the old versions stay, and the audit log keeps the draft that was
+    replaced. Needs confirmation when the draft has unpublished changes, and when the old
+    version has errors under today's rules.
+    """
+    message = (message or "").strip()
+    if not message:
+        raise PublishRefused("A message is required: say why you roll back.")
+    target = version_get(number)
+    if target is None:
+        raise LookupError(f"There is no version {number}.")
+    published = version_published()
+    if published is not None and published.number == target.number:
+        raise PublishRefused(f"Version {number} is already in force.")
+    state = draft_state()
+    unpublished = published is None or draft_sha256(state) != published.sha256
+    if unpublished and not confirm_unpublished:
+        raise ConfirmationNeeded(
+            f"The draft (revision {state.revision}) has changes that were never published; "
+            f"rolling back replaces them with version {number}. Confirm to go on."
+        )
+    old = analyze_text(version_text(target), max_bytes=CLI_MAX_BYTES)
+    if old.has_errors and not confirm_errors:
+        errors = tuple(d for d in old.diagnostics if d.severity is Severity.ERROR)
+        raise ConfirmationNeeded(
+            f"Version {number} has {len(errors)} error(s) under today's rules: "
+            "confirm to roll back to it anyway.",
+            errors,
+        )
+    data = version_data(target)
+    new_state = draft_change(
+        edit=lambda _doc: data,
+        base_revision=None,
+        user=actor,
+        audit=policy_replaced("draft.rollback", message=f"rolled back to version {number}"),
+    )
+    version = _create(
+        data=data, actor=actor, message=message, revision=new_state.revision, rollback_of=number
+    )
+    audit_record(
+        actor=actor,
+        action="policy.rollback",
+        target=f"version {version.number}",
+        message=message,
+        before={
+            **(_summary(published) or {}),
+            "draft_revision": state.revision,
+            "draft_sha256": draft_sha256(state),
+        },
+        after={**(_summary(version) or {}), "copy_of": number},
+    )
+    return version
+
+
+def agents_in_force() -> frozenset[str]:
+    """The agents runtimes can fetch: the published version's once one exists, else the
+    draft's (a fresh instance has only a draft)."""
+    published = PolicyVersion.objects.order_by("-number").values_list("agent_hashes", flat=True)
+    hashes = published.first()
+    if hashes is not None:
+        return frozenset(hashes) if isinstance(hashes, dict) else frozenset()
+    return frozenset(draft_state().agents)
+
+
+def version_index() -> dict[tuple[str, str], int]:
+    """``(agent, per-agent hash) → version number`` (the newest version with that hash), to link
+    many rounds to their versions with one query."""
+    index: dict[tuple[str, str], int] = {}
+    rows = PolicyVersion.objects.order_by("number").values_list("number", "agent_hashes")
+    for number, hashes in rows:
+        if isinstance(hashes, dict):
+            for agent, digest in hashes.items():
+                index[(str(agent), str(digest))] = int(number)
+    return index
