@@ -75,9 +75,7 @@ def test_edit_review_publish_roll_back_and_audit(
     published = _publish(publisher, live_server, "check_job_status is bookkeeping")
     assert published == baseline + 1
     expect(publisher.locator(".version-message")).to_have_text("check_job_status is bookkeeping")
-    expect(publisher.get_by_role("heading", level=1)).to_have_text(
-        f"Version {published} in force"
-    )
+    expect(publisher.get_by_role("heading", level=1)).to_have_text(f"Version {published} in force")
 
     # Roll back to the baseline: a new version, a copy of it, and the draft follows.
     publisher.goto(f"{live_server.url}/policy/versions/{baseline}/")
