@@ -127,11 +127,17 @@ class Connection:
 
     def design_entry(self, name: str) -> tuple[Path, Any] | None:
         """The ``tool_execution`` entry (Traitdeck's extension) for one callable, if any."""
+        return self.design_entries().get(name)
+
+    def design_entries(self) -> dict[str, tuple[Path, Any]]:
+        """Callable → its ``tool_execution`` entry (path, value); of two keys naming the same
+        callable, the later one. One pass: callers look up every tool of the connection."""
         designs = mapping_or_empty(self.raw.get("tool_execution"))
-        found: tuple[Path, Any] | None = None
+        found: dict[str, tuple[Path, Any]] = {}
         for key in designs:
-            if design_key_target(self, key) == name:
-                found = ((*self.path, "tool_execution", key), designs[key])
+            target = design_key_target(self, key)
+            if target is not None:
+                found[target] = ((*self.path, "tool_execution", key), designs[key])
         return found
 
 

@@ -19,7 +19,7 @@ runtime.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -100,12 +100,12 @@ def string_list(value: Any) -> list[str]:
         items = list(value)
     else:
         items = [value]
-    out: list[str] = []
+    out: dict[str, None] = {}  # a dict, not a list: an allowed list may name 10k tools
     for item in items:
         name = text(item)
-        if name and name not in out:
-            out.append(name)
-    return out
+        if name:
+            out.setdefault(name)
+    return list(out)
 
 
 def trait_tool_id(alias: str, key: Any, kind: str) -> str:
@@ -265,7 +265,8 @@ class _Builder:
         if alias in self.allowed and self.allowed[alias] is None:
             return
         existing = list(self.allowed.get(alias) or ())
-        existing += [name for name in allowed if name not in existing]
+        known = set(existing)
+        existing += [name for name in allowed if name not in known]
         self.allowed[alias] = tuple(existing)
 
     def merge_traits(self, alias: str, kind: str, raw: Any, index: int, path: Path) -> None:
@@ -344,13 +345,13 @@ def load_agent(data: Any, agent_id: Any, manifest: Manifest | None = None) -> Lo
 
 
 def _manifest_names(manifest: Manifest | None, prefix: str, *, dotted: bool) -> list[str]:
-    names: list[str] = []
+    names: dict[str, None] = {}
     for tool_id in manifest.tools if manifest is not None else ():
         if tool_id.startswith(prefix):
             name = tool_id[len(prefix) :]
-            if name and (dotted or "." not in name) and name not in names:
-                names.append(name)
-    return names
+            if name and (dotted or "." not in name):
+                names.setdefault(name)
+    return list(names)
 
 
 def _offered(
@@ -374,7 +375,9 @@ def _offered(
                 )
             continue
         names = [n for n in builder.allowed.get(alias) or () if "." not in n]
-        names += [n for n in _manifest_names(manifest, f"{alias}.", dotted=False) if n not in names]
+        seen = set(names)
+        discovered = _manifest_names(manifest, f"{alias}.", dotted=False)
+        names += [n for n in discovered if n not in seen]
         out += [Offered(f"{alias}.{n}", alias, n, PYTHON, index, origin) for n in names]
     for alias, listed, index in builder.mcp_specs:
         origin = (*tools_path, index)
@@ -383,10 +386,12 @@ def _offered(
         else:
             names = listed
         out += [Offered(f"mcp.{alias}.{n}", alias, n, MCP, index, origin) for n in names]
-    return [tool for tool in out if _allowed(tool, builder.allowed)]
+    # Sets, not the tuples: every offered tool is looked up in its alias's allowed names.
+    allowed = {alias: None if n is None else frozenset(n) for alias, n in builder.allowed.items()}
+    return [tool for tool in out if _allowed(tool, allowed)]
 
 
-def _allowed(tool: Offered, allowed_by_alias: Mapping[str, tuple[str, ...] | None]) -> bool:
+def _allowed(tool: Offered, allowed_by_alias: Mapping[str, Collection[str] | None]) -> bool:
     provider, name = parse_tool_id(tool.tool_id)
     alias = tool.alias or provider
     if not alias or alias not in allowed_by_alias:

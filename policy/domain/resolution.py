@@ -198,7 +198,28 @@ class _Merge:
             self.paths[key] = path
 
 
-def _origin(connection: Connection | None, offered: Offered) -> tuple[Path, bool]:
+#: Per list key of a connection (``allowed``, then ``tools``): each trimmed name → its first item.
+_Listed = dict[str, dict[str, int]]
+
+
+def _listed_positions(connection: Connection) -> _Listed:
+    """Where each name first appears in the connection's lists: built once per connection, so
+    finding the origins of a connection's tools stays linear in its tools (10k in one list)."""
+    out: _Listed = {}
+    for key in ("allowed", "tools"):
+        items = connection.raw.get(key)
+        if isinstance(items, list):
+            first: dict[str, int] = {}
+            for position, item in enumerate(items):
+                if isinstance(item, str):
+                    first.setdefault(item.strip(), position)
+            out[key] = first
+    return out
+
+
+def _origin(
+    connection: Connection | None, offered: Offered, listed: _Listed | None
+) -> tuple[Path, bool]:
     """The node that brought a tool in: its item in the allowed list when one names it."""
     if connection is None:
         return offered.origin, False
@@ -207,12 +228,11 @@ def _origin(connection: Connection | None, offered: Offered) -> tuple[Path, bool
             for position, operation in enumerate(namespace.operations):
                 if namespace.list_key and _callable_of(operation) == offered.callable:
                     return (*namespace.path, namespace.list_key, position), False
-    for key in ("allowed", "tools"):
-        items = connection.raw.get(key)
-        if isinstance(items, list):
-            for position, item in enumerate(items):
-                if isinstance(item, str) and item.strip() in (offered.callable, offered.tool_id):
-                    return (*connection.path, key, position), False
+    for key, first in (listed if listed is not None else _listed_positions(connection)).items():
+        # The first item naming the tool, by its callable or by its full id.
+        found = [first[name] for name in (offered.callable, offered.tool_id) if name in first]
+        if found:
+            return (*connection.path, key, min(found)), False
     return offered.origin, False
 
 
@@ -222,11 +242,32 @@ def _callable_of(operation: Any) -> str | None:
     return operation_callable(operation.strip() if isinstance(operation, str) else operation)
 
 
+@dataclass(frozen=True)
+class _Indexes:
+    """What every tool of an agent looks up in its connections, indexed once per resolution."""
+
+    #: connection index → where each name first appears in its lists
+    listed: Mapping[int, _Listed]
+    #: alias → the ``tool_execution`` entries of its connections, in connection order
+    designs: Mapping[str, tuple[Mapping[str, tuple[Path, Any]], ...]]
+
+    @classmethod
+    def of(cls, connections: Mapping[int, Connection]) -> _Indexes:
+        designs: dict[str, list[Mapping[str, tuple[Path, Any]]]] = {}
+        for connection in connections.values():
+            if connection.alias is not None:
+                designs.setdefault(connection.alias, []).append(connection.design_entries())
+        return cls(
+            listed={index: _listed_positions(c) for index, c in connections.items()},
+            designs={alias: tuple(entries) for alias, entries in designs.items()},
+        )
+
+
 def _configured_tool(
     loaded: Loaded,
     offered: Offered,
     connection: Connection | None,
-    connections: Mapping[int, Connection],
+    indexes: _Indexes,
     manifest: Manifest | None,
 ) -> EffectiveTool:
     merge = _Merge()
@@ -254,8 +295,10 @@ def _configured_tool(
         for namespace, (raw, path) in offered.named_service.overrides.items():
             overrides[namespace] = MappingProxyType(trait_keys(raw))
             override_paths[namespace] = path if path is not None else offered.origin
-    design = _design_entry(connections, offered)
-    origin, origin_is_key = _origin(connection, offered)
+    design = _design_entry(indexes, offered)
+    origin, origin_is_key = _origin(
+        connection, offered, indexes.listed.get(offered.connection_index)
+    )
     traits, provenance, paths = merge.frozen()
     return EffectiveTool(
         tool_id=offered.tool_id,
@@ -278,15 +321,12 @@ def _configured_tool(
     )
 
 
-def _design_entry(
-    connections: Mapping[int, Connection], offered: Offered
-) -> tuple[Path, Any] | None:
+def _design_entry(indexes: _Indexes, offered: Offered) -> tuple[Path, Any] | None:
     """Traitdeck's execution design for a tool: from the connections of its alias, the last
     one that has an entry for it."""
     found: tuple[Path, Any] | None = None
-    for connection in connections.values():
-        if connection.alias == offered.alias:
-            found = connection.design_entry(offered.callable) or found
+    for entries in indexes.designs.get(offered.alias, ()):
+        found = entries.get(offered.callable) or found
     return found
 
 
@@ -352,13 +392,14 @@ def resolve_consumer(
         connections[index] = read_connection(
             raw, (*base, index), index, manifest, alias=loaded.aliases.get(index)
         )
+    indexes = _Indexes.of(connections)
     tools: dict[str, EffectiveTool] = {}
     listing: list[EffectiveTool] = []
     for offered in loaded.offered:
         tool = tools.get(offered.tool_id)
         if tool is None:
             tool = _configured_tool(
-                loaded, offered, connections.get(offered.connection_index), connections, manifest
+                loaded, offered, connections.get(offered.connection_index), indexes, manifest
             )
             tools[offered.tool_id] = tool
         listing.append(tool)

@@ -21,6 +21,12 @@ class SourceMap:
 
     values: dict[Path, Mark] = field(default_factory=dict)
     keys: dict[Path, Mark] = field(default_factory=dict)
+    # mapping path → its first key, built on the first ``first_key`` after ``keys`` grew: a
+    # diagnostic per tool pointing at its connection must not scan every key of the document.
+    _first_keys: dict[Path, Mark] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _indexed: int = field(default=-1, init=False, repr=False, compare=False)
 
     def at_value(self, path: Path) -> Mark | None:
         """The node at ``path`` (a list item, a scalar); falls back to its key."""
@@ -32,10 +38,11 @@ class SourceMap:
 
     def first_key(self, path: Path) -> Mark | None:
         """The first key of the mapping at ``path`` (for "this mapping lacks a field")."""
-        depth = len(path) + 1
-        firsts = [
-            mark
-            for key_path, mark in self.keys.items()
-            if len(key_path) == depth and key_path[:-1] == path
-        ]
-        return min(firsts) if firsts else self.at_value(path)
+        if self._indexed != len(self.keys):
+            firsts: dict[Path, Mark] = {}
+            for key_path, mark in self.keys.items():
+                parent = key_path[:-1]
+                if key_path and (parent not in firsts or mark < firsts[parent]):
+                    firsts[parent] = mark
+            self._first_keys, self._indexed = firsts, len(self.keys)
+        return self._first_keys.get(path) or self.at_value(path)

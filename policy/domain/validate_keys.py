@@ -119,11 +119,12 @@ def check_trait_keys(
     if not shape_mapping(reporter, raw, path, "tool_traits"):
         return
     callables = connection.callables()
+    offered = frozenset(callables)  # looked up once per key: 10k keys must not scan 10k tools
     alias = connection.alias or ""
     seen: dict[str, Any] = {}
     for key, entry in raw["tool_traits"].items():
         entry_path = (*path, "tool_traits", key)
-        target = _trait_target(connection, key, reached)
+        target = _trait_target(connection, key, reached, offered)
         if target is None:
             _target_unknown(reporter, connection, key, entry_path, None, callables)
         if connection.kind == MCP and isinstance(key, str):
@@ -145,10 +146,12 @@ def check_trait_keys(
         _check_wildcard_mixed(reporter, connection)
 
 
-def _trait_target(connection: Connection, key: Any, reached: frozenset[str]) -> str | None:
+def _trait_target(
+    connection: Connection, key: Any, reached: frozenset[str], offered: frozenset[str]
+) -> str | None:
     """What a ``tool_traits`` key applies to: ``*`` for a wildcard that reaches some tool, the
     tool id it names when some tool of the agent reads it (dotted keys reach other connections'
-    tools, as in the runtime), or None."""
+    tools, as in the runtime), or None. ``offered``: the connection's callables."""
     alias = connection.alias or ""
     qualified = trait_tool_id(alias, key, MCP if connection.kind == MCP else PYTHON)
     if not qualified or qualified not in reached:
@@ -158,7 +161,7 @@ def _trait_target(connection: Connection, key: Any, reached: frozenset[str]) -> 
     name = mcp_tool_of(qualified, alias) if connection.kind == MCP else None
     if name is not None:
         return name
-    return key if isinstance(key, str) and key.strip() in connection.callables() else qualified
+    return key if isinstance(key, str) and key.strip() in offered else qualified
 
 
 def _target_unknown(

@@ -10,7 +10,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from policy.domain.connections import Connection
 from policy.domain.diagnostics import Severity
 from policy.domain.execution_design import SYNC_LIMIT_S, TOOL_REFERENCE_FIELDS, parse_design
 from policy.domain.loading import runtime_traits
@@ -30,7 +29,8 @@ from policy.domain.validate_traits import check_execution, check_strategy
 
 
 def check_tools(reporter: Reporter, resolution: AgentResolution) -> None:
-    connections = {connection.index: connection for connection in resolution.connections}
+    # Each connection's callables as a set, once: every tool of the connection looks them up.
+    callables = {c.index: frozenset(c.callables()) for c in resolution.connections}
     known_ids = {tool.tool_id for tool in resolution.tools}
     for tool in resolution.tools:
         if tool.builtin:
@@ -44,9 +44,9 @@ def check_tools(reporter: Reporter, resolution: AgentResolution) -> None:
         _check_override_drops_execution(reporter, tool)
         _check_wildcard_overrides(reporter, tool)
         _check_untypeable(reporter, tool)
-        if tool.connection_index is None or tool.connection_index not in connections:
+        if tool.connection_index is None or tool.connection_index not in callables:
             continue
-        _check_design(reporter, tool, connections[tool.connection_index], known_ids)
+        _check_design(reporter, tool, callables[tool.connection_index], known_ids)
 
 
 #: A place to point at: a path, and whether the diagnostic is about the key there.
@@ -224,8 +224,9 @@ def _show(value: Any) -> str:
 
 
 def _check_design(
-    reporter: Reporter, tool: EffectiveTool, connection: Connection, known_ids: set[str]
+    reporter: Reporter, tool: EffectiveTool, callables: frozenset[str], known_ids: set[str]
 ) -> None:
+    """``callables``: those of the tool's connection (a reference may name one of them)."""
     design, _ = parse_design(tool.execution_design)
     raw = tool.execution_design
     entry = tool.design_path
@@ -302,7 +303,7 @@ def _check_design(
         target = getattr(design, name)
         if target is None or target in known_ids:
             continue
-        if target in connection.callables():
+        if target in callables:
             continue
         warn(
             "execution-reference-unknown",

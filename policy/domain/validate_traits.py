@@ -47,6 +47,10 @@ def is_empty_strategy(raw: Any) -> bool:
 
 def check_strategy(reporter: Reporter, raw: Any, path: Path, tool: str) -> None:
     """``strategy-empty`` for ``[]``/null/""; ``strategy-value`` at each item the runtime drops."""
+    if not is_empty_strategy(raw) and all(
+        normalize_strategy_item(item) is not None for item in strategy_items(raw)
+    ):
+        return  # the common case, checked before the words only a finding needs
     becomes = listing(normalize_strategy(raw))
     alone = " and runs alone" if normalize_strategy(raw) == (UNKNOWN,) else ""
     if is_empty_strategy(raw):

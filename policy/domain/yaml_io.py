@@ -1,9 +1,13 @@
 """Reading and writing policy YAML (DESIGN §3; §6 "Export bytes and hashes", "Imports").
 
 Loading never raises: every problem becomes a diagnostic. The text is composed into nodes with
-PyYAML's SafeLoader (nodes keep their source marks) and the Python values are built here, node by
+PyYAML's composer (nodes keep their source marks) and the Python values are built here, node by
 node, so that Traitdeck can refuse what ``yaml.safe_load`` silently accepts (a repeated key keeps
 only its last value) and bound what it would happily expand (aliases, nesting).
+
+The events come from libyaml's C parser when PyYAML has it, from PyYAML's pure-Python parser
+otherwise; text the C parser refuses is read again in pure Python, so a diagnostic's words and
+position never depend on which parser is installed. Dumping stays pure Python (``_Dumper``).
 """
 
 from __future__ import annotations
@@ -12,11 +16,14 @@ import copy
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
+from yaml.resolver import Resolver
 
 from policy.domain.diagnostics import Diagnostic, Severity
 from policy.domain.paths import AGENTS, Path, format_path
@@ -97,17 +104,26 @@ def _short_tag(tag: str) -> str:
     return "!!" + tag.removeprefix(_TAGS) if tag.startswith(_TAGS) else tag
 
 
-class _Loader(yaml.SafeLoader):
-    """A SafeLoader that bounds nesting while composing and remembers anchor names."""
+class _ReadAgain(Exception):
+    """libyaml would read this text differently from PyYAML: read it again in pure Python."""
 
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.depth = 0
-        self.anchor_names: dict[int, str] = {}
+
+class _BoundedComposer(Composer):
+    """PyYAML's composer, bounding nesting and remembering anchor names.
+
+    Composing stays in Python whichever parser gives the events: libyaml's own C composer
+    recurses in C once per level and crashes the process (a segfault, not an exception) on
+    ~100k nested brackets, a text well under the web's size limit.
+    """
+
+    depth = 0
+    #: Nodes composed (each once, however often aliased) and aliases met.
+    composed = aliases = 0
+    anchor_names: dict[int, str]
 
     def compose_node(self, parent: Node | None, index: int) -> Node | None:
         # The composer recurses once per level: stop well before Python's recursion limit does.
-        event = self.peek_event()  # type: ignore[no-untyped-call]
+        event = self.peek_event()  # type: ignore[attr-defined]
         if self.depth >= MAX_DEPTH:
             raise _too_deep(_mark(event.start_mark))
         self.depth += 1
@@ -115,15 +131,62 @@ class _Loader(yaml.SafeLoader):
             node = super().compose_node(parent, index)
         finally:
             self.depth -= 1
-        if node is not None and not isinstance(event, yaml.AliasEvent) and event.anchor:
-            self.anchor_names[id(node)] = event.anchor
+        if isinstance(event, yaml.AliasEvent):
+            self.aliases += 1
+        else:
+            self.composed += 1  # every other event makes one new node
+            if node is not None and event.anchor:
+                self.anchor_names[id(node)] = event.anchor
         return node
+
+
+class _Loader(_BoundedComposer, yaml.SafeLoader):
+    """The pure-Python SafeLoader: the reference every diagnostic is worded by."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.anchor_names = {}
+
+
+if yaml.__with_libyaml__:
+    from yaml._yaml import CParser
+
+    class _CLoader(_BoundedComposer, CParser, SafeConstructor, Resolver):
+        """Events from libyaml's C scanner and parser (several times faster than PyYAML's),
+        composed and built by the same Python code as ``_Loader``'s."""
+
+        def __init__(self, text: str) -> None:
+            CParser.__init__(self, text)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            self.anchor_names = {}
+
+        def compose_scalar_node(self, anchor: dict[Any, Node]) -> ScalarNode:
+            event = self.peek_event()
+            if isinstance(event, yaml.ScalarEvent) and not event.value and not event.style:
+                # An empty value (`key:`): libyaml marks it where the next token starts, PyYAML
+                # right after the indicator; diagnostics point at it, so PyYAML must place it.
+                raise _ReadAgain
+            return super().compose_scalar_node(anchor)
+
+    _LOADERS: tuple[type[_BoundedComposer], ...] = (_CLoader, _Loader)
+else:  # PyYAML built without libyaml: the pure-Python parser reads everything.
+    _LOADERS = (_Loader,)
+
+
+class _Loading(Protocol):
+    """What ``_Builder`` needs of a loader, whichever parser feeds it."""
+
+    anchor_names: dict[int, str]
+
+    def construct_object(self, node: Node, deep: bool = False) -> Any: ...
 
 
 class _Builder:
     """Builds Python values from composed nodes, recording positions and reporting data loss."""
 
-    def __init__(self, loader: _Loader, max_nodes: int, distinct: int = 0) -> None:
+    def __init__(self, loader: _Loading, max_nodes: int, distinct: int = 0) -> None:
         self.loader, self.max_nodes, self.distinct = loader, max_nodes + distinct, distinct
         self.source = SourceMap()
         self.errors: list[Diagnostic] = []
@@ -187,6 +250,8 @@ class _Builder:
         return [self.build(item, (*path, index)) for index, item in enumerate(node.value)]
 
     def _scalar(self, node: ScalarNode, path: Path) -> Any:
+        if node.tag == _STR_TAG:
+            return node.value  # what SafeLoader's str constructor returns, at a fraction the cost
         try:
             # SafeLoader's own constructors: the same ints, floats, dates… as yaml.safe_load.
             return self.loader.construct_object(node, deep=True)
@@ -370,35 +435,42 @@ def _shape_error(data: Any, source: SourceMap) -> Diagnostic | None:
     return None
 
 
-def _distinct_nodes(root: Node | None) -> int:
-    """How many nodes the text itself holds (each anchored node once, however often aliased)."""
-    seen: set[int] = set()
-    stack = [root] if root is not None else []
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, SequenceNode):
-            stack.extend(node.value)
-        elif isinstance(node, MappingNode):
-            stack.extend(child for pair in node.value for child in pair)
-    return len(seen)
-
-
-def _load_yaml(text: str, max_nodes: int) -> tuple[Any, SourceMap, list[Diagnostic]]:
-    loader = _Loader(text)
+def _compose_and_build(
+    text: str, max_nodes: int, loader_class: type[_BoundedComposer]
+) -> tuple[Any, SourceMap, list[Diagnostic]]:
+    loader: Any = loader_class(text)  # type: ignore[call-arg]  # both loaders take the text
     try:
         root = loader.get_single_node()  # raises on a second document
         # The limit bounds what ALIASES add, not the size of the text itself: a large file
         # written out in full is bounded by max_bytes; a small one that expands is the attack.
-        builder = _Builder(loader, max_nodes, _distinct_nodes(root))
+        builder = _Builder(loader, max_nodes, loader.composed)
         if root is None:
             return None, builder.source, []
-        builder.measure(root)  # refuses before anything is expanded
+        if loader.aliases:
+            # Refuses before anything is expanded. Without aliases the text is its own
+            # expansion: max_bytes bounded its size and composing its depth.
+            builder.measure(root)
         return builder.build(root, ()), builder.source, builder.errors
     finally:
         loader.dispose()
+
+
+def _load_yaml(text: str, max_nodes: int) -> tuple[Any, SourceMap, list[Diagnostic]]:
+    *fast, reference = _LOADERS
+    if "\t" in text:
+        # libyaml accepts tabs where PyYAML (and so the runtime's yaml.safe_load) refuses them,
+        # e.g. after a value: "0\t". Exports never hold a raw tab (they escape it in quotes).
+        fast = []
+    for loader_class in fast:
+        try:
+            return _compose_and_build(text, max_nodes, loader_class)
+        except _Refusal:
+            raise  # decided by Traitdeck's own code on the same events: the same either way
+        except Exception:
+            # libyaml words its errors differently and places some elsewhere: text it cannot
+            # read is read again in pure Python, whose diagnostic is the one users see.
+            pass
+    return _compose_and_build(text, max_nodes, reference)
 
 
 def load_policy(
