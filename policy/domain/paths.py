@@ -30,8 +30,21 @@ def format_path(path: Path) -> str:
     for part in path:
         if isinstance(part, int) and not isinstance(part, bool):
             out += f"[{part}]"
-        elif isinstance(part, str) and _IDENTIFIER.match(part):
+        elif isinstance(part, str) and _is_identifier(part):
             out += f".{part}" if out else part
         else:
             out += f"[{json.dumps(str(part), ensure_ascii=False)}]"
     return out
+
+
+def _is_identifier(part: str) -> bool:
+    """Whether a key shows bare; remembered, since every path repeats the same few keys."""
+    known = _IDENTIFIERS.get(part)
+    if known is None:
+        if len(_IDENTIFIERS) >= 8192:
+            _IDENTIFIERS.clear()
+        known = _IDENTIFIERS[part] = _IDENTIFIER.match(part) is not None
+    return known
+
+
+_IDENTIFIERS: dict[str, bool] = {}

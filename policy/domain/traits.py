@@ -58,6 +58,25 @@ def normalize_strategy(raw: Any) -> tuple[str, ...]:
     concrete value remains, and yield ``("unknown",)`` when nothing is left. ``None`` (absent)
     is unknown too. Input order is kept.
     """
+    # A policy repeats a handful of strategies over thousands of tools, and validation asks
+    # about each several times: remember them by their items. Items that are equal give the same
+    # answer (text is text; anything else is dropped), so equal keys never disagree.
+    key: Any = ("[]", *raw) if isinstance(raw, list | tuple) else raw
+    try:
+        known = _NORMALIZED.get(key)
+    except TypeError:  # an unhashable item (a mapping in the list): not remembered
+        return _normalize_strategy(raw)
+    if known is None:
+        if len(_NORMALIZED) >= 4096:
+            _NORMALIZED.clear()
+        known = _NORMALIZED[key] = _normalize_strategy(raw)
+    return known
+
+
+_NORMALIZED: dict[Any, tuple[str, ...]] = {}
+
+
+def _normalize_strategy(raw: Any) -> tuple[str, ...]:
     values: list[str] = []
     if raw is not None:
         for item in strategy_items(raw):
@@ -105,8 +124,9 @@ def is_early(traits: Mapping[str, Any] | None) -> bool:
     place this rule lives; views, the simulator and the dry-run ask it."""
     if traits is None:
         return False
-    return is_exactly_neutral(resolved_strategy(traits)) and is_early_profile(
-        traits.get("execution")
+    # The profile first: most tools have none, and it is the cheaper question.
+    return is_early_profile(traits.get("execution")) and is_exactly_neutral(
+        resolved_strategy(traits)
     )
 
 

@@ -121,22 +121,63 @@ class _BoundedComposer(Composer):
     composed = aliases = 0
     anchor_names: dict[int, str]
 
-    def compose_node(self, parent: Node | None, index: int) -> Node | None:
-        # The composer recurses once per level: stop well before Python's recursion limit does.
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        """PyYAML's ``Composer.compose_node`` and its sequence and mapping steps in one method
+        (the same nodes, marks and errors; SafeLoader has no path resolvers to descend), which
+        also bounds the depth: the composer recurses once per level, so stop well before
+        Python's recursion limit does."""
         event = self.peek_event()  # type: ignore[attr-defined]
         if self.depth >= MAX_DEPTH:
             raise _too_deep(_mark(event.start_mark))
-        self.depth += 1
-        try:
-            node = super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
+        anchors: dict[str, Node] = self.anchors
+        anchor = event.anchor
         if isinstance(event, yaml.AliasEvent):
+            self.get_event()  # type: ignore[attr-defined]
             self.aliases += 1
+            if anchor not in anchors:
+                message = f"found undefined alias {anchor!r}"
+                raise yaml.composer.ComposerError(None, None, message, event.start_mark)  # type: ignore[arg-type]
+            return anchors[anchor]
+        if anchor is not None and anchor in anchors:
+            raise yaml.composer.ComposerError(
+                f"found duplicate anchor {anchor!r}; first occurrence",
+                anchors[anchor].start_mark,
+                "second occurrence",
+                event.start_mark,
+            )
+        self.composed += 1  # every other event makes one new node
+        node: Node
+        if isinstance(event, yaml.ScalarEvent):
+            node = self.compose_scalar_node(anchor)
         else:
-            self.composed += 1  # every other event makes one new node
-            if node is not None and event.anchor:
-                self.anchor_names[id(node)] = event.anchor
+            self.get_event()  # type: ignore[attr-defined]
+            sequence = isinstance(event, yaml.SequenceStartEvent)
+            tag = event.tag
+            if tag is None or tag == "!":
+                kind = SequenceNode if sequence else MappingNode
+                tag = self.resolve(kind, None, event.implicit)  # type: ignore[attr-defined]
+            node = (SequenceNode if sequence else MappingNode)(
+                tag, [], event.start_mark, None, flow_style=event.flow_style
+            )
+            if anchor is not None:
+                anchors[anchor] = node
+            items: list[Any] = node.value
+            end = yaml.SequenceEndEvent if sequence else yaml.MappingEndEvent
+            check_event = self.check_event  # type: ignore[attr-defined]
+            self.depth += 1
+            try:
+                if sequence:
+                    while not check_event(end):
+                        items.append(self.compose_node(node, len(items)))
+                else:
+                    while not check_event(end):
+                        key = self.compose_node(node, None)
+                        items.append((key, self.compose_node(node, key)))
+            finally:
+                self.depth -= 1
+            node.end_mark = self.get_event().end_mark  # type: ignore[attr-defined]
+        if anchor is not None:
+            self.anchor_names[id(node)] = anchor
         return node
 
 
