@@ -31,22 +31,13 @@ from observe.domain.events import (
     Event,
     format_ts,
 )
+from observe.domain.kinds import ROUND_KINDS
 from policy.domain.overseer import explain_rejection
 
 #: Kinds a round can show (``Round.has``), each with the event type that marks it.
-KIND_EVENTS: Final[Mapping[str, str]] = {
-    "rejection": ACTION_REJECTED,
-    "early": TOOL_EARLY_STARTED,
-    "dedup": LEDGER_DEDUP,
-    "timeout": TOOL_TIMEOUT,
-}
+KIND_EVENTS: Final[Mapping[str, str]] = {kind.name: kind.event_type for kind in ROUND_KINDS}
 #: ``counts`` keys (besides ``actions``), each with the event type it counts.
-COUNT_EVENTS: Final[Mapping[str, str]] = {
-    "rejections": ACTION_REJECTED,
-    "early_starts": TOOL_EARLY_STARTED,
-    "dedups": LEDGER_DEDUP,
-    "timeouts": TOOL_TIMEOUT,
-}
+COUNT_EVENTS: Final[Mapping[str, str]] = {kind.counter: kind.event_type for kind in ROUND_KINDS}
 
 
 @dataclass(frozen=True)
@@ -132,7 +123,8 @@ def assemble(events: Iterable[Event]) -> Round:
 
     Every event must belong to the same round; raises ``ValueError`` otherwise or when there are
     none. Events repeating an ``event_id`` count once (if a repeat differs in content, which the
-    store refuses anyway, the same one is kept whatever the order).
+    store refuses anyway, the same one is kept whatever the order). This is
+    :func:`assembly_merge` of all the events into a fresh assembly, plus the events themselves.
     """
     given = list(events)
     if not given:
@@ -143,65 +135,206 @@ def assemble(events: Iterable[Event]) -> Round:
         raise ValueError(f"events of different rounds cannot be assembled together: {sorted(keys)}")
     unique = _unique(given)
     ordered = tuple(sorted(unique, key=lambda event: (event.ts, event.event_id)))
-    first = ordered[0]
+    state = assembly_merge(assembly_new(), ordered)
+    return assembly_round(ordered[0].round_key, state, events=ordered)
 
-    started = [event for event in ordered if event.type == ROUND_STARTED]
-    finished = [event for event in ordered if event.type == ROUND_FINISHED]
-    start = started[0] if started else None
-    end = finished[-1] if finished else None
 
+# --- the assembly: what a round's events say, kept small and merged a batch at a time ---------
+#
+# A round's assembly is a JSON-ready dict that holds, for the round and for each of its action
+# slots (attempt, index), the events that decide what is shown: per event type the latest one in
+# (ts, event_id) order (the earliest for ``round.started``), reduced to the fields that matter.
+# Merging keeps, per key, the greater (or lesser) of two marks, so it is commutative, associative
+# and idempotent: any split of a round's events into batches, in any order and with repeats,
+# merges to the same assembly, and a batch costs the same however many events the round holds.
+# Replaying a slot's marks in (ts, event_id) order gives what replaying all of its events would:
+# each event type overwrites the same fields every time it occurs.
+
+#: The fields each action-level event type contributes to its action.
+_SLOT_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
+    ACTION_OBSERVED: ("action", "tool_id"),
+    ACTION_ACCEPTED: ("strategy",),
+    ACTION_REJECTED: ("code", "extra", "strategy"),
+    TOOL_EARLY_STARTED: ("tool_call_id",),
+    LEDGER_DEDUP: ("tool_call_id", "original_action_index", "match", "fingerprint"),
+    TOOL_STARTED: ("tool_call_id",),
+    TOOL_FINISHED: ("tool_call_id", "status", "duration_ms"),
+    TOOL_TIMEOUT: ("tool_call_id", "limit_ms", "elapsed_ms", "async_alternative"),
+}
+assert set(_SLOT_FIELDS) == set(ACTION_EVENT_TYPES)
+#: Slot keys besides the event types: the earliest named tool, the earliest observed params.
+_TOOL, _PARAMS = "tool", "params"
+
+Assembly = dict[str, Any]
+
+
+def assembly_new() -> Assembly:
+    """The assembly of a round with no events yet."""
+    return {"first": None, "start": None, "end": None, "gen": {}, "tools": [], "slots": {}}
+
+
+def _keep(holder: dict[str, Any], key: str, mark: list[Any], *, latest: bool) -> None:
+    """Keep ``mark`` under ``key`` if it is later (``latest``) or earlier than the one held."""
+    old = holder.get(key)
+    if old is None:
+        holder[key] = mark
+        return
+    order, held = (mark[0], mark[1]), (old[0], old[1])
+    if (order > held) if latest else (order < held):
+        holder[key] = mark
+
+
+def assembly_merge(state: Assembly, events: Iterable[Event]) -> Assembly:
+    """Fold ``events`` (of one round) into ``state`` in place and return it.
+
+    Order, repeats and batching never change the result (see the comment above). A repeated
+    ``event_id`` with other content keeps the copy already held; :func:`assemble` picks one
+    deterministically first, and the store refuses such repeats.
+    """
+    slots: dict[str, dict[str, Any]] = state["slots"]
+    generation: dict[str, Any] = state["gen"]
+    tools = set(state["tools"])
+    for event in events:
+        data = event.data
+        ts, event_id = data["ts"], event.event_id
+        _keep(state, "first", [ts, event_id], latest=False)
+        tool_id = data.get("tool_id")
+        named = isinstance(tool_id, str)
+        if named:
+            tools.add(tool_id)
+        event_type = event.type
+        fields = _SLOT_FIELDS.get(event_type)
+        if fields is not None:
+            index = data.get("action_index")
+            if not isinstance(index, int):
+                continue
+            slot = slots.setdefault(f"{event.attempt}:{index}", {})
+            _keep(slot, event_type, [ts, event_id, *(data.get(f) for f in fields)], latest=True)
+            if named:
+                _keep(slot, _TOOL, [ts, event_id, tool_id], latest=False)
+            if event_type == ACTION_OBSERVED and "params" in data:
+                _keep(slot, _PARAMS, [ts, event_id, data["params"]], latest=False)
+        elif event_type == ROUND_STARTED:
+            mark = [ts, event_id, data["max_actions"], data.get("policy_hash")]
+            _keep(state, "start", mark, latest=False)
+        elif event_type == ROUND_FINISHED:
+            _keep(state, "end", [ts, event_id, data["outcome"]], latest=True)
+        elif event_type == GENERATION_FINISHED:
+            _keep(generation, str(event.attempt), [ts, event_id], latest=True)
+    state["tools"] = sorted(tools)
+    return state
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+@dataclass(frozen=True)
+class AssemblySummary:
+    """What the round's row keeps in columns (cheap: no action is built)."""
+
+    started_at: datetime
+    finished_at: datetime | None
+    generation_finished_at: datetime | None
+    outcome: str | None
+    policy_hash: str | None
+    max_actions: int | None
+    counts: Mapping[str, int]
+    tool_ids: frozenset[str]
+
+
+def assembly_summary(state: Assembly) -> AssemblySummary:
+    """The round-level facts of an assembly that holds at least one event."""
+    start, end, generation = state["start"], state["end"], state["gen"]
+    slots = state["slots"].values()
+    counts = {"actions": len(state["slots"])}
+    for kind in ROUND_KINDS:
+        counts[kind.counter] = sum(1 for slot in slots if kind.event_type in slot)
+    last_attempt = max(generation, key=int) if generation else None
+    return AssemblySummary(
+        started_at=_time(start[0] if start is not None else state["first"][0]),
+        finished_at=_time(end[0]) if end is not None else None,
+        # The last attempt's generation is the one the round's tools ran after.
+        generation_finished_at=(
+            _time(generation[last_attempt][0]) if last_attempt is not None else None
+        ),
+        outcome=end[2] if end is not None else None,
+        policy_hash=start[3] if start is not None else None,
+        max_actions=start[2] if start is not None else None,
+        counts=counts,
+        tool_ids=frozenset(state["tools"]),
+    )
+
+
+def _slot_key(key: str) -> tuple[int, int]:
+    attempt, _, index = key.partition(":")
+    return int(attempt), int(index)
+
+
+def assembly_actions(state: Assembly) -> dict[tuple[int, int], RoundAction]:
+    """Every action of the round by (attempt, index), explained, from the assembly alone."""
     actions: dict[tuple[int, int], RoundAction] = {}
-    generation: dict[int, datetime] = {}
-    kinds: dict[str, set[tuple[int, int]]] = {kind: set() for kind in KIND_EVENTS}
-    tool_ids: set[str] = set()
-    for event in ordered:
-        tool_id = event.data.get("tool_id")
-        if isinstance(tool_id, str):
-            tool_ids.add(tool_id)
-        if event.type == GENERATION_FINISHED:
-            generation[event.attempt] = event.ts
-            continue
-        index = event.action_index
-        if event.type not in ACTION_EVENT_TYPES or index is None:
-            continue
-        slot = (event.attempt, index)
-        actions[slot] = _apply(actions.get(slot, RoundAction(index=index)), event)
-        for kind, event_type in KIND_EVENTS.items():
-            if event.type == event_type:
-                kinds[kind].add(slot)
+    for key, slot in state["slots"].items():
+        attempt, index = _slot_key(key)
+        marks = sorted(
+            (mark[0], mark[1], event_type, mark)
+            for event_type, mark in slot.items()
+            if event_type in _SLOT_FIELDS
+        )
+        action = RoundAction(index=index)
+        for ts, _, event_type, mark in marks:
+            fields = dict(zip(_SLOT_FIELDS[event_type], mark[2:], strict=True))
+            action = _apply(action, event_type, _time(ts), fields)
+        # The observed action names the tool (or none); until it arrives, the earliest event
+        # that names one does.
+        observed = slot.get(ACTION_OBSERVED)
+        tool = slot.get(_TOOL)
+        tool_id = observed[3] if observed is not None else (tool[2] if tool is not None else None)
+        actions[(attempt, index)] = _explained(replace(action, tool_id=tool_id))
+    return dict(sorted(actions.items()))
 
+
+def assembly_params(state: Assembly) -> dict[tuple[int, int], Any]:
+    """The params of each observed action that sent some, by (attempt, index)."""
+    return {
+        _slot_key(key): slot[_PARAMS][2] for key, slot in state["slots"].items() if _PARAMS in slot
+    }
+
+
+def assembly_round(
+    key: tuple[str, str, int], state: Assembly, *, events: tuple[Event, ...] = ()
+) -> Round:
+    """The round an assembly describes (``events``: its stored events, when the caller has
+    them; cards and lists need none)."""
+    summary = assembly_summary(state)
+    actions = assembly_actions(state)
+    generation = {int(attempt): _time(mark[0]) for attempt, mark in state["gen"].items()}
     attempts = tuple(
         Attempt(
             attempt=number,
-            actions=tuple(
-                _explained(action)
-                for (attempt, _), action in sorted(actions.items())
-                if attempt == number
-            ),
+            actions=tuple(action for (attempt, _), action in actions.items() if attempt == number),
             generation_finished_at=generation.get(number),
         )
         for number in sorted({attempt for attempt, _ in actions} | set(generation))
     )
-    counts = {"actions": len(actions)}
-    counts.update(
-        {name: len(kinds[kind]) for name, kind in zip(COUNT_EVENTS, KIND_EVENTS, strict=True)}
-    )
+    slots = state["slots"].values()
     return Round(
-        agent=first.agent,
-        turn_id=first.turn_id,
-        iteration=first.iteration,
-        started_at=start.ts if start is not None else first.ts,
-        finished_at=end.ts if end is not None else None,
-        # The last attempt's generation is the one the round's tools ran after.
-        generation_finished_at=generation[max(generation)] if generation else None,
-        outcome=end.data["outcome"] if end is not None else None,
-        policy_hash=start.data.get("policy_hash") if start is not None else None,
-        max_actions=start.data["max_actions"] if start is not None else None,
-        counts=counts,
-        has=frozenset(kind for kind, slots in kinds.items() if slots),
-        tool_ids=frozenset(tool_ids),
+        agent=key[0],
+        turn_id=key[1],
+        iteration=key[2],
+        started_at=summary.started_at,
+        finished_at=summary.finished_at,
+        generation_finished_at=summary.generation_finished_at,
+        outcome=summary.outcome,
+        policy_hash=summary.policy_hash,
+        max_actions=summary.max_actions,
+        counts=summary.counts,
+        has=frozenset(
+            kind.name for kind in ROUND_KINDS if any(kind.event_type in slot for slot in slots)
+        ),
+        tool_ids=summary.tool_ids,
         attempts=attempts,
-        events=ordered,
+        events=events,
     )
 
 
@@ -224,17 +357,13 @@ def _content_key(event: Event) -> str:
         return repr(event.data)
 
 
-def _apply(action: RoundAction, event: Event) -> RoundAction:
-    """Fold one event into what is known about its action (events come in (ts, id) order)."""
-    data = event.data
-    tool_id = data.get("tool_id")
-    # Every action-level event names the tool; the observed one is the authority, so others only
-    # fill the gap while it has not arrived.
-    if action.tool_id is None and isinstance(tool_id, str):
-        action = replace(action, tool_id=tool_id)
-    if event.type == ACTION_OBSERVED:
-        return replace(action, action=data["action"], tool_id=tool_id)
-    if event.type == ACTION_ACCEPTED:
+def _apply(
+    action: RoundAction, event_type: str, ts: datetime, data: Mapping[str, Any]
+) -> RoundAction:
+    """Fold one event's fields into what is known about its action (in (ts, id) order)."""
+    if event_type == ACTION_OBSERVED:
+        return replace(action, action=data["action"])
+    if event_type == ACTION_ACCEPTED:
         strategy = data.get("strategy")
         return replace(
             action,
@@ -243,7 +372,7 @@ def _apply(action: RoundAction, event: Event) -> RoundAction:
             extra=None,
             strategy=tuple(strategy) if strategy is not None else None,
         )
-    if event.type == ACTION_REJECTED:
+    if event_type == ACTION_REJECTED:
         # The protocol carries no strategy for a rejection; a runtime that sends one anyway (an
         # extra field) gets a fuller explanation.
         sent = data.get("strategy")
@@ -259,15 +388,15 @@ def _apply(action: RoundAction, event: Event) -> RoundAction:
             extra=data.get("extra"),
             strategy=strategy,
         )
-    if event.type == TOOL_EARLY_STARTED:
+    if event_type == TOOL_EARLY_STARTED:
         return replace(
             action,
             early=True,
-            early_started_at=event.ts,
+            early_started_at=ts,
             ledger="started",
             tool_call_id=data["tool_call_id"],
         )
-    if event.type == LEDGER_DEDUP:
+    if event_type == LEDGER_DEDUP:
         return replace(
             action,
             early=True,
@@ -275,17 +404,17 @@ def _apply(action: RoundAction, event: Event) -> RoundAction:
             tool_call_id=data["tool_call_id"],
             dedup=Dedup(data["original_action_index"], data["match"], data["fingerprint"]),
         )
-    if event.type == TOOL_STARTED:
-        return replace(action, started_at=event.ts, tool_call_id=data["tool_call_id"])
-    if event.type == TOOL_FINISHED:
+    if event_type == TOOL_STARTED:
+        return replace(action, started_at=ts, tool_call_id=data["tool_call_id"])
+    if event_type == TOOL_FINISHED:
         return replace(
             action,
-            finished_at=event.ts,
+            finished_at=ts,
             status=data["status"],
             duration_ms=data["duration_ms"],
             tool_call_id=data["tool_call_id"],
         )
-    if event.type == TOOL_TIMEOUT:
+    if event_type == TOOL_TIMEOUT:
         timeout = Timeout(data["limit_ms"], data["elapsed_ms"], data.get("async_alternative"))
         if action.status is not None and action.status != "timeout":
             # A tool.finished already told how the call ended; the timeout adds the detail.
@@ -293,7 +422,7 @@ def _apply(action: RoundAction, event: Event) -> RoundAction:
         return replace(
             action,
             timeout=timeout,
-            finished_at=event.ts,
+            finished_at=ts,
             status="timeout",
             duration_ms=data["elapsed_ms"],
             tool_call_id=data["tool_call_id"],

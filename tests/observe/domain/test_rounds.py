@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,6 +16,11 @@ from observe.domain.rounds import (
     Dedup,
     Timeout,
     assemble,
+    assembly_merge,
+    assembly_new,
+    assembly_params,
+    assembly_round,
+    assembly_summary,
     round_detail_dict,
     round_to_dict,
 )
@@ -514,3 +521,38 @@ def test_it_assembles_an_equal_round_whatever_the_order_and_duplication(
     assert assemble(shuffled) == expected
     assert round_detail_dict(assemble(shuffled), None) == round_detail_dict(expected, None)
     assert len(expected.events) == len(events)
+
+
+@settings(max_examples=200, deadline=None)
+@given(events=event_streams(), data=st.data())
+def test_it_merges_batches_into_the_round_one_shot_assembly_gives(
+    events: list[Event], data: st.DataObject
+) -> None:
+    """Ingest keeps a round's assembly and merges each batch into it: any split into batches, in
+    any order, with repeats, stored as JSON between batches, gives the one-shot round."""
+    repeats = data.draw(st.lists(st.sampled_from(events), max_size=10))
+    shuffled = data.draw(st.permutations([*events, *repeats]))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(shuffled)), max_size=6)))
+    state = assembly_new()
+    for lo, hi in zip([0, *cuts], [*cuts, len(shuffled)], strict=True):
+        state = json.loads(json.dumps(assembly_merge(state, shuffled[lo:hi])))
+    expected = assemble(events)
+    merged = assembly_round(expected.key, state)
+    assert merged == replace(expected, events=())
+    assert assembly_summary(state).counts == expected.counts
+    assert assembly_params(state) == {
+        (e.attempt, e.data["action_index"]): e.data["params"]
+        for e in sorted(events, key=lambda e: (e.ts, e.event_id), reverse=True)
+        if e.type == "action.observed"
+    }
+
+
+def test_an_observed_action_names_the_tool_even_when_it_names_none() -> None:
+    s = Stream()
+    s.add("action.accepted", action_index=0, tool_id="a.search")
+    s.add("action.observed", action_index=0, action="complete", tool_id=None)
+    s.add("action.accepted", action_index=0, tool_id="a.write")
+    for events in (s.events, list(reversed(s.events))):
+        assert assemble(events).attempts[0].actions[0].tool_id is None
+    # Until the observed action arrives, the earliest event that names a tool names it.
+    assert assemble(s.events[::2]).attempts[0].actions[0].tool_id == "a.search"
