@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import RequestDataTooBig
+from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
@@ -13,11 +15,20 @@ from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Val
 from accounts.auth import RuntimeTokenAuth, session_auth
 from accounts.models import RuntimeToken
 from audit.api import router as audit_router
+from config.api_io import RETRY_AFTER_S, StoreBusy
 from observe.api import router as observe_router
+from observe.selectors import BadCursor
 from policy.api import router as policy_router
 from policy.api_edit import router as policy_edit_router
 from policy.api_versions import router as versions_router
 from policy.api_versions import runtime_router
+from policy.domain.dryrun import RoundSpecError
+from policy.domain.edits import as_sentence
+from policy.domain.manifest import ManifestError
+from policy.services import EditRefused, StaleRevision
+from policy.versions import ConfirmationNeeded, PublishRefused
+
+logger = logging.getLogger(__name__)
 
 api = NinjaAPI(
     title="Traitdeck API",
@@ -69,6 +80,60 @@ def install_error_handlers(target: NinjaAPI) -> None:
     @target.exception_handler(HttpError)
     def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         return respond(request, exc.status_code, str(exc))
+
+    # The refusals of the services: every router raises them, this is where they become statuses.
+
+    @target.exception_handler(StaleRevision)
+    def on_stale(request: HttpRequest, exc: StaleRevision) -> HttpResponse:
+        return respond(request, 409, str(exc), revision=exc.current)
+
+    @target.exception_handler(EditRefused)
+    def on_edit_refused(request: HttpRequest, exc: EditRefused) -> HttpResponse:
+        return respond(request, 422, as_sentence(str(exc)))
+
+    @target.exception_handler(ManifestError)
+    def on_bad_manifest(request: HttpRequest, exc: ManifestError) -> HttpResponse:
+        return respond(request, 422, f"{exc} Nothing was stored.")
+
+    @target.exception_handler(ConfirmationNeeded)
+    def on_needs_confirmation(request: HttpRequest, exc: ConfirmationNeeded) -> HttpResponse:
+        diagnostics = [d.to_dict() for d in exc.diagnostics]
+        return respond(request, 422, str(exc), needs_confirmation=True, diagnostics=diagnostics)
+
+    @target.exception_handler(PublishRefused)
+    def on_publish_refused(request: HttpRequest, exc: PublishRefused) -> HttpResponse:
+        return respond(request, 422, str(exc))
+
+    @target.exception_handler(RoundSpecError)
+    def on_bad_round(request: HttpRequest, exc: RoundSpecError) -> HttpResponse:
+        return respond(request, 422, f"The round is malformed: {exc}")
+
+    @target.exception_handler(BadCursor)
+    def on_bad_cursor(request: HttpRequest, exc: BadCursor) -> HttpResponse:
+        reason = str(exc)
+        return respond(request, 422, f"{reason[:1].upper()}{reason[1:]}; start again without it.")
+
+    def busy(request: HttpRequest, retry_after: int) -> HttpResponse:
+        response = respond(
+            request,
+            503,
+            "The store is busy and could not take this request; nothing was stored. Send it"
+            f" again in {retry_after} s.",
+        )
+        response["Retry-After"] = str(retry_after)
+        return response
+
+    @target.exception_handler(StoreBusy)
+    def on_store_busy(request: HttpRequest, exc: StoreBusy) -> HttpResponse:
+        logger.warning("%s %s: %s", request.method, request.path, exc)
+        return busy(request, exc.retry_after)
+
+    @target.exception_handler(OperationalError)
+    def on_database_error(request: HttpRequest, exc: OperationalError) -> HttpResponse:
+        # Locked (SQLite), a lock or statement timeout or a lost connection (PostgreSQL): the
+        # request's transaction was rolled back, so the same request may be sent again.
+        logger.warning("%s %s: database error: %s", request.method, request.path, exc)
+        return busy(request, RETRY_AFTER_S)
 
 
 install_error_handlers(api)

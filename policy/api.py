@@ -5,7 +5,6 @@ Handlers stay thin: read the body, call one selector or service, shape the respo
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -13,8 +12,9 @@ from ninja import Router, Schema, Status
 from ninja.errors import HttpError
 
 from accounts.auth import session_auth
+from config.api_io import if_match_revision, read_body, read_json
 from policy.domain.catalog import catalog_entries, render_catalog, render_scope
-from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
+from policy.domain.dryrun import dry_run, parse_round_spec
 from policy.domain.jsonable import jsonable
 from policy.domain.resolution import AgentResolution, UnknownAgentError, effective_json
 from policy.domain.yaml_io import WEB_MAX_BYTES
@@ -87,46 +87,6 @@ JSON_BODY = {
 }
 
 
-def read_body(request: HttpRequest, *, content_types: tuple[str, ...], limit: int) -> bytes:
-    """The raw body, after the checks every endpoint shares: 415 wrong type, 413 too large."""
-    content_type = request.content_type.lower() if request.content_type else ""
-    if content_type not in content_types:
-        raise HttpError(
-            415,
-            f"Send the body as {' or '.join(content_types)} (got {content_type or 'none'}).",
-        )
-    declared = request.META.get("CONTENT_LENGTH") or "0"
-    if declared.isascii() and declared.isdigit() and int(declared) > limit:
-        raise HttpError(413, f"The body is over the limit of {limit} bytes.")
-    body = request.body
-    if len(body) > limit:
-        raise HttpError(413, f"The body is over the limit of {limit} bytes.")
-    return body
-
-
-def read_json(request: HttpRequest, *, limit: int = WEB_MAX_BYTES) -> Any:
-    body = read_body(request, content_types=("application/json",), limit=limit)
-    try:
-        return json.loads(body)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise HttpError(400, f"The body is not valid JSON: {exc}.") from exc
-    except RecursionError:
-        # json.loads recurses once per nesting level: a hostile body must not become a 500.
-        raise HttpError(400, "The body is not valid JSON: it nests too deeply.") from None
-
-
-def if_match_revision(request: HttpRequest) -> int | None:
-    """``If-Match: "<revision>"`` → the revision the change is based on (None: no header)."""
-    header = request.headers.get("If-Match")
-    if header is None or header.strip() == "*":  # "*": any current draft, as with no header
-        return None
-    value = header.strip().removeprefix("W/").strip('"')
-    # isascii: "²".isdigit() is True, but int("²") fails.
-    if not (value.isascii() and value.isdigit()):
-        raise HttpError(400, 'If-Match must be a quoted draft revision, like "5".')
-    return int(value)
-
-
 @router.post(
     "/policy/validate", response={200: ReportOut, 413: RefusalOut}, openapi_extra=YAML_BODY
 )
@@ -164,15 +124,11 @@ def import_policy(request: HttpRequest, dry_run: bool = True) -> Any:
     # A precondition holds for previews too: a diff against another draft than the client
     # believes it has would mislead.
     if base_revision is not None and base_revision != preview.draft.revision:
-        stale = StaleRevision(base_revision, preview.draft.revision)
-        return Status(409, {"error": str(stale), "revision": stale.current})
+        raise StaleRevision(base_revision, preview.draft.revision)
     result = {**preview.analysis.report(), "diff": preview.diff}
     if dry_run:
         return {**result, "applied": False, "revision": preview.draft.revision}
-    try:
-        new_state = draft_replace(data=preview.data, base_revision=base_revision, user=request.user)
-    except StaleRevision as exc:
-        return Status(409, {"error": str(exc), "revision": exc.current})
+    new_state = draft_replace(data=preview.data, base_revision=base_revision, user=request.user)
     return {**result, "applied": True, "revision": new_state.revision}
 
 
@@ -231,10 +187,6 @@ def dry_run_round(
     instruction `profile` (or the agent's default profile), else the server setting."""
     state = draft_state()
     resolution = agent_or_404(state, agent)
-    data = read_json(request)
-    try:
-        spec = parse_round_spec(data)
-    except RoundSpecError as exc:
-        raise HttpError(422, f"The round is malformed: {exc}") from exc
+    spec = parse_round_spec(read_json(request, limit=WEB_MAX_BYTES))
     mode = dry_run_mode(state, agent, spec, mode=multi_action_mode, profile=profile)
     return dry_run(spec, resolution, multi_action_mode=mode)

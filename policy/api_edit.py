@@ -12,9 +12,7 @@ body can be wrong keeps its status: 415 wrong type, 413 too large, 400 not JSON,
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pydantic
@@ -24,7 +22,8 @@ from ninja.errors import HttpError, ValidationError
 from pydantic import BaseModel
 
 from accounts.auth import session_auth
-from policy.api import agent_or_404, if_match_revision, read_json
+from config.api_io import if_match_revision, read_json, read_object
+from policy.api import agent_or_404
 from policy.api_edit_schemas import (
     CONNECTION_BODY,
     MANIFEST_BODY,
@@ -70,10 +69,10 @@ from policy.domain.edits import (
     update_connection,
 )
 from policy.domain.jsonable import jsonable
-from policy.domain.manifest import ManifestError
 from policy.domain.placement import Placement, entry_keys, tool_rows
 from policy.domain.resolution import effective_tool_json
 from policy.domain.tool_edit import ToolTarget, UnknownToolError, find_tool
+from policy.domain.yaml_io import WEB_MAX_BYTES
 from policy.forms import MANIFEST_MAX_BYTES
 from policy.selectors import (
     AgentSummary,
@@ -84,8 +83,6 @@ from policy.selectors import (
     draft_state,
 )
 from policy.services import (
-    EditRefused,
-    StaleRevision,
     agent_remove,
     agent_rename,
     draft_change,
@@ -98,16 +95,9 @@ router = Router(tags=["policy editing"], auth=session_auth)
 # --- request bodies ------------------------------------------------------------------------------
 
 
-def read_object(request: HttpRequest) -> dict[str, Any]:
-    data = read_json(request)
-    if not isinstance(data, dict):
-        raise HttpError(422, "The body must be a JSON object.")
-    return data
-
-
 def read_shape[Model: BaseModel](request: HttpRequest, model: type[Model]) -> Model:
     """The body validated against ``model``; a wrong shape is 422 with each problem named."""
-    data = read_object(request)
+    data = read_object(request, limit=WEB_MAX_BYTES)
     try:
         return model.model_validate(data)
     except pydantic.ValidationError as exc:
@@ -123,7 +113,7 @@ def read_shape[Model: BaseModel](request: HttpRequest, model: type[Model]) -> Mo
 
 def connection_fields(request: HttpRequest) -> dict[str, Any]:
     """A connection mapping from the body: keys as written; ``kind`` one the runtime knows."""
-    fields = read_object(request)
+    fields = read_object(request, limit=WEB_MAX_BYTES)
     kind = fields.get("kind")
     if kind is not None and kind not in KINDS:
         got = json.dumps(kind)[:60]
@@ -201,22 +191,6 @@ def _agent_name(name: str) -> str:
         raise HttpError(422, as_sentence(str(exc))) from None
 
 
-def writes[Handler: Callable[..., Any]](handler: Handler) -> Handler:
-    """Map the draft services' refusals: a stale ``If-Match`` → 409 with the current revision,
-    an edit that cannot apply → 422. Either way nothing was changed."""
-
-    @functools.wraps(handler)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return handler(request, *args, **kwargs)
-        except StaleRevision as exc:
-            return Status(409, {"error": str(exc), "revision": exc.current})
-        except EditRefused as exc:
-            return Status(422, {"error": as_sentence(str(exc))})
-
-    return wrapper  # type: ignore[return-value]
-
-
 # --- agents --------------------------------------------------------------------------------------
 
 
@@ -231,7 +205,6 @@ def agent_list(request: HttpRequest) -> Any:
 @router.post(
     "/agents", response={201: AgentWriteOut, **WRITE_ERRORS}, openapi_extra=model_body(AgentNameIn)
 )
-@writes
 def agent_create(request: HttpRequest) -> Any:
     """Add an agent (with no connections)."""
     name = _agent_name(read_shape(request, AgentNameIn).name)
@@ -249,7 +222,6 @@ def agent_create(request: HttpRequest) -> Any:
     response={200: AgentWriteOut, **WRITE_ERRORS},
     openapi_extra=model_body(AgentNameIn),
 )
-@writes
 def agent_patch(request: HttpRequest, agent: str) -> Any:
     """Rename an agent; its manifest follows."""
     agent_or_404(draft_state(), agent)
@@ -261,7 +233,6 @@ def agent_patch(request: HttpRequest, agent: str) -> Any:
 
 
 @router.delete("/agents/{agent}", response={200: AgentRemoveOut, **WRITE_ERRORS})
-@writes
 def agent_delete(request: HttpRequest, agent: str) -> Any:
     """Remove an agent and its manifest."""
     agent_or_404(draft_state(), agent)
@@ -292,7 +263,6 @@ def connection_list(request: HttpRequest, agent: str) -> Any:
     response={201: ConnectionWriteOut, **WRITE_ERRORS},
     openapi_extra=CONNECTION_BODY,
 )
-@writes
 def connection_create(request: HttpRequest, agent: str) -> Any:
     """Append a connection (the body is the mapping; saving one with errors is allowed, the
     diagnostics say what is wrong)."""
@@ -315,7 +285,6 @@ def connection_create(request: HttpRequest, agent: str) -> Any:
     response={200: ConnectionWriteOut, **WRITE_ERRORS},
     openapi_extra=CONNECTION_BODY,
 )
-@writes
 def connection_patch(request: HttpRequest, agent: str, index: int) -> Any:
     """Set the given keys (``null`` removes one); every other key of the connection is kept."""
     _require_connection(draft_state(), agent, index)
@@ -332,7 +301,6 @@ def connection_patch(request: HttpRequest, agent: str, index: int) -> Any:
 @router.delete(
     "/agents/{agent}/connections/{index}", response={200: ConnectionRemoveOut, **WRITE_ERRORS}
 )
-@writes
 def connection_delete(request: HttpRequest, agent: str, index: int) -> Any:
     """Remove a connection; the ones after it move up."""
     _require_connection(draft_state(), agent, index)
@@ -360,7 +328,6 @@ def connection_delete(request: HttpRequest, agent: str, index: int) -> Any:
     response={200: ConnectionWriteOut, **WRITE_ERRORS},
     openapi_extra=model_body(MoveIn),
 )
-@writes
 def connection_move(request: HttpRequest, agent: str, index: int) -> Any:
     """Move a connection to index ``to`` (the others keep their order)."""
     _require_connection(draft_state(), agent, index)
@@ -382,7 +349,6 @@ def connection_move(request: HttpRequest, agent: str, index: int) -> Any:
     response={200: ToolWriteOut, **WRITE_ERRORS},
     openapi_extra=model_body(ToolIn),
 )
-@writes
 def tool_put(request: HttpRequest, agent: str, index: int, key: str) -> Any:
     """Write a tool's traits (`tool_traits[key]`) and execution design (`tool_execution[key]`),
     as the tool editor saves them. Answers with the tool's diagnostics after the change and its
@@ -424,24 +390,19 @@ def tool_put(request: HttpRequest, agent: str, index: int, key: str) -> Any:
     response={200: ManifestWriteOut, **WRITE_ERRORS},
     openapi_extra=MANIFEST_BODY,
 )
-@writes
 def manifest_put(request: HttpRequest, agent: str) -> Any:
     """Store the agent's manifest (the tools and intrinsic traits the runtime discovered). It is
     not part of the draft document, but it changes the draft's meaning: the revision grows, and a
     stale ``If-Match`` is refused (409, nothing stored)."""
     agent_or_404(draft_state(), agent)
     data = read_json(request, limit=MANIFEST_MAX_BYTES)
-    try:
-        manifest_upload(
-            agent=agent, data=data, user=request.user, base_revision=if_match_revision(request)
-        )
-    except ManifestError as exc:
-        return Status(422, {"error": f"{exc} Nothing was stored."})
+    manifest_upload(
+        agent=agent, data=data, user=request.user, base_revision=if_match_revision(request)
+    )
     return {"revision": draft_state().revision, "agent": agent, "manifest": jsonable(data)}
 
 
 @router.delete("/agents/{agent}/manifest", response={200: ManifestRemoveOut, **WRITE_ERRORS})
-@writes
 def manifest_delete(request: HttpRequest, agent: str) -> Any:
     """Remove the agent's manifest."""
     agent_or_404(draft_state(), agent)

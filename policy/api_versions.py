@@ -13,13 +13,10 @@ from ninja.errors import HttpError
 from ninja.responses import Status
 
 from accounts.auth import RuntimeTokenAuth, session_auth
-from policy.api import if_match_revision
+from config.api_io import if_match_revision
 from policy.domain.version_diff import tool_changes, unified_diff
 from policy.selectors import draft_state
-from policy.services import StaleRevision
 from policy.versions import (
-    ConfirmationNeeded,
-    PublishRefused,
     agent_config_file,
     policy_publish,
     policy_rollback,
@@ -160,23 +157,6 @@ def version_export(request: HttpRequest, number: int) -> HttpResponse:
     return response
 
 
-def _refusal(exc: Exception) -> Status[Any]:
-    if isinstance(exc, StaleRevision):
-        return Status(409, {"error": str(exc), "revision": exc.current})
-    if isinstance(exc, ConfirmationNeeded):
-        return Status(
-            422,
-            {
-                "error": str(exc),
-                "needs_confirmation": True,
-                "diagnostics": [d.to_dict() for d in exc.diagnostics],
-            },
-        )
-    if isinstance(exc, LookupError):
-        return Status(404, {"error": str(exc)})
-    return Status(422, {"error": str(exc)})
-
-
 @router.post(
     "/versions",
     response={201: VersionOut, 409: dict, 422: RefusalOut},
@@ -184,15 +164,12 @@ def _refusal(exc: Exception) -> Status[Any]:
 def publish(request: HttpRequest, body: PublishIn) -> Any:
     """Publish the draft (needs a message and no errors; warnings need ``confirm_warnings``).
     ``If-Match: "<revision>"`` refuses a draft that changed since (409)."""
-    try:
-        created = policy_publish(
-            actor=request.user,
-            message=body.message,
-            base_revision=if_match_revision(request),
-            confirm_warnings=body.confirm_warnings,
-        )
-    except (PublishRefused, ConfirmationNeeded, StaleRevision) as exc:
-        return _refusal(exc)
+    created = policy_publish(
+        actor=request.user,
+        message=body.message,
+        base_revision=if_match_revision(request),
+        confirm_warnings=body.confirm_warnings,
+    )
     return Status(201, _out(created, created.number))
 
 
@@ -210,8 +187,8 @@ def rollback(request: HttpRequest, number: int, body: RollbackIn) -> Any:
             confirm_errors=body.confirm_errors,
             confirm_unpublished=body.confirm_unpublished,
         )
-    except (PublishRefused, ConfirmationNeeded, LookupError) as exc:
-        return _refusal(exc)
+    except LookupError as exc:  # no such version
+        raise HttpError(404, str(exc)) from None
     return Status(201, _out(created, created.number))
 
 

@@ -1,0 +1,102 @@
+"""The one body reader of the API, and the refusals every router raises for the one mapping in
+``config.api.install_error_handlers`` to turn into statuses (DESIGN §6).
+
+Bodies are read by hand rather than through ninja body parameters so that each way a body can be
+wrong keeps its own status and a plain sentence: 415 wrong type, 413 too large, 400 not JSON,
+422 parseable but the wrong shape or text that cannot be stored (a lone UTF-16 surrogate).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from django.http import HttpRequest
+from ninja.errors import HttpError
+
+from policy.domain.text import unencodable_path
+
+JSON_TYPES: Final = ("application/json",)
+#: Seconds a client is told to wait when the store is busy (``Retry-After``).
+RETRY_AFTER_S: Final = 1
+
+
+class StoreBusy(Exception):
+    """The database could not take the write now (locked, a lock timeout, unavailable). The
+    transaction was rolled back, so nothing was stored: the client may send the same request
+    again. ``django.db.OperationalError`` maps to the same 503."""
+
+    def __init__(self, message: str = "", *, retry_after: int = RETRY_AFTER_S) -> None:
+        super().__init__(message or "The store is busy")
+        self.retry_after = retry_after
+
+
+def read_body(request: HttpRequest, *, content_types: tuple[str, ...], limit: int) -> bytes:
+    """The raw body, after the checks every endpoint shares: 415 wrong type, 413 too large
+    (refused on the declared length before anything is read)."""
+    content_type = (request.content_type or "").lower()
+    if content_type not in content_types:
+        raise HttpError(
+            415,
+            f"Send the body as {' or '.join(content_types)} (got {content_type[:60] or 'none'}).",
+        )
+    too_large = f"The body is over the limit of {limit} bytes."
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    # isascii: "²".isdigit() is True, but int("²") fails.
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
+        raise HttpError(413, too_large)
+    body = request.body
+    if len(body) > limit:
+        raise HttpError(413, too_large)
+    return body
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def parse_json(body: bytes) -> Any:
+    """Decode a JSON body or refuse it with 400. NaN and Infinity are not JSON (RFC 8259), though
+    Python's parser takes them by default; a hostile nesting depth is a 400, not a 500."""
+    try:
+        return json.loads(body, parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise HttpError(400, f"The body is not valid JSON: {exc}.") from exc
+    except RecursionError:
+        raise HttpError(400, "The body is not valid JSON: it nests too deeply.") from None
+
+
+def read_json(request: HttpRequest, *, limit: int, check_text: bool = True) -> Any:
+    """The decoded JSON body. With ``check_text`` (the default) a string that cannot be encoded
+    as UTF-8 anywhere in it (``"\\ud800"`` escapes decode to lone surrogates) is a 422: such text
+    could be stored but never shown. The event ingest passes ``check_text=False`` because it
+    rejects such an event by index instead of refusing the batch."""
+    data = parse_json(read_body(request, content_types=JSON_TYPES, limit=limit))
+    if check_text:
+        where = unencodable_path(data)
+        if where is not None:
+            raise HttpError(
+                422,
+                f"The body holds text that cannot be encoded as UTF-8 (a lone surrogate) at"
+                f" {where}; nothing was changed.",
+            )
+    return data
+
+
+def read_object(request: HttpRequest, *, limit: int) -> dict[str, Any]:
+    data = read_json(request, limit=limit)
+    if not isinstance(data, Mapping):
+        raise HttpError(422, "The body must be a JSON object.")
+    return dict(data)
+
+
+def if_match_revision(request: HttpRequest) -> int | None:
+    """``If-Match: "<revision>"`` → the revision the change is based on (None: no header)."""
+    header = request.headers.get("If-Match")
+    if header is None or header.strip() == "*":  # "*": any current draft, as with no header
+        return None
+    value = header.strip().removeprefix("W/").strip('"')
+    if not (value.isascii() and value.isdigit() and len(value) <= 18):
+        raise HttpError(400, 'If-Match must be a quoted draft revision, like "5".')
+    return int(value)
