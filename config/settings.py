@@ -172,3 +172,33 @@ ROUND_RETENTION_DAYS = int(os.environ.get("TRAITDECK_ROUND_RETENTION_DAYS", "30"
 # The runtime's deployment setting AI_REACT_AGENT_MULTI_ACTION (default "off"), for dry-runs that
 # name no mode of their own and no instruction profile that declares one (DESIGN §2.10 item 6).
 TRAITDECK_MULTI_ACTION_MODE = os.environ.get("TRAITDECK_MULTI_ACTION_MODE", "off")
+
+# --- input checks, login throttling and the web's caps (hardening) ------------------------------
+#: Events whose ``ts`` is later than now plus this many seconds are rejected (by index).
+TRAITDECK_CLOCK_SKEW_S = int(os.environ.get("TRAITDECK_CLOCK_SKEW_S", "600"))
+#: Failed logins allowed per account and per client address within the window; 0: no limit.
+TRAITDECK_LOGIN_MAX_ATTEMPTS = int(os.environ.get("TRAITDECK_LOGIN_MAX_ATTEMPTS", "10"))
+TRAITDECK_LOGIN_WINDOW_S = int(os.environ.get("TRAITDECK_LOGIN_WINDOW_S", "900"))
+#: The largest policy the web accepts (the CLI has no caps): over one → ``policy-too-large``.
+TRAITDECK_MAX_AGENTS = int(os.environ.get("TRAITDECK_MAX_AGENTS", "1000"))
+TRAITDECK_MAX_CONNECTIONS = int(os.environ.get("TRAITDECK_MAX_CONNECTIONS", "5000"))
+TRAITDECK_MAX_TOOLS = int(os.environ.get("TRAITDECK_MAX_TOOLS", "50000"))
+#: Live-view websockets one user may hold open at once (the next one is refused).
+TRAITDECK_MAX_WEBSOCKETS_PER_USER = int(os.environ.get("TRAITDECK_MAX_WEBSOCKETS_PER_USER", "50"))
+#: Password reset needs a way to send mail: it is offered only when EMAIL_HOST is set.
+_EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+PASSWORD_RESET_ENABLED = bool(_EMAIL_HOST)
+if PASSWORD_RESET_ENABLED:
+    MAILERS = {
+        "default": {
+            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "OPTIONS": {
+                "host": _EMAIL_HOST,
+                "port": int(os.environ.get("EMAIL_PORT", "587")),
+                "username": os.environ.get("EMAIL_HOST_USER", ""),
+                "password": os.environ.get("EMAIL_HOST_PASSWORD", ""),
+                "use_tls": env_bool("EMAIL_USE_TLS", True),
+            },
+        }
+    }
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "traitdeck@localhost")

@@ -9,3 +9,5 @@ os.environ.setdefault("SECRET_KEY", "test-only-insecure-secret-key-not-for-produ
 from config.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+# Test suites log in many times from one address; the throttling tests set their own limit.
+TRAITDECK_LOGIN_MAX_ATTEMPTS = 0

@@ -25,15 +25,16 @@ from observe.domain.events import (
     Event,
     format_ts,
 )
-from observe.domain.rounds import Attempt, RoundAction
+from observe.domain.kinds import ROUND_KINDS
+from observe.domain.rounds import Attempt, RoundAction, assembly_params
 from observe.domain.rounds import Round as AssembledRound
 from observe.models import Round
 from observe.selectors import (
     KIND_COLUMNS,
     RoundFilter,
     latest_version,
+    round_summary,
     round_url,
-    rounds_assembled,
     rounds_changed_since,
 )
 from policy.selectors import draft_agent_names
@@ -41,12 +42,7 @@ from policy.selectors import draft_agent_names
 #: Most cards the live page holds (and the most one stream message carries).
 MAX_CARDS: Final = 200
 #: "only rounds with …" choices, in the order the filter form shows them.
-KIND_LABELS: Final[Mapping[str, str]] = {
-    "rejection": "rejections",
-    "early": "early starts",
-    "dedup": "dedups",
-    "timeout": "timeouts",
-}
+KIND_LABELS: Final[Mapping[str, str]] = {kind.name: kind.label for kind in ROUND_KINDS}
 #: Longest params text a card shows (the round page shows all of it).
 PARAMS_PREVIEW: Final = 160
 RATE_WINDOW: Final = timedelta(seconds=60)
@@ -244,21 +240,20 @@ def params_text(params: Any, *, limit: int | None = PARAMS_PREVIEW) -> str:
     return text
 
 
-def card_for(row: Round, assembled: AssembledRound | None) -> Card:
-    """The card of a stored round (``assembled`` from its events; ``None`` if it has none)."""
-    attempts: tuple[AttemptRows, ...] = ()
-    if assembled is not None:
-        params = _params_by_slot(assembled.events)
-        attempts = tuple(
-            AttemptRows(
-                attempt=attempt.attempt,
-                actions=tuple(
-                    _action_row(action, attempt, params.get((attempt.attempt, action.index)))
-                    for action in attempt.actions
-                ),
-            )
-            for attempt in assembled.attempts
+def card_for(row: Round) -> Card:
+    """The card of a stored round, from its row alone (the assembly holds actions and params)."""
+    assembled = round_summary(row)
+    params = assembly_params(row.assembly)
+    attempts = tuple(
+        AttemptRows(
+            attempt=attempt.attempt,
+            actions=tuple(
+                _action_row(action, attempt, params.get((attempt.attempt, action.index)))
+                for action in attempt.actions
+            ),
         )
+        for attempt in assembled.attempts
+    )
     return Card(
         pk=row.pk,
         version=row.version,
@@ -285,9 +280,8 @@ def _action_row(action: RoundAction, attempt: Attempt, params: Any) -> ActionRow
 
 
 def cards_for(rows: Sequence[Round]) -> list[Card]:
-    """Cards for rows, in the rows' order (one query for all their events)."""
-    assembled = rounds_assembled(rows)
-    return [card_for(row, assembled.get(row.pk)) for row in rows]
+    """Cards for rows, in the rows' order (no query: each row holds its assembly)."""
+    return [card_for(row) for row in rows]
 
 
 # --- counters -----------------------------------------------------------------------------------

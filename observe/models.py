@@ -6,7 +6,7 @@ from django.db import models
 
 
 class Round(models.Model):
-    """One round (agent, turn_id, iteration), re-assembled from its events after every ingest.
+    """One round (agent, turn_id, iteration): its assembly, merged with every ingested batch.
 
     ``version`` is a global, strictly growing change number: every change to any round takes the
     next one. The live stream sends "changed up to version N" and each listener fetches what it
@@ -29,6 +29,10 @@ class Round(models.Model):
     early_starts = models.PositiveIntegerField(default=0)
     dedups = models.PositiveIntegerField(default=0)
     timeouts = models.PositiveIntegerField(default=0)
+    #: What the events say, merged a batch at a time (:func:`observe.domain.rounds.assembly_merge`):
+    #: per action slot the deciding events' fields, tool ids and params. Ingest reads and writes
+    #: this instead of the round's events; lists and cards are built from it alone.
+    assembly = models.JSONField(default=dict)
     version = models.PositiveBigIntegerField(unique=True)
     updated_at = models.DateTimeField(auto_now=True)
 

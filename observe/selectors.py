@@ -4,25 +4,20 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.db.models import Q, QuerySet
 from django.urls import reverse
 
-from observe.domain.events import parse_event
+from observe.domain.events import stored_event
+from observe.domain.kinds import KINDS
 from observe.domain.rounds import Round as AssembledRound
-from observe.domain.rounds import assemble
-from observe.models import Event, Round
+from observe.domain.rounds import assemble, assembly_round
+from observe.models import Round
 
 #: "only rounds with …" kinds and the counter column each one reads.
-KIND_COLUMNS = {
-    "rejection": "rejections",
-    "early": "early_starts",
-    "dedup": "dedups",
-    "timeout": "timeouts",
-}
+KIND_COLUMNS = {name: kind.counter for name, kind in KINDS.items()}
 
 
 #: The largest id a row can have (a signed 64-bit column).
@@ -115,19 +110,22 @@ def round_get(agent: str, turn_id: str, iteration: int) -> Round | None:
 
 def round_assembled(row: Round) -> AssembledRound:
     """The full round (attempts, actions, events) from its stored events."""
-    return assemble(parse_event(e.data) for e in row.events.all())
+    return assemble(stored_event(data) for data in row.events.values_list("data", flat=True))
 
 
-def rounds_assembled(rows: Iterable[Round]) -> dict[int, AssembledRound]:
-    rows = list(rows)
-    by_round: dict[int, list[dict[str, object]]] = {row.pk: [] for row in rows}
-    for round_id, data in Event.objects.filter(round__in=rows).values_list("round_id", "data"):
-        by_round[round_id].append(data)
-    return {pk: assemble(parse_event(d) for d in datas) for pk, datas in by_round.items() if datas}
+def round_summary(row: Round) -> AssembledRound:
+    """The round from its row's assembly alone (attempts and actions; no events)."""
+    return assembly_round((row.agent, row.turn_id, row.iteration), row.assembly)
 
 
 def round_url(row: Round | AssembledRound) -> str:
-    """The round page (§4): the iteration is the last segment, a turn_id may contain '/'."""
+    """The round page (§4): the iteration is the last segment, a turn_id may contain '/'. A
+    turn_id with a '.' or '..' segment (refused by ingest since, but maybe stored before) gets no
+    link: a browser would resolve it to another page of the site."""
+    from policy.domain.text import dot_segment
+
+    if dot_segment(row.turn_id):
+        return ""
     return reverse(
         "observe:round",
         kwargs={"agent": row.agent, "turn_id": row.turn_id, "iteration": row.iteration},

@@ -1,7 +1,7 @@
-"""Ingest: validate → store (idempotent by event_id) → re-assemble rounds → tell the live view.
+"""Ingest: validate → store (idempotent by event_id) → merge into rounds → tell the live view.
 
 The runtime may send an event more than once and in any order: an ``event_id`` is stored once,
-and a round is always re-assembled from all its stored events, so arrival order never matters.
+and each batch is merged into its rounds' assemblies, which never depend on arrival order.
 """
 
 from __future__ import annotations
@@ -11,18 +11,27 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import IntegrityError, transaction
+from django.conf import settings
+from django.db import IntegrityError, connection, models, transaction
+from django.utils import timezone
 
-from observe.domain.events import Event, EventError, parse_event, same_content
-from observe.domain.rounds import Round as AssembledRound
-from observe.domain.rounds import assemble
+from observe.domain.events import Event, EventError, parse_event, same_content, stored_event
+from observe.domain.kinds import COUNT_KEYS
+from observe.domain.rounds import (
+    Assembly,
+    AssemblySummary,
+    assembly_merge,
+    assembly_new,
+    assembly_summary,
+)
 from observe.models import Event as StoredEvent
 from observe.models import Round, RoundTool, StreamCounter
+from policy.domain.text import dot_segment, unencodable_path
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +80,10 @@ def _triage(raw_events: Sequence[Any], result: IngestResult) -> dict[str, tuple[
             result.rejected.append({"index": index, "error": str(exc)})
     ids = list({event.event_id for _, event in parsed})
     known: dict[str, Event] = {
-        stored.event_id: parse_event(stored.data)
-        for stored in StoredEvent.objects.filter(event_id__in=ids)
+        event_id: _stored(data)
+        for event_id, data in StoredEvent.objects.filter(event_id__in=ids).values_list(
+            "event_id", "data"
+        )
     }
     fresh: dict[str, tuple[int, Event]] = {}
     for index, event in parsed:
@@ -88,8 +99,22 @@ def _triage(raw_events: Sequence[Any], result: IngestResult) -> dict[str, tuple[
     return fresh
 
 
+def _stored(data: Any) -> Event:
+    """A stored event, normalized as today's events are (as stored, if a later rule refuses it)."""
+    try:
+        return parse_event(data)
+    except EventError:
+        return stored_event(data)
+
+
 def _parse(raw: Any) -> Event:
-    """``parse_event`` plus the limits of storage (any JSON database, SQLite or PostgreSQL)."""
+    """``parse_event`` plus the limits of storage (any JSON database, SQLite or PostgreSQL) and
+    of the pages that show the event: this is the one place an incoming event is checked."""
+    where = unencodable_path(raw)
+    if where is not None:
+        # A lone UTF-16 surrogate ("\ud800") decodes from JSON but no page or database can
+        # write it.
+        raise EventError(f"{where} holds text that cannot be encoded as UTF-8 (a lone surrogate)")
     event = parse_event(raw)
     problem = _unstorable(event.data)
     if problem is not None:
@@ -98,6 +123,20 @@ def _parse(raw: Any) -> Event:
         # A round's address (page and API) is <agent>/<turn_id>/<iteration> and only the turn_id
         # may contain "/": a round of such an agent could be stored but never opened.
         raise EventError("agent must not contain '/'")
+    if dot_segment(event.turn_id):
+        # The round's link would resolve elsewhere in the site ("../../policy").
+        raise EventError("turn_id must not have a '.' or '..' path segment")
+    skew = timedelta(seconds=settings.TRAITDECK_CLOCK_SKEW_S)
+    try:
+        latest = datetime.now(UTC) + skew
+    except OverflowError:  # a window past year 9999: no limit
+        latest = datetime.max.replace(tzinfo=UTC)
+    if event.ts > latest:
+        # A round from the future would stay at the top of the history and never be pruned.
+        raise EventError(
+            f"ts {event.data['ts']} is in the future (more than {skew.total_seconds():.0f} s"
+            " ahead of the server's clock)"
+        )
     return event
 
 
@@ -144,8 +183,8 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{shown}" if path else shown
 
 
-#: The Round columns assembly recomputes.
-_ASSEMBLED_COLUMNS = [
+#: The Round columns an ingest writes (besides the key), from the merged assembly.
+_ROUND_COLUMNS = (
     "started_at",
     "finished_at",
     "generation_finished_at",
@@ -158,100 +197,135 @@ _ASSEMBLED_COLUMNS = [
     "dedups",
     "timeouts",
     "agent_in_policy",
+    "assembly",
     "version",
-]
+    "updated_at",
+)
 
 RoundKey = tuple[str, str, int]
 
 
-def _apply_assembly(
-    row: Round, assembled: AssembledRound, version: int, known_agents: frozenset[str] | None
-) -> None:
-    """Copy what the events say about the round onto its row."""
-    row.started_at = assembled.started_at
-    row.finished_at = assembled.finished_at
-    row.generation_finished_at = assembled.generation_finished_at
-    row.outcome = assembled.outcome
-    row.policy_hash = assembled.policy_hash
-    row.max_actions = assembled.max_actions
-    row.actions = assembled.counts["actions"]
-    row.rejections = assembled.counts["rejections"]
-    row.early_starts = assembled.counts["early_starts"]
-    row.dedups = assembled.counts["dedups"]
-    row.timeouts = assembled.counts["timeouts"]
-    if known_agents is not None:
-        row.agent_in_policy = row.agent in known_agents
-    row.version = version
-
-
-def _round_rows(
-    by_round: dict[RoundKey, list[Event]], versions: list[int]
-) -> dict[RoundKey, Round]:
-    """The rows of these rounds, creating the missing ones (two queries, whatever the count)."""
-    agents = {key[0] for key in by_round}
-    turns = {key[1] for key in by_round}
-    rows = {
-        (row.agent, row.turn_id, row.iteration): row
-        for row in Round.objects.filter(agent__in=agents, turn_id__in=turns)
-        if (row.agent, row.turn_id, row.iteration) in by_round
+def _round_values(
+    summary: AssemblySummary, state: Assembly, in_policy: bool, version: int, now: datetime
+) -> dict[str, Any]:
+    """The columns of a round row, as :data:`_ROUND_COLUMNS` names them."""
+    counts = summary.counts
+    return {
+        "started_at": summary.started_at,
+        "finished_at": summary.finished_at,
+        "generation_finished_at": summary.generation_finished_at,
+        "outcome": summary.outcome,
+        "policy_hash": summary.policy_hash,
+        "max_actions": summary.max_actions,
+        **{key: counts[key] for key in COUNT_KEYS},
+        "agent_in_policy": in_policy,
+        "assembly": state,
+        "version": version,
+        "updated_at": now,
     }
-    missing = [
-        Round(
-            agent=key[0],
-            turn_id=key[1],
-            iteration=key[2],
-            started_at=min(e.ts for e in events),
-            version=version,
-        )
-        for (key, events), version in zip(by_round.items(), versions, strict=True)
-        if key not in rows
-    ]
-    # bulk_create sets primary keys on SQLite and PostgreSQL (RETURNING).
-    for row in Round.objects.bulk_create(missing):
-        rows[(row.agent, row.turn_id, row.iteration)] = row
-    return rows
+
+
+def _held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, tuple[int, Assembly, bool]]:
+    """``key → (pk, assembly, agent_in_policy)`` of the rounds already stored (one query)."""
+    wanted = set(keys)
+    rows = Round.objects.filter(
+        agent__in={key[0] for key in keys}, turn_id__in={key[1] for key in keys}
+    ).values_list("pk", "agent", "turn_id", "iteration", "assembly", "agent_in_policy")
+    return {
+        (agent, turn_id, iteration): (pk, assembly, in_policy)
+        for pk, agent, turn_id, iteration, assembly, in_policy in rows
+        if (agent, turn_id, iteration) in wanted
+    }
+
+
+class _Writer:
+    """Plain INSERT/UPDATE statements run with ``executemany``: one statement per table and
+    batch, values prepared by each field (so SQLite and PostgreSQL get what they expect)."""
+
+    def __init__(self, model: type[models.Model], names: Sequence[str]) -> None:
+        self.fields = [model._meta.get_field(name) for name in names]
+        self.table = connection.ops.quote_name(model._meta.db_table)
+        self.columns = [connection.ops.quote_name(str(f.column)) for f in self.fields]  # type: ignore[union-attr]
+
+    def prepare(self, values: Sequence[Any]) -> list[Any]:
+        return [
+            field.get_db_prep_save(value, connection)  # type: ignore[union-attr]
+            for field, value in zip(self.fields, values, strict=True)
+        ]
+
+    def insert(self, rows: list[list[Any]]) -> None:
+        if rows:
+            marks = ", ".join(["%s"] * len(self.columns))
+            sql = f"INSERT INTO {self.table} ({', '.join(self.columns)}) VALUES ({marks})"
+            with connection.cursor() as cursor:
+                cursor.executemany(sql, rows)
+
+    def update(self, rows: list[list[Any]]) -> None:
+        """``rows`` end with the primary key; the other values set the columns in order."""
+        if rows:
+            sets = ", ".join(f"{column} = %s" for column in self.columns)
+            sql = f"UPDATE {self.table} SET {sets} WHERE {connection.ops.quote_name('id')} = %s"
+            with connection.cursor() as cursor:
+                cursor.executemany(sql, rows)
 
 
 def _store(fresh: dict[str, tuple[int, Event]], known_agents: frozenset[str] | None) -> int:
-    """Store the new events and re-assemble every round they touch from ALL its stored events
-    (so arrival order never matters). A fixed number of queries per batch, not per round."""
+    """Store the new events and merge them into the assembly of each round they touch.
+
+    The work is the batch's, whatever the rounds already hold: each touched round's row is read
+    once (with its assembly) and written once; the events, the new rounds and the new tool ids
+    are each one statement. Merging is order-independent, so arrival order never matters.
+    """
     by_round: dict[RoundKey, list[Event]] = defaultdict(list)
     for _, event in fresh.values():
         by_round[event.round_key].append(event)
-    versions = _next_versions(len(by_round))
-    rows = _round_rows(by_round, versions)
-    StoredEvent.objects.bulk_create(
+    keys = list(by_round)
+    # The counter row is locked first: batches then merge into assemblies one after another.
+    versions = _next_versions(len(keys))
+    held = _held_rounds(keys)
+    now = timezone.now()
+    created: list[Round] = []
+    updates: list[list[Any]] = []
+    new_tools: dict[RoundKey, list[str]] = {}
+    round_writer = _Writer(Round, _ROUND_COLUMNS)
+    for key, version in zip(keys, versions, strict=True):
+        pk, state, in_policy = held.get(key, (None, assembly_new(), True))
+        if not state:  # a row stored before assemblies existed and not migrated
+            state = assembly_new()
+        before = set(state["tools"])
+        assembly_merge(state, by_round[key])
+        summary = assembly_summary(state)
+        if known_agents is not None:
+            in_policy = key[0] in known_agents
+        values = _round_values(summary, state, in_policy, version, now)
+        if pk is None:
+            created.append(Round(agent=key[0], turn_id=key[1], iteration=key[2], **values))
+        else:
+            updates.append([*round_writer.prepare(list(values.values())), pk])
+        added = sorted(summary.tool_ids - before)
+        if added:
+            new_tools[key] = added
+    round_writer.update(updates)
+    # bulk_create sets primary keys on SQLite and PostgreSQL (RETURNING).
+    pks = {key: pk for key, (pk, _, _) in held.items()}
+    for row in Round.objects.bulk_create(created):
+        pks[(row.agent, row.turn_id, row.iteration)] = row.pk
+    event_writer = _Writer(StoredEvent, ("event_id", "round", "type", "ts", "data", "received_at"))
+    event_writer.insert(
         [
-            StoredEvent(
-                event_id=e.event_id, round=rows[key], type=e.type, ts=e.ts, data=dict(e.data)
-            )
+            event_writer.prepare((e.event_id, pks[key], e.type, e.ts, e.data, now))
             for key, events in by_round.items()
             for e in events
         ]
     )
-    round_ids = [row.pk for row in rows.values()]
-    stored: dict[int, list[Event]] = defaultdict(list)
-    for round_id, data in StoredEvent.objects.filter(round_id__in=round_ids).values_list(
-        "round_id", "data"
-    ):
-        stored[round_id].append(parse_event(data))
-    present: dict[int, set[str]] = defaultdict(set)
-    for round_id, tool_id in RoundTool.objects.filter(round_id__in=round_ids).values_list(
-        "round_id", "tool_id"
-    ):
-        present[round_id].add(tool_id)
-    new_tools: list[RoundTool] = []
-    for key, version in zip(by_round, versions, strict=True):
-        row = rows[key]
-        assembled = assemble(stored[row.pk])
-        _apply_assembly(row, assembled, version, known_agents)
-        new_tools += [
-            RoundTool(round=row, tool_id=t) for t in sorted(assembled.tool_ids - present[row.pk])
+    tool_writer = _Writer(RoundTool, ("round", "tool_id"))
+    tool_writer.insert(
+        [
+            tool_writer.prepare((pks[key], tool_id))
+            for key, tools in new_tools.items()
+            for tool_id in tools
         ]
-    # One plain UPDATE per round: bulk_update's CASE expressions cost more than they save here.
-    for row in rows.values():
-        Round.objects.filter(pk=row.pk).update(**{c: getattr(row, c) for c in _ASSEMBLED_COLUMNS})
-    RoundTool.objects.bulk_create(new_tools)
+    )
     return versions[-1]
 
 

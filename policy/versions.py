@@ -30,7 +30,7 @@ from policy.domain.yaml_io import (
     split_header,
 )
 from policy.models import PolicyVersion
-from policy.selectors import DraftState, draft_analysis, draft_state
+from policy.selectors import DraftState, draft_agent_names, draft_analysis, draft_state
 from policy.services import draft_change, draft_lock
 
 # --- reads ------------------------------------------------------------------------------------
@@ -278,7 +278,7 @@ def agents_in_force() -> frozenset[str]:
     hashes = published.first()
     if hashes is not None:
         return frozenset(hashes) if isinstance(hashes, dict) else frozenset()
-    return frozenset(draft_state().agents)
+    return frozenset(draft_agent_names())
 
 
 def version_index() -> dict[tuple[str, str], int]:

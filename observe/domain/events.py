@@ -418,3 +418,18 @@ ACTION_EVENT_TYPES: Final = tuple(
     for name, fields in _FIELDS.items()
     if any(field_name == "action_index" for field_name, _ in fields)
 )
+
+
+def stored_event(data: Mapping[str, Any]) -> Event:
+    """An event as stored (already parsed and normalized when it arrived): no check is repeated,
+    so a rule added later never hides what was accepted before."""
+    return Event(
+        event_id=data["event_id"],
+        ts=datetime.fromisoformat(data["ts"]),
+        type=data["type"],
+        agent=data["agent"],
+        turn_id=data["turn_id"],
+        iteration=data["iteration"],
+        attempt=data["attempt"],
+        data=data,
+    )

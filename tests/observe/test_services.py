@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import math
+import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from observe.domain.events import parse_event
-from observe.domain.rounds import assemble
+from observe.domain.rounds import assemble, assembly_round
 from observe.models import Event, Round, RoundTool
 from observe.services import LIVE_GROUP, REUSED_ID, events_ingest
 from tests.observe.ingest_support import event, simulated_rounds, started
@@ -89,6 +93,32 @@ def test_a_round_delivered_in_pieces_ends_with_the_same_row() -> None:
     assert row.actions == expected.counts["actions"]
     assert row.outcome == expected.outcome
     assert RoundTool.objects.filter(round=row).count() == len(expected.tool_ids)
+
+
+def test_the_stored_assembly_is_the_one_shot_round_whatever_the_batches() -> None:
+    rounds = simulated_rounds(6, seed=5)
+    # Every round's events, shuffled together, re-sent in part, posted in batches of 7.
+    mixed = [e for events in rounds for e in events]
+    random.Random(2).shuffle(mixed)
+    mixed += mixed[::5]
+    for start in range(0, len(mixed), 7):
+        events_ingest(mixed[start : start + 7])
+    for events in rounds:
+        expected = assemble(parse_event(e) for e in events)
+        row = Round.objects.get(turn_id=expected.turn_id, iteration=expected.iteration)
+        assert assembly_round(expected.key, row.assembly) == replace(expected, events=())
+
+
+def test_a_batch_reads_the_round_row_not_its_events() -> None:
+    (events,) = simulated_rounds(1, seed=4)
+    events_ingest(events[:-1])
+    with CaptureQueriesContext(connection) as queries:
+        events_ingest(events[-1:])
+    event_table = Event._meta.db_table
+    reads = [q["sql"] for q in queries if q["sql"].startswith("SELECT") and event_table in q["sql"]]
+    # Only the duplicate check by event_id: the round's stored events are never read back.
+    assert len(reads) == 1
+    assert "event_id" in reads[0]
 
 
 def test_the_agent_mark_follows_the_policy_given_at_each_ingest() -> None:
