@@ -19,8 +19,9 @@ from django.conf import settings  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
 
 http_app = django_asgi_app
-if settings.DEBUG or os.environ.get("TRAITDECK_SERVE_STATIC") == "1":
-    # Dev and test serving under daphne; a production deployment serves static files itself.
+if settings.SERVE_STATIC_FROM_SOURCE:
+    # Dev and test serving from the source tree under daphne; with DEBUG off (and no
+    # TRAITDECK_SERVE_STATIC) whitenoise serves the collected files instead.
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     http_app = ASGIStaticFilesHandler(django_asgi_app)

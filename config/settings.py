@@ -1,8 +1,10 @@
 """Traitdeck settings, driven by environment variables.
 
 The defaults are the embedded profile: a SQLite file in the repository root (WAL mode) and the
-in-memory channel layer. Nothing exists only in production: every knob is an environment
-variable listed in the README's settings table.
+in-memory channel layer. ``DATABASE_URL=postgres://…`` and ``REDIS_URL=redis://…`` switch to the
+scale-out profile (PostgreSQL through psycopg 3, channels-redis); nothing else differs. Nothing
+exists only in production: every knob is an environment variable listed in the README's settings
+table (and its "Running in production" section).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -26,6 +29,28 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, not {value!r}.") from None
+
+
+def proxy_ssl_header(value: str) -> tuple[str, str] | None:
+    """``X-Forwarded-Proto: https`` → Django's ``("HTTP_X_FORWARDED_PROTO", "https")``."""
+    if not value.strip():
+        return None
+    name, sep, expected = value.partition(":")
+    if not sep or not name.strip() or not expected.strip():
+        raise ImproperlyConfigured(
+            f"SECURE_PROXY_SSL_HEADER must look like 'X-Forwarded-Proto: https', not {value!r}."
+        )
+    return "HTTP_" + name.strip().upper().replace("-", "_"), expected.strip()
 
 
 def _dev_secret_key() -> str:
@@ -42,13 +67,56 @@ def _dev_secret_key() -> str:
 DEBUG = env_bool("DEBUG")
 DEMO = env_bool("TRAITDECK_DEMO")
 
+#: Django's own deploy check wants at least this many characters (and 5 distinct ones).
+SECRET_KEY_MIN_LENGTH = 50
+
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set when DEBUG is off. Generate one with: python3 -c "
+            "'import secrets; print(secrets.token_urlsafe(50))'"
+        )
     SECRET_KEY = _dev_secret_key()
+elif not DEBUG and (
+    len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH
+    or len(set(SECRET_KEY)) < 5
+    or SECRET_KEY.startswith("django-insecure-")
+):
+    raise ImproperlyConfigured(
+        f"SECRET_KEY is too weak: it has {len(SECRET_KEY)} characters; with DEBUG off it needs "
+        f"at least {SECRET_KEY_MIN_LENGTH} (5 or more distinct, no 'django-insecure-' prefix). "
+        "Generate one with: python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
+    )
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
+#: Origins (``https://traitdeck.example.com``) trusted for CSRF besides the request's own host.
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+# --- TLS and cookies (all off by default: the embedded profile serves plain HTTP) -------------
+#: ``X-Forwarded-Proto: https``: the header a TLS-terminating proxy sets. Only set it when the
+#: proxy always sets (or strips) that header, or clients could claim HTTPS.
+SECURE_PROXY_SSL_HEADER = proxy_ssl_header(os.environ.get("SECURE_PROXY_SSL_HEADER", ""))
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT")
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD")
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE")
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE")
+
+#: No inline script anywhere (scripts live in static/); inline styles stay allowed for SVG
+#: charts. ``'self'`` in connect-src also covers the page's own ws:// and wss:// URLs.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 INSTALLED_APPS = [
     "daphne",
@@ -69,6 +137,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -119,21 +188,24 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# The in-memory layer drops messages silently once a consumer's queue is full (default 100):
+# a burst of ingest would lose live updates. 2000 held every message of 8 concurrent posters.
+CHANNEL_CAPACITY = env_int("CHANNEL_CAPACITY", 2000)
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
+    # Every worker shares the groups and channels in Redis: an event stored by one worker wakes
+    # the live pages connected to any other.
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 2000},
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": CHANNEL_CAPACITY},
         }
     }
 else:
-    # The in-memory layer drops messages silently once a consumer's queue is full (default 100):
-    # a burst of ingest would lose live updates. 2000 held every message of 8 concurrent posters.
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels.layers.InMemoryChannelLayer",
-            "CONFIG": {"capacity": int(os.environ.get("CHANNEL_CAPACITY", "2000"))},
+            "CONFIG": {"capacity": CHANNEL_CAPACITY},
         }
     }
 
@@ -153,7 +225,22 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", "") or BASE_DIR / "staticfiles")
+#: Serve static files from the source tree (no collectstatic): DEBUG, or the browser tests.
+SERVE_STATIC_FROM_SOURCE = DEBUG or env_bool("TRAITDECK_SERVE_STATIC")
+# Production: whitenoise serves what `collectstatic` gathered into STATIC_ROOT, under names with
+# a content hash (cached "forever") and pre-compressed. From source, names stay plain.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if SERVE_STATIC_FROM_SOURCE
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+if not SERVE_STATIC_FROM_SOURCE:
+    # Right after the security and CSP middleware: static responses get their headers too.
+    MIDDLEWARE.insert(2, "whitenoise.middleware.WhiteNoiseMiddleware")
 
 #: Largest request body Django reads (the web import refuses over 1 MiB itself, with 413).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
@@ -165,6 +252,10 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"daphne": {"level": "WARNING"}},
 }
+
+#: How often a live page's stream asks the database again on its own (besides every "rounds
+#: changed" message): heals dropped messages and a channel layer that was briefly unreachable.
+TRAITDECK_LIVE_TICK_SECONDS = float(os.environ.get("TRAITDECK_LIVE_TICK_SECONDS", "") or 3.0)
 
 #: Rounds older than this are removed by `prune_rounds` when no --older-than is given.
 ROUND_RETENTION_DAYS = int(os.environ.get("TRAITDECK_ROUND_RETENTION_DAYS", "30"))

@@ -17,6 +17,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.http import QueryDict
 
 from accounts.access import VIEWER
@@ -80,7 +81,8 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
     every ``tick_seconds``.
     """
 
-    tick_seconds: float = 3.0
+    #: ``TRAITDECK_LIVE_TICK_SECONDS`` (the scale tests stretch it to prove the Redis path).
+    tick_seconds: float = settings.TRAITDECK_LIVE_TICK_SECONDS
     #: How often the session and the role are checked again: a logout, an expired session or
     #: a role taken away ends the stream within this many seconds.
     session_check_seconds: float = 3.0

@@ -81,7 +81,11 @@ def test_user_role_exit_codes(args: list[str], code: int) -> None:
 def test_the_real_command_prints_one_line_and_exits_as_design_says(
     args: list[str], code: int, message: str, tmp_path: Path
 ) -> None:
-    env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "SECRET_KEY": "x", "PATH": ""}
+    env = {
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "SECRET_KEY": "x" * 40 + "0123456789",
+        "PATH": "",
+    }
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     done = subprocess.run(
         [sys.executable, "manage.py", "user_role", *args],

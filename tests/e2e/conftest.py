@@ -55,7 +55,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings",
-        "SECRET_KEY": "browser-tests-only-secret",
+        "SECRET_KEY": "browser-tests-only-secret-" + "0123456789abcdefghijklmnopqrstuvwxyz",
         "DEBUG": "0",
         "TRAITDECK_SERVE_STATIC": "1",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
