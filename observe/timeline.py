@@ -196,7 +196,7 @@ def _generation_lane(
         if finished is not None
         else f"generation: no generation.finished (last action streamed after {length})"
     )
-    label = f"generation (attempt {attempt.attempt})" if multi else "generation"
+    label = f"generation (attempt {attempt.attempt + 1})" if multi else "generation"
     return Lane(
         kind="generation",
         label=label,
@@ -264,7 +264,7 @@ def _action_lane(
             reason = action.explanation or action.code or "rejected"
             marks.append(Mark("rejected", scale.x(at), f"rejected: {reason}"))
     name = action.tool_id or action.action or "?"
-    prefix = f"{attempt.attempt}·#{action.index}" if multi else f"#{action.index}"
+    prefix = f"{attempt.attempt + 1}·#{action.index}" if multi else f"#{action.index}"
     label = f"{prefix} {name}"
     if len(label) > 28:
         label = label[:27] + "…"

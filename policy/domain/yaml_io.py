@@ -28,6 +28,7 @@ from yaml.resolver import Resolver
 from policy.domain.diagnostics import Diagnostic, Severity
 from policy.domain.paths import AGENTS, Path, format_path
 from policy.domain.source import Mark, SourceMap
+from policy.domain.text import encodable, find_unencodable, show_path
 
 WEB_MAX_BYTES: Final = 1024 * 1024
 CLI_MAX_BYTES: Final = 64 * 1024 * 1024
@@ -533,6 +534,8 @@ def load_policy(
         data, source, errors = _load_yaml(decoded, max_nodes)
         shape = None if errors else _shape_error(data, source)
         diagnostics += [*errors, shape] if shape else errors
+        if not errors and not shape:
+            diagnostics += _encoding_errors(data, source)
     except _Refusal as refusal:
         diagnostics.append(refusal.diagnostic)
     except yaml.YAMLError as exc:
@@ -545,6 +548,29 @@ def load_policy(
         diagnostics.append(_diagnostic("yaml-syntax", message, "check the file is a YAML policy"))
     refused = any(d.severity is Severity.ERROR for d in diagnostics)
     return LoadedPolicy(None if refused else data, source, diagnostics, refused, header_hash)
+
+
+def _encoding_errors(data: Any, source: SourceMap) -> list[Diagnostic]:
+    """A ``"\\ud800"`` escape loads as a lone surrogate: text no page, export or database can
+    write. Such a policy is refused (``text-encoding``) rather than stored."""
+    found = find_unencodable(data)
+    if found is None:
+        return []
+    path, is_key = found
+    # The diagnostic is shown on pages: it names the key with the escape, not the character.
+    shown = tuple(
+        ascii(key)[1:-1] if isinstance(key, str) and not encodable(key) else key for key in path
+    )
+    return [
+        _diagnostic(
+            "text-encoding",
+            f"the {'key' if is_key else 'value'} at {show_path(path) or 'the root'} holds text"
+            " that cannot be encoded as UTF-8 (a lone surrogate, from an escape like \\ud800)",
+            "write the character itself, or remove the escape",
+            shown,
+            source.at_key(path) if is_key else source.at_value(path),
+        )
+    ]
 
 
 class _Dumper(yaml.SafeDumper):

@@ -126,8 +126,8 @@ def test_a_dropped_stream_ends_its_generation_lane_at_its_last_streamed_action()
     assert not retried.unfinished
     assert (retried.marks[0].x, retried.marks[0].width) == scale.bar(at(1500), at(2000))
     assert [lane.label for lane in timeline.lanes] == [
-        "generation (attempt 0)",
-        "0·#0 react.read",
         "generation (attempt 1)",
         "1·#0 react.read",
+        "generation (attempt 2)",
+        "2·#0 react.read",
     ]

@@ -1,0 +1,137 @@
+"""Presentation filters shared by every page: words for values, break points for long ids, times.
+
+Nothing here decides anything: it only turns values the views already hold into text a person
+reads (never a Python repr such as ``['exploration']`` or ``True``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from django import template
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
+register = template.Library()
+
+#: After these characters a long dotted path or id may wrap (never in the middle of a word).
+_BREAK_AFTER = re.compile(r"([./\[\]:_-])")
+
+
+@register.filter
+def breakable(value: Any) -> SafeString:
+    """Escape ``value`` and allow a line break after dots, slashes, brackets, colons and
+    underscores, so ``agents.main.tools[0].tool_traits.search`` wraps between its parts."""
+    text = str(escape("" if value is None else value))
+    return mark_safe(_BREAK_AFTER.sub(r"\1<wbr>", text))  # noqa: S308 - escaped just above
+
+
+def words(value: Any) -> str:
+    """A value in words: lists joined with commas, booleans as yes/no, nothing as a dash."""
+    if value is None:
+        return "—"
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return ", ".join(f"{key}: {words(item)}" for key, item in value.items()) or "—"
+    if isinstance(value, list | tuple | set | frozenset):
+        return ", ".join(words(item) for item in value) or "none"
+    return str(value)
+
+
+register.filter("words", words)
+
+
+@register.filter
+def ordinal_attempt(value: Any) -> str:
+    """A 0-based attempt (as in the JSON, DESIGN §4) as people count it: 1-based."""
+    try:
+        return str(int(value) + 1)
+    except (TypeError, ValueError):
+        return "—"
+
+
+@register.simple_tag
+def when(value: datetime | str | None, style: str = "datetime") -> SafeString:
+    """A ``<time>`` the browser shows in the reader's zone (static/js/time.js); the UTC time is
+    in its tooltip and, before the script runs, in its text with the zone named."""
+    if value is None or value == "":
+        return format_html('<span class="muted">{}</span>', "—")
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return format_html("{}", value)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    utc = value.astimezone(UTC)
+    if style == "time":
+        shown = utc.strftime("%H:%M:%S") + " UTC"
+    elif style == "precise":
+        shown = utc.strftime("%Y-%m-%d %H:%M:%S.") + f"{utc.microsecond // 1000:03d} UTC"
+    else:
+        shown = utc.strftime("%Y-%m-%d %H:%M:%S") + " UTC"
+    iso = utc.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return format_html(
+        '<time class="when" datetime="{}" data-style="{}" title="{}">{}</time>',
+        iso,
+        style,
+        utc.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        shown,
+    )
+
+
+class Outcome:
+    """A round's outcome as a person reads it: its words and its colour (``tone``).
+
+    ``ok`` only says the round ended; a round whose actions were rejected or timed out ended
+    "ok" with trouble, so it is not shown green."""
+
+    def __init__(self, outcome: str | None, rejected: int, timed_out: int) -> None:
+        self.outcome = outcome or "running"
+        notes = []
+        if rejected:
+            notes.append(f"{rejected} rejected")
+        if timed_out:
+            notes.append(f"{timed_out} timed out")
+        base = {"running": "in progress", "in_progress": "in progress"}.get(
+            self.outcome, self.outcome
+        )
+        self.text = f"{base} · {', '.join(notes)}" if notes else base
+        if self.outcome == "failed":
+            self.tone = "bad"
+        elif self.outcome == "retried" or notes:
+            self.tone = "warn"
+        elif self.outcome == "ok":
+            self.tone = "good"
+        else:
+            self.tone = "neutral"
+
+    @property
+    def css(self) -> str:
+        """An extra class when the colour differs from the outcome's own (``ok`` with trouble)."""
+        return " tone-warn" if self.outcome == "ok" and self.tone == "warn" else ""
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@register.filter
+def outcome_of(value: Any) -> Outcome:
+    """The outcome of a stored round (counts on the row) or of a live card (its chips)."""
+    if hasattr(value, "rejections"):
+        return Outcome(value.outcome, value.rejections or 0, getattr(value, "timeouts", 0) or 0)
+    rejected = timed_out = 0
+    for attempt in getattr(value, "attempts", ()):
+        for row in attempt.actions:
+            kinds = {chip.kind for chip in row.chips}
+            rejected += "rejected" in kinds
+            timed_out += "timeout" in kinds
+    return Outcome(getattr(value, "outcome", None), rejected, timed_out)

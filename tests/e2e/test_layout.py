@@ -1,0 +1,144 @@
+"""Every page at 1440 and 800 px: nothing wider than the window, and a screenshot of each for review.
+
+The pages are filled the way a real instance is: the sample policy, rounds posted by the simulator
+over HTTP, a published version and a runtime token. Screenshots go to
+``.test-artifacts/screenshots/<page>-<width>.png``.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.e2e.conftest import ROOT, LiveServer, log_in
+
+SHOTS = ROOT / ".test-artifacts" / "screenshots"
+WIDTHS = (1440, 800)
+TOOL_EDIT = "/policy/agents/main/connections/0/tools/{key}/"
+
+Simulator = Callable[..., subprocess.Popen[str]]
+
+
+def _overflow(page: Page) -> dict[str, object]:
+    """The document's width against the window's, and the widest elements that stick out."""
+    return page.evaluate(
+        """() => {
+          const vw = document.documentElement.clientWidth;
+          const out = [];
+          for (const el of document.querySelectorAll('body *')) {
+            const r = el.getBoundingClientRect();
+            if (r.right > vw + 1 && r.width > 0) {
+              let scroller = el.parentElement, hidden = false;
+              while (scroller && scroller !== document.body) {
+                const s = getComputedStyle(scroller);
+                if (s.overflowX !== 'visible') { hidden = true; break; }
+                scroller = scroller.parentElement;
+              }
+              if (!hidden) out.push(el.tagName.toLowerCase() + '.' + el.className + ' → ' + Math.round(r.right));
+            }
+          }
+          return {scroll: document.documentElement.scrollWidth, viewport: vw, culprits: out.slice(0, 8)};
+        }"""
+    )
+
+
+def _check(page: Page, name: str, width: int) -> None:
+    page.set_viewport_size({"width": width, "height": 900})
+    page.wait_for_load_state("load")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
+    found = _overflow(page)
+    assert found["scroll"] <= found["viewport"], f"{name} at {width}px overflows: {found}"
+
+
+def _pages(page: Page, live_server: LiveServer) -> dict[str, str]:
+    """Every page a signed-in admin can open, with real content in each."""
+    url = live_server.url
+    page.goto(f"{url}/live/history/")
+    round_href = page.locator("table.history a[href*='/live/rounds/']").first.get_attribute("href")
+    page.goto(f"{url}/policy/agents/main/")
+    tool_href = page.locator("tr.tool-row a[href*='/tools/']").first.get_attribute("href")
+    versions = page.request.get(f"{url}/api/v1/versions").json()
+    number = versions["in_force"]
+    return {
+        "overview": "/",
+        "policy": "/policy/",
+        "agent": "/policy/agents/main/",
+        "manifest": "/policy/agents/main/manifest/",
+        "effective": "/policy/agents/main/effective/",
+        "catalog": "/policy/agents/main/catalog/",
+        "playground": "/policy/agents/main/playground/",
+        "tool-editor": tool_href or "",
+        "connection-editor": "/policy/agents/main/connections/0/edit/",
+        "import": "/policy/import/",
+        "publish": "/policy/publish/",
+        "versions": "/policy/versions/",
+        "version": f"/policy/versions/{number}/",
+        "diff": f"/policy/diff/?from={number}&to=draft",
+        "live": "/live/",
+        "history": "/live/history/",
+        "round": round_href or "",
+        "audit": "/audit/",
+        "tokens": "/tokens/",
+        "not-found": "/policy/agents/no-such-agent/",
+    }
+
+
+@pytest.fixture
+def filled(
+    live_server: LiveServer, sample_draft: str, signed_in_page: Page, start_simulator: Simulator
+) -> Page:
+    """Rounds from the simulator, a published version and a runtime token."""
+    page = signed_in_page
+    process = start_simulator("--rounds", "6", "--rate", "10", "--seed", "3", "--quiet")
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    live_server.manage(
+        "runtime_token",
+        "create",
+        "layout-viewer",
+        "--scope",
+        "config:read",
+        "--rotate",
+        check=False,
+    )
+    page.goto(f"{live_server.url}/policy/publish/")
+    if not page.locator(".no-changes").count():
+        box = page.get_by_label(re.compile("I have read the warnings"))
+        if box.count():
+            box.check()
+        page.get_by_label(re.compile(r"^Message")).fill("layout baseline")
+        page.get_by_role("button", name="Publish").click()
+        expect(page).to_have_url(re.compile(r"/policy/versions/\d+/$"))
+    return page
+
+
+def test_no_page_is_wider_than_the_window_at_1440_and_800(
+    filled: Page, live_server: LiveServer, browser: Browser
+) -> None:
+    page = filled
+    pages = _pages(page, live_server)
+    failures: list[str] = []
+    for name, path in pages.items():
+        assert path, f"no link found for {name}"
+        page.goto(f"{live_server.url}{path}")
+        for width in WIDTHS:
+            try:
+                _check(page, name, width)
+            except AssertionError as problem:
+                failures.append(str(problem))
+    # The login page, as someone not yet signed in sees it.
+    anonymous = browser.new_context().new_page()
+    anonymous.goto(f"{live_server.url}/accounts/login/")
+    for width in WIDTHS:
+        try:
+            _check(anonymous, "login", width)
+        except AssertionError as problem:
+            failures.append(str(problem))
+    anonymous.context.close()
+    assert not failures, "\n".join(failures)
