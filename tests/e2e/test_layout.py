@@ -1,4 +1,4 @@
-"""Every page at 1440 and 800 px: nothing wider than the window, and a screenshot of each for review.
+"""Every page at 1440 and 800 px: nothing wider than the window, and a screenshot of each.
 
 The pages are filled the way a real instance is: the sample policy, rounds posted by the simulator
 over HTTP, a published version and a runtime token. Screenshots go to
@@ -10,12 +10,11 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import ROOT, LiveServer, log_in
+from tests.e2e.conftest import ROOT, LiveServer
 
 SHOTS = ROOT / ".test-artifacts" / "screenshots"
 WIDTHS = (1440, 800)
@@ -39,10 +38,12 @@ def _overflow(page: Page) -> dict[str, object]:
                 if (s.overflowX !== 'visible') { hidden = true; break; }
                 scroller = scroller.parentElement;
               }
-              if (!hidden) out.push(el.tagName.toLowerCase() + '.' + el.className + ' → ' + Math.round(r.right));
+              const name = el.tagName.toLowerCase() + '.' + el.className;
+              if (!hidden) out.push(name + ' → ' + Math.round(r.right));
             }
           }
-          return {scroll: document.documentElement.scrollWidth, viewport: vw, culprits: out.slice(0, 8)};
+          const scroll = document.documentElement.scrollWidth;
+          return {scroll: scroll, viewport: vw, culprits: out.slice(0, 8)};
         }"""
     )
 
