@@ -1,10 +1,12 @@
 """The live rounds websocket: pushes changed rounds, rendered as cards, to one live page.
 
-The channel layer only says "rounds changed up to version N"; the consumer then asks the database
-for what changed since the last version it saw, so a group message that the in-memory layer drops
-(it does so silently when a queue is full) only delays an update: a periodic tick asks again.
-Every message carries a per-connection sequence number, so the page can tell when it missed one
-and reload its list.
+Ingest sends one group message per stored batch with the facts of each round it changed; the
+consumer adds them to its counters (no query) and takes the batch's cards from
+:func:`observe.live.stream.fragments`, rendered once per process for every viewer. Versions are
+contiguous, so a message the layer dropped (the in-memory layer does so silently when a queue is
+full) shows as a gap: the consumer then catches up from the database (the rounds changed since,
+counters counted again). A periodic tick notices a drop with no later message. Every message
+carries a per-connection sequence number, so the page can tell when it missed one.
 """
 
 from __future__ import annotations
@@ -22,14 +24,8 @@ from django.http import QueryDict
 
 from accounts.access import VIEWER
 from accounts.sessions import session_allows
-from observe.live import (
-    Counters,
-    StreamUpdate,
-    counters_for,
-    parse_filter,
-    parse_since,
-    stream_update,
-)
+from observe.live import Counters, Tally, parse_filter, parse_since
+from observe.live.stream import CatchUp, apply_change, catch_up, fragments, matching, stream_message
 from observe.selectors import RoundFilter, latest_version
 from observe.services import LIVE_GROUP
 
@@ -61,15 +57,8 @@ def _latest_version() -> int:
 
 
 @_db
-def _counters(round_filter: RoundFilter) -> Counters:
-    return counters_for(round_filter)
-
-
-@_db
-def _update(
-    round_filter: RoundFilter, since: int, seq: int, shown: Counters | None
-) -> StreamUpdate:
-    return stream_update(round_filter, since, seq=seq, shown=shown)
+def _catch_up(round_filter: RoundFilter, since: int) -> CatchUp:
+    return catch_up(round_filter, since)
 
 
 class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
@@ -86,6 +75,9 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
     #: How often the session and the role are checked again: a logout, an expired session or
     #: a role taken away ends the stream within this many seconds.
     session_check_seconds: float = 3.0
+    #: How long a batch that arrived ahead of a missing one waits for it (another worker's
+    #: message may simply be late) before the consumer catches up from the database.
+    gap_wait_seconds: float = 0.25
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -93,9 +85,13 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
         self.last_version = 0
         self.seq = 0
         self.counters: Counters | None = None
+        self.tally: Tally | None = None
+        #: Batches that arrived ahead of a missing one: first version → message.
+        self.pending: dict[int, dict[str, Any]] = {}
         self._joined = False
         self._ticker: asyncio.Task[None] | None = None
         self._watcher: asyncio.Task[None] | None = None
+        self._healer: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
     async def connect(self) -> None:
@@ -114,14 +110,14 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
         query = QueryDict(self.scope.get("query_string", b"").decode("utf-8", "replace"))
         self.round_filter = parse_filter(query).round_filter
         since = parse_since(query.get("since"))
-        self.last_version = since if since is not None else await _latest_version()
-        # What the page just rendered: only a change (or the per-minute figures moving) sends.
-        self.counters = await _counters(self.round_filter)
-        # Join before the first refresh, so a change between the two is not missed.
+        # Join before reading anything, so a change in between is not missed.
         await self.channel_layer.group_add(LIVE_GROUP, self.channel_name)
         self._joined = True
         await self.accept()
-        await self.refresh()
+        if since is None:
+            since = await _latest_version()
+        self.last_version = since
+        await self.catch_up(quiet_if_nothing=True)
         self._ticker = asyncio.create_task(self._tick())
         self._watcher = asyncio.create_task(self._watch_session())
 
@@ -131,7 +127,7 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
         return key if isinstance(key, str) else None
 
     async def disconnect(self, code: int) -> None:
-        for task in (self._ticker, self._watcher):
+        for task in (self._ticker, self._watcher, self._healer):
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -140,23 +136,80 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
             await self.channel_layer.group_discard(LIVE_GROUP, self.channel_name)
 
     async def rounds_changed(self, event: dict[str, Any]) -> None:
-        """Group message from ingest: ``{"type": "rounds.changed", "version": n}``."""
-        version = event.get("version")
-        if isinstance(version, int) and version <= self.last_version:
-            return  # already sent by an earlier refresh (messages pile up under load)
-        await self.refresh()
+        """Group message from ingest (see :mod:`observe.live.stream`)."""
+        first, version = event.get("first"), event.get("version")
+        if not isinstance(first, int) or not isinstance(version, int):
+            return
+        async with self._lock:
+            if version <= self.last_version:
+                return  # already covered by a catch-up
+            if first > self.last_version + 1:
+                # A batch is missing: it may still come (another worker's), else the tick or
+                # the next message catches up.
+                self.pending[first] = event
+                if self._healer is None or self._healer.done():
+                    self._healer = asyncio.create_task(self._heal_gap())
+                return
+            await self._apply(event)
+            while self.last_version + 1 in self.pending:
+                await self._apply(self.pending.pop(self.last_version + 1))
+
+    async def _heal_gap(self) -> None:
+        await asyncio.sleep(self.gap_wait_seconds)
+        if self.pending:
+            try:
+                await self.catch_up()
+            except Exception:
+                logger.exception("live stream catch-up failed; the tick tries again")
+
+    async def _apply(self, event: dict[str, Any]) -> None:
+        """One batch, in version order: counters from its facts, cards from the shared render."""
+        since = self.last_version
+        found = await fragments(event["first"], event["version"], str(event.get("stamp", "")))
+        if self.tally is not None:
+            apply_change(self.tally, event)
+        self.last_version = event["version"]
+        shown = matching(self.round_filter, found, since)
+        await self._send([f.html for f in shown])
+
+    async def _send(self, html: list[Any], *, caught_up: int = 0, force: bool = False) -> None:
+        counters = self.tally.counters() if self.tally is not None else Counters()
+        if not html and not force and counters == self.counters:
+            return
+        self.counters = counters
+        self.seq += 1
+        await self.send(text_data=stream_message(html, counters, seq=self.seq, caught_up=caught_up))
+
+    async def catch_up(self, *, quiet_if_nothing: bool = False) -> None:
+        async with self._lock:
+            await self._catch_up_locked(quiet_if_nothing=quiet_if_nothing)
+
+    async def _catch_up_locked(self, *, quiet_if_nothing: bool = False) -> None:
+        """What changed since ``last_version`` (the newest cards), counters counted afresh."""
+        caught = await _catch_up(self.round_filter, self.last_version)
+        self.pending = {first: e for first, e in self.pending.items() if first > caught.version}
+        self.last_version = max(self.last_version, caught.version)
+        first_time = self.tally is None
+        self.tally = caught.tally
+        if first_time and quiet_if_nothing:
+            # What the page just rendered: only a change (or the per-minute figures moving)
+            # sends.
+            self.counters = caught.tally.counters()
+        await self._send([f.html for f in caught.fragments], caught_up=caught.skipped)
+        while self.last_version + 1 in self.pending:
+            await self._apply(self.pending.pop(self.last_version + 1))
 
     async def refresh(self) -> None:
-        """Send what changed since ``last_version`` (and matches the filter), if anything."""
+        """The tick: catch up if a batch went missing, else send the counters if the
+        per-minute figures moved."""
+        latest = await _latest_version()
+        if latest > self.last_version:
+            await asyncio.sleep(0)  # a message for it may be on its way
+            if latest > self.last_version:
+                await self.catch_up()
+                return
         async with self._lock:
-            update = await _update(
-                self.round_filter, self.last_version, self.seq + 1, self.counters
-            )
-            self.last_version = update.version
-            self.counters = update.counters
-            if update.message is not None:
-                self.seq += 1
-                await self.send(text_data=update.message)
+            await self._send([])
 
     async def _tick(self) -> None:
         while True:

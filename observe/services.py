@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import uuid
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from observe.domain.events import Event, EventError, parse_event, same_content, stored_event
-from observe.domain.kinds import COUNT_KEYS
+from observe.domain.kinds import COUNT_KEYS, ROUND_KINDS
 from observe.domain.rounds import (
     Assembly,
     AssemblySummary,
@@ -29,6 +30,7 @@ from observe.domain.rounds import (
     assembly_new,
     assembly_summary,
 )
+from observe.live.counters import Facts, round_facts
 from observe.models import Event as StoredEvent
 from observe.models import Round, RoundTool, StreamCounter
 from policy.domain.text import dot_segment, unencodable_path
@@ -49,7 +51,11 @@ class IngestResult:
     accepted: int = 0
     duplicates: int = 0
     rejected: list[dict[str, Any]] = field(default_factory=list)
-    version: int | None = None
+    change: Change | None = None
+
+    @property
+    def version(self) -> int | None:
+        return self.change.version if self.change is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         return {"accepted": self.accepted, "duplicates": self.duplicates, "rejected": self.rejected}
@@ -225,17 +231,41 @@ def _round_values(
     }
 
 
-def _held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, tuple[int, Assembly, bool]]:
-    """``key → (pk, assembly, agent_in_policy)`` of the rounds already stored (one query)."""
+_KIND_COLUMNS = tuple(kind.counter for kind in ROUND_KINDS)
+
+
+@dataclass
+class _Held:
+    pk: int
+    assembly: Assembly
+    in_policy: bool
+    facts: Facts
+
+
+def _held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, _Held]:
+    """The rounds already stored, with their assembly and facts (one query)."""
     wanted = set(keys)
     rows = Round.objects.filter(
         agent__in={key[0] for key in keys}, turn_id__in={key[1] for key in keys}
-    ).values_list("pk", "agent", "turn_id", "iteration", "assembly", "agent_in_policy")
-    return {
-        (agent, turn_id, iteration): (pk, assembly, in_policy)
-        for pk, agent, turn_id, iteration, assembly, in_policy in rows
-        if (agent, turn_id, iteration) in wanted
-    }
+    ).values_list(
+        "pk",
+        "agent",
+        "turn_id",
+        "iteration",
+        "assembly",
+        "agent_in_policy",
+        "started_at",
+        *_KIND_COLUMNS,
+    )
+    held: dict[RoundKey, _Held] = {}
+    for pk, agent, turn_id, iteration, assembly, in_policy, started_at, *counts in rows:
+        key = (agent, turn_id, iteration)
+        if key in wanted:
+            tools = assembly.get("tools", []) if assembly else []
+            held[key] = _Held(
+                pk, assembly, in_policy, round_facts(agent, started_at, counts, tools)
+            )
+    return held
 
 
 class _Writer:
@@ -269,7 +299,27 @@ class _Writer:
                 cursor.executemany(sql, rows)
 
 
-def _store(fresh: dict[str, tuple[int, Event]], known_agents: frozenset[str] | None) -> int:
+@dataclass
+class Change:
+    """What a committed batch changed, for the live view: versions ``first``..``version`` (one
+    per round), and per round ``[pk, facts before (None: new), facts after]``."""
+
+    first: int
+    version: int
+    rounds: list[list[Any]]
+
+    def message(self) -> dict[str, Any]:
+        return {
+            "type": "rounds.changed",
+            "first": self.first,
+            "version": self.version,
+            "rounds": self.rounds,
+            # Tells one batch from another even where versions start again (a fresh database).
+            "stamp": uuid.uuid4().hex,
+        }
+
+
+def _store(fresh: dict[str, tuple[int, Event]], known_agents: frozenset[str] | None) -> Change:
     """Store the new events and merge them into the assembly of each round they touch.
 
     The work is the batch's, whatever the rounds already hold: each touched round's row is read
@@ -288,28 +338,34 @@ def _store(fresh: dict[str, tuple[int, Event]], known_agents: frozenset[str] | N
     updates: list[list[Any]] = []
     new_tools: dict[RoundKey, list[str]] = {}
     round_writer = _Writer(Round, _ROUND_COLUMNS)
+    facts: dict[RoundKey, tuple[Facts | None, Facts]] = {}
     for key, version in zip(keys, versions, strict=True):
-        pk, state, in_policy = held.get(key, (None, assembly_new(), True))
-        if not state:  # a row stored before assemblies existed and not migrated
-            state = assembly_new()
+        row = held.get(key)
+        state = row.assembly if row is not None and row.assembly else assembly_new()
+        in_policy = row.in_policy if row is not None else True
         before = set(state["tools"])
         assembly_merge(state, by_round[key])
         summary = assembly_summary(state)
         if known_agents is not None:
             in_policy = key[0] in known_agents
         values = _round_values(summary, state, in_policy, version, now)
-        if pk is None:
+        counts = [summary.counts[column] for column in _KIND_COLUMNS]
+        facts[key] = (
+            row.facts if row is not None else None,
+            round_facts(key[0], summary.started_at, counts, state["tools"]),
+        )
+        if row is None:
             created.append(Round(agent=key[0], turn_id=key[1], iteration=key[2], **values))
         else:
-            updates.append([*round_writer.prepare(list(values.values())), pk])
+            updates.append([*round_writer.prepare(list(values.values())), row.pk])
         added = sorted(summary.tool_ids - before)
         if added:
             new_tools[key] = added
     round_writer.update(updates)
     # bulk_create sets primary keys on SQLite and PostgreSQL (RETURNING).
-    pks = {key: pk for key, (pk, _, _) in held.items()}
-    for row in Round.objects.bulk_create(created):
-        pks[(row.agent, row.turn_id, row.iteration)] = row.pk
+    pks = {key: row.pk for key, row in held.items()}
+    for made in Round.objects.bulk_create(created):
+        pks[(made.agent, made.turn_id, made.iteration)] = made.pk
     event_writer = _Writer(StoredEvent, ("event_id", "round", "type", "ts", "data", "received_at"))
     event_writer.insert(
         [
@@ -326,7 +382,11 @@ def _store(fresh: dict[str, tuple[int, Event]], known_agents: frozenset[str] | N
             for tool_id in tools
         ]
     )
-    return versions[-1]
+    return Change(
+        first=versions[0],
+        version=versions[-1],
+        rounds=[[pks[key], old, new] for key, (old, new) in facts.items()],
+    )
 
 
 def events_ingest(
@@ -342,7 +402,7 @@ def events_ingest(
             with transaction.atomic():
                 fresh = _triage(raw_events, result)
                 if fresh:
-                    result.version = _store(fresh, known_agents)
+                    result.change = _store(fresh, known_agents)
                 result.accepted = len(fresh)
         except IntegrityError:
             # A concurrent batch stored one of these event_ids first: triage again, once.
@@ -350,20 +410,20 @@ def events_ingest(
                 raise
             continue
         break
-    if result.version is not None:
-        broadcast_change(result.version)
+    if result.change is not None:
+        broadcast_change(result.change)
     return result
 
 
-def broadcast_change(version: int) -> None:
-    """Wake the live views: "rounds changed up to ``version``" (they fetch what they lack)."""
+def broadcast_change(change: Change) -> None:
+    """Tell the live views what this batch changed (each renders it once and fans it out)."""
     layer = get_channel_layer()
     if layer is None:
         return
     try:
-        async_to_sync(layer.group_send)(LIVE_GROUP, {"type": "rounds.changed", "version": version})
-    except Exception:  # the events are stored; listeners resync on their next tick
-        logger.exception("could not notify the live view of version %s", version)
+        async_to_sync(layer.group_send)(LIVE_GROUP, change.message())
+    except Exception:  # the events are stored; viewers catch up when they notice the gap
+        logger.exception("could not notify the live view of version %s", change.version)
 
 
 def rounds_prune(*, older_than: datetime) -> int:

@@ -19,6 +19,7 @@ from django.contrib.auth.models import AnonymousUser
 
 from observe import live
 from observe.consumers import UNAUTHENTICATED, LiveRoundsConsumer
+from observe.live import stream
 from observe.models import Round
 from tests.conftest import make_user
 from tests.observe.live_support import HandRound, ingest, simulated
@@ -207,19 +208,40 @@ async def test_a_dropped_group_message_is_healed_by_the_tick(
     assert await communicator.receive_nothing(timeout=0.4)
 
 
-async def test_too_many_changes_ask_the_page_to_reload_its_list(
+async def test_a_viewer_far_behind_gets_the_newest_changes_not_a_reload(
     sockets: list[Any], user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(live, "MAX_CARDS", 2)
+    monkeypatch.setattr(stream, "MAX_CARDS", 2)
     for number in range(3):
         await ingest_async(HandRound(turn_id=f"t-{number}").started().events)
-    communicator = await open_socket(sockets, user)
+    communicator = await open_socket(sockets, user, "since=0")
     message = await communicator.receive_from(timeout=TIMEOUT)
-    assert card_ids(message) == []
-    assert 'data-seq="1" data-resync="true"' in message
+    newest = [f"round-{await round_pk('main', f't-{number}')}" for number in (1, 2)]
+    assert card_ids(message) == newest
+    assert 'data-seq="1" data-caught-up="1"' in message
+    assert "data-resync" not in message
     assert '<b id="count-rounds">3</b>' in message
     # The stream goes on from the newest version: the next change is sent normally.
     await ingest_async(HandRound(turn_id="t-next").started().events)
     message = await communicator.receive_from(timeout=TIMEOUT)
     assert card_ids(message) == [f"round-{await round_pk('main', 't-next')}"]
     assert seq(message) == 2
+    assert '<b id="count-rounds">4</b>' in message
+
+
+async def test_a_missing_batch_is_caught_up_when_the_next_one_shows_the_gap(
+    sockets: list[Any], user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    communicator = await open_socket(sockets, user)
+    sent = []
+    monkeypatch.setattr("observe.services.broadcast_change", sent.append)
+    await ingest_async(HandRound(turn_id="t-lost").started().events)
+    monkeypatch.undo()
+    await ingest_async(HandRound(turn_id="t-next").started().events)
+    await ingest_async(HandRound(turn_id="t-last").started().events)
+    wanted = {f"round-{await round_pk('main', t)}" for t in ("t-lost", "t-next", "t-last")}
+    received: list[str] = []
+    while not wanted <= {card for message in received for card in card_ids(message)}:
+        received.append(await communicator.receive_from(timeout=TIMEOUT))
+    assert '<b id="count-rounds">3</b>' in received[-1]
+    assert [seq(message) for message in received] == list(range(1, len(received) + 1))

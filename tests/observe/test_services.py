@@ -154,7 +154,7 @@ def test_a_batch_of_only_duplicates_changes_no_version() -> None:
     assert Round.objects.get().version == version
 
 
-def test_it_tells_the_live_group_what_version_the_rounds_reached() -> None:
+def test_it_tells_the_live_group_the_versions_and_facts_of_the_batch() -> None:
     layer = get_channel_layer()
     assert layer is not None
     channel = async_to_sync(layer.new_channel)()
@@ -164,7 +164,13 @@ def test_it_tells_the_live_group_what_version_the_rounds_reached() -> None:
         message = async_to_sync(layer.receive)(channel)
     finally:
         async_to_sync(layer.group_discard)(LIVE_GROUP, channel)
-    assert message == {"type": "rounds.changed", "version": result.version}
+    row = Round.objects.get()
+    assert message["type"] == "rounds.changed"
+    assert message["first"] == message["version"] == result.version == row.version
+    # The facts before (none: a new round) and after, from which viewers keep their counters.
+    assert message["rounds"] == [
+        [row.pk, None, ("main", row.started_at.isoformat(), 0, 0, 0, 0, [])]
+    ]
 
 
 def test_a_rejected_only_batch_tells_the_live_group_nothing() -> None:

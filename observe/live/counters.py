@@ -1,0 +1,159 @@
+"""The live counters: totals for a filter and the same for rounds started in the last minute."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from django.db.models import Count, QuerySet, Sum
+from django.utils import timezone
+
+from observe.domain.kinds import ROUND_KINDS
+from observe.models import Round
+from observe.selectors import RoundFilter
+
+RATE_WINDOW: Final = timedelta(seconds=60)
+
+
+# --- counters -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Totals for a filter, and the same for rounds started in the last minute."""
+
+    rounds: int = 0
+    rejections: int = 0
+    early: int = 0
+    dedups: int = 0
+    timeouts: int = 0
+    rate_rounds: int = 0
+    rate_rejections: int = 0
+    rate_early: int = 0
+    rate_dedups: int = 0
+    rate_timeouts: int = 0
+
+
+def _totals(rounds: QuerySet[Round]) -> dict[str, int]:
+    sums = rounds.aggregate(
+        rounds=Count("pk"),
+        rejections=Sum("rejections"),
+        early=Sum("early_starts"),
+        dedups=Sum("dedups"),
+        timeouts=Sum("timeouts"),
+    )
+    return {name: int(value or 0) for name, value in sums.items()}
+
+
+def counters_for(round_filter: RoundFilter, *, now: datetime | None = None) -> Counters:
+    now = now or timezone.now()
+    matching = round_filter.apply(Round.objects.all())
+    if round_filter.tool:
+        # The tool filter joins RoundTool; count each round once.
+        matching = Round.objects.filter(pk__in=matching.values("pk"))
+    totals = _totals(matching)
+    recent = _totals(matching.filter(started_at__gte=now - RATE_WINDOW))
+    return Counters(**totals, **{f"rate_{name}": value for name, value in recent.items()})
+
+
+# --- kept incrementally -------------------------------------------------------------------------
+#
+# Ingest tells the live view, for every round a batch changed, what the round looked like before
+# and after (its "facts"). A viewer's totals start from one query when it connects and then only
+# add the difference each change makes to its filter: no viewer ever scans the rounds again.
+
+#: The facts of a round, JSON-ready: (agent, started_at ISO, rejections, early starts, dedups,
+#: timeouts, tool ids).
+Facts = tuple[str, str, int, int, int, int, list[str]]
+
+
+def round_facts(
+    agent: str, started_at: datetime, counts: Sequence[int], tools: Iterable[str]
+) -> Facts:
+    rejections, early, dedups, timeouts = counts
+    return (agent, started_at.isoformat(), rejections, early, dedups, timeouts, sorted(tools))
+
+
+def admits(round_filter: RoundFilter, facts: Sequence[Any]) -> bool:
+    """Whether a round with these facts passes the filter (as ``RoundFilter.apply`` would)."""
+    agent, started, rejections, early, dedups, timeouts, tools = facts
+    if round_filter.agent and agent != round_filter.agent:
+        return False
+    if round_filter.has:
+        present = dict(zip(KIND_NAMES, (rejections, early, dedups, timeouts), strict=True))
+        if not all(present[kind] > 0 for kind in round_filter.has):
+            return False
+    if round_filter.tool and round_filter.tool not in tools:
+        return False
+    if round_filter.since or round_filter.until:
+        moment = datetime.fromisoformat(started)
+        if round_filter.since and moment < round_filter.since:
+            return False
+        if round_filter.until and moment >= round_filter.until:
+            return False
+    return True
+
+
+KIND_NAMES: Final = tuple(kind.name for kind in ROUND_KINDS)
+_Sums = tuple[int, int, int, int, int]
+
+
+class Tally:
+    """One viewer's counters, kept up to date from the facts of each change."""
+
+    def __init__(
+        self,
+        round_filter: RoundFilter,
+        totals: _Sums,
+        recent: dict[int, tuple[datetime, _Sums]],
+    ) -> None:
+        self.round_filter = round_filter
+        self.totals = list(totals)
+        #: Rounds of the filter started within the rate window: pk → (started_at, sums).
+        self.recent = recent
+
+    def apply(self, pk: int, old: Sequence[Any] | None, new: Sequence[Any] | None) -> None:
+        for sign, facts in ((-1, old), (1, new)):
+            if facts is not None and admits(self.round_filter, facts):
+                for position, value in enumerate((1, *facts[2:6])):
+                    self.totals[position] += sign * value
+        if new is not None and admits(self.round_filter, new):
+            self.recent[pk] = (datetime.fromisoformat(new[1]), (1, *new[2:6]))
+        else:
+            self.recent.pop(pk, None)
+
+    def counters(self, now: datetime | None = None) -> Counters:
+        horizon = (now or timezone.now()) - RATE_WINDOW
+        for pk in [pk for pk, (started, _) in self.recent.items() if started < horizon]:
+            del self.recent[pk]
+        rates = [sum(sums[i] for _, sums in self.recent.values()) for i in range(5)]
+        names = ("rounds", "rejections", "early", "dedups", "timeouts")
+        return Counters(
+            **dict(zip(names, self.totals, strict=True)),
+            **{f"rate_{name}": value for name, value in zip(names, rates, strict=True)},
+        )
+
+
+def tally_for(round_filter: RoundFilter, *, now: datetime | None = None) -> Tally:
+    """A viewer's starting point: the filter's totals and its rounds of the last minute."""
+    now = now or timezone.now()
+    matching = round_filter.apply(Round.objects.all())
+    if round_filter.tool:
+        matching = Round.objects.filter(pk__in=matching.values("pk"))
+    totals = _totals(matching)
+    recent = {
+        pk: (started, (1, rejections, early, dedups, timeouts))
+        for pk, started, rejections, early, dedups, timeouts in matching.filter(
+            started_at__gte=now - RATE_WINDOW
+        ).values_list("pk", "started_at", "rejections", "early_starts", "dedups", "timeouts")
+    }
+    sums = (
+        totals["rounds"],
+        totals["rejections"],
+        totals["early"],
+        totals["dedups"],
+        totals["timeouts"],
+    )
+    return Tally(round_filter, sums, recent)

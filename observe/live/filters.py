@@ -1,0 +1,96 @@
+"""The live and history filters: read from a query string, written back into links."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from django.http import QueryDict
+from django.utils import timezone
+
+from observe.domain.kinds import ROUND_KINDS
+from observe.models import Round
+from observe.selectors import KIND_COLUMNS, RoundFilter
+from policy.selectors import draft_agent_names
+
+MAX_CARDS: Final = 200
+#: "only rounds with …" choices, in the order the filter form shows them.
+KIND_LABELS: Final[Mapping[str, str]] = {kind.name: kind.label for kind in ROUND_KINDS}
+#: Longest params text a card shows (the round page shows all of it).
+
+
+# --- filters ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParsedFilter:
+    """A filter read from a query string, with what could not be read (said on the page)."""
+
+    round_filter: RoundFilter
+    errors: tuple[str, ...] = ()
+
+
+def parse_filter(query: QueryDict, *, full: bool = False) -> ParsedFilter:
+    """The live filter (agent, has) from a query string; ``full`` adds tool, since and until.
+
+    Unknown ``has`` kinds are ignored (a form never sends them); a time that is not one is
+    reported and ignored rather than failing the page.
+    """
+    agent = query.get("agent", "").strip() or None
+    has = frozenset(kind for kind in query.getlist("has") if kind in KIND_COLUMNS)
+    if not full:
+        return ParsedFilter(RoundFilter(agent=agent, has=has))
+    errors: list[str] = []
+    tool = query.get("tool", "").strip() or None
+    since = _local_time(query.get("since", ""), "since", errors)
+    until = _local_time(query.get("until", ""), "until", errors)
+    return ParsedFilter(
+        RoundFilter(agent=agent, has=has, tool=tool, since=since, until=until), tuple(errors)
+    )
+
+
+def _local_time(value: str, name: str, errors: list[str]) -> datetime | None:
+    """A ``datetime-local`` value (no zone: the server's time zone) or any ISO 8601 time."""
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        errors.append(f"“{value}” is not a time ({name} was ignored); use YYYY-MM-DDTHH:MM.")
+        return None
+    if timezone.is_naive(parsed):
+        parsed = timezone.make_aware(parsed, timezone.get_current_timezone())
+    return parsed
+
+
+def filter_query(round_filter: RoundFilter) -> list[tuple[str, str]]:
+    """The query-string pairs that give this filter back (for links and the websocket URL)."""
+    pairs: list[tuple[str, str]] = []
+    if round_filter.agent:
+        pairs.append(("agent", round_filter.agent))
+    pairs.extend(("has", kind) for kind in KIND_LABELS if kind in round_filter.has)
+    if round_filter.tool:
+        pairs.append(("tool", round_filter.tool))
+    for name in ("since", "until"):
+        value: datetime | None = getattr(round_filter, name)
+        if value is not None:
+            local = timezone.localtime(value).replace(tzinfo=None)
+            precision = "microseconds" if local.microsecond else "seconds"
+            pairs.append((name, local.isoformat(timespec=precision)))
+    return pairs
+
+
+def parse_since(value: str | None) -> int | None:
+    """The stream's ``since`` version; ``None`` when absent or not a non-negative integer."""
+    if value is None or not (value.isascii() and value.isdigit()):
+        return None
+    return int(value)
+
+
+def known_agents(extra: Iterable[str] = ()) -> list[str]:
+    """Agents for the filter select: those seen in rounds and those in the draft policy."""
+    seen = set(Round.objects.values_list("agent", flat=True).distinct())
+    return sorted(seen | set(draft_agent_names()) | {name for name in extra if name})

@@ -1,0 +1,140 @@
+"""The live stream: what changed, rendered once per change and fanned out to every viewer.
+
+Ingest sends one group message per batch, ``{"type": "rounds.changed", "first", "version",
+"rounds": [[pk, facts before, facts after], …]}`` (versions ``first``..``version`` are the batch's,
+one per round, contiguous over all batches). Every viewer applies the facts to its counters (a few
+additions), and takes its cards from :func:`fragments`, which reads and renders the batch's rounds
+once per process whatever the number of viewers. A viewer that notices a gap in the versions (a
+message the layer dropped) catches up with :func:`catch_up`: the rounds changed since, newest
+first and at most :data:`MAX_CARDS`, with its counters counted again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from channels.db import database_sync_to_async
+from django.template.loader import render_to_string
+from django.utils.safestring import SafeString, mark_safe
+
+from observe.live.cards import card_for
+from observe.live.counters import Counters, Facts, Tally, admits, round_facts, tally_for
+from observe.models import Round
+from observe.selectors import KIND_COLUMNS, RoundFilter, latest_version
+
+#: Most cards the live page holds (and the most one stream message carries).
+MAX_CARDS: Final = 200
+#: Batches whose rendered cards each process keeps (viewers of one batch ask within moments).
+KEPT_BATCHES: Final = 64
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """One changed round, rendered: its card's HTML and the facts filters test."""
+
+    pk: int
+    version: int
+    facts: Facts
+    html: SafeString
+
+
+def render_fragments(rows: Sequence[Round]) -> list[Fragment]:
+    """Render each row's card once (no query: the row holds its assembly)."""
+    counters = tuple(KIND_COLUMNS.values())
+    fragments = []
+    for row in rows:
+        html = render_to_string("observe/round_card.html#card", {"card": card_for(row)})
+        facts = round_facts(
+            row.agent,
+            row.started_at,
+            [getattr(row, column) for column in counters],
+            row.assembly.get("tools", []) if row.assembly else [],
+        )
+        fragments.append(Fragment(row.pk, row.version, facts, mark_safe(html)))  # noqa: S308
+    return fragments
+
+
+def _changed_between(first: int, last: int) -> list[Fragment]:
+    rows = Round.objects.filter(version__gte=first, version__lte=last).order_by("version")
+    return render_fragments(list(rows))
+
+
+_changed_between_async = database_sync_to_async(_changed_between)
+_rendered: OrderedDict[tuple[int, str], asyncio.Future[list[Fragment]]] = OrderedDict()
+
+
+async def fragments(first: int, last: int, stamp: str) -> list[Fragment]:
+    """The rounds of one batch (versions ``first``..``last``), read and rendered once per
+    process: the first viewer to ask does it, the others wait for the same result. A round
+    changed again since is left out here: the later batch brings it."""
+    loop = asyncio.get_running_loop()
+    key = (first, stamp)
+    future = _rendered.get(key)
+    if future is None or future.get_loop() is not loop:
+        future = loop.create_future()
+        _rendered[key] = future
+        while len(_rendered) > KEPT_BATCHES:
+            _rendered.popitem(last=False)
+        try:
+            future.set_result(await _changed_between_async(first, last))
+        except BaseException as exc:
+            _rendered.pop(key, None)
+            future.set_exception(exc)
+            future.exception()  # retrieved: the waiters re-raise it
+            raise
+    return await asyncio.shield(future)
+
+
+def stream_message(
+    html: Sequence[SafeString], counters: Counters, *, seq: int, caught_up: int = 0
+) -> str:
+    """One websocket message: cards appended to ``#incoming``, ``#counters`` and ``#live-seq``
+    replaced (``data-seq`` is ``seq``; ``caught_up``: changes left out of a catch-up)."""
+    return render_to_string(
+        "observe/live.html#stream",
+        {
+            "card_html": html,
+            "counters": counters,
+            "oob": True,
+            "seq": seq,
+            "caught_up": caught_up,
+        },
+    )
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    """What a viewer that fell behind gets: the rounds changed since its version (the newest
+    :data:`MAX_CARDS`; ``skipped`` more were left out), its counters counted afresh."""
+
+    version: int
+    tally: Tally
+    fragments: list[Fragment]
+    skipped: int
+
+
+def catch_up(round_filter: RoundFilter, since: int) -> CatchUp:
+    # Read the version first: every change up to it is committed, so the queries below see it
+    # (versions are handed out under a lock held until commit, in commit order).
+    version = latest_version()
+    tally = tally_for(round_filter)
+    changed = round_filter.apply(Round.objects.filter(version__gt=since, version__lte=version))
+    total = changed.values("pk").distinct().count()
+    rows = list(changed.order_by("-version").distinct()[:MAX_CARDS])
+    rows.reverse()
+    return CatchUp(version, tally, render_fragments(rows), max(0, total - len(rows)))
+
+
+def matching(round_filter: RoundFilter, found: Sequence[Fragment], since: int) -> list[Fragment]:
+    """The fragments a viewer with this filter shows, of versions after ``since``."""
+    return [f for f in found if f.version > since and admits(round_filter, f.facts)]
+
+
+def apply_change(tally: Tally, message: dict[str, Any]) -> None:
+    """Fold one batch's facts into a viewer's counters."""
+    for pk, old, new in message.get("rounds", []):
+        tally.apply(int(pk), old, new)
