@@ -69,7 +69,23 @@ class Refused(Exception):
 
 
 class _Transient(Exception):
-    """A failure worth re-posting for: connection, timeout, 5xx, 429."""
+    """A failure worth re-posting for: connection, timeout, 5xx, 429 (``retry_after``: the
+    seconds the server asked for, 503/429 with ``Retry-After``)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+#: The longest ``Retry-After`` honoured (a server asking for more is waited on this long).
+MAX_RETRY_AFTER_S = 30.0
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After", "").strip()
+    if not value.isdigit():
+        return None
+    return min(float(value), MAX_RETRY_AFTER_S)
 
 
 # --- rounds and their batches --------------------------------------------------------------------
@@ -228,7 +244,8 @@ class Server:
                 last = str(exc)
                 if wait is None:
                     break
-                self.clock.sleep(wait)
+                # A busy server (503) says when to come back: never sooner than it asked.
+                self.clock.sleep(max(wait, exc.retry_after or 0.0))
         raise Refused(f"the server stopped answering: {last}")
 
     def _post_once(self, events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -238,7 +255,7 @@ class Server:
             raise _Transient(_reason(exc)) from exc
         status = response.status_code
         if status == 429 or status >= 500:
-            raise _Transient(f"{status} {_error_text(response)}")
+            raise _Transient(f"{status} {_error_text(response)}", _retry_after(response))
         if status in (401, 403):
             raise Refused(f"the server refused the token ({status}): {_error_text(response)}")
         body = _json_object(response)

@@ -335,6 +335,32 @@ def test_a_transient_failure_is_posted_again(
     assert out.startswith("posted 2 rounds")
 
 
+def test_a_busy_server_is_waited_on_as_long_as_its_retry_after_says(
+    sample_policy: None, transport: Any, clock: FakeClock
+) -> None:
+    calls = Counter[str]()
+    waits: list[float] = []
+    sleep = clock.sleep
+
+    def record(seconds: float) -> None:
+        waits.append(seconds)
+        sleep(seconds)
+
+    clock.sleep = record  # type: ignore[method-assign]
+
+    def busy(request: httpx.Request) -> httpx.Response:
+        calls[request.method] += 1
+        if request.method == "POST" and calls["POST"] == 1:
+            return httpx.Response(503, json={"error": "busy"}, headers={"Retry-After": "7"})
+        return _accept_all(request)
+
+    posted = transport(busy)
+    out, _ = run("--url", URL, "--token", "t", "--rounds", "1", "--quiet")
+    assert posted[0] == posted[1]
+    assert 7.0 in waits
+    assert out.startswith("posted 1 round")
+
+
 def test_events_the_server_rejects_make_exit_1(
     sample_policy: None, transport: Any, clock: FakeClock
 ) -> None:
