@@ -110,13 +110,16 @@ class ToolForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
     )
     early = forms.BooleanField(required=False, label="Early start")
-    trigger = forms.CharField(required=False)
-    concurrency = forms.CharField(required=False)
-    result_dependency = forms.CharField(required=False)
-    replay = forms.CharField(required=False)
+    # The runtime recognises one value per execution field (the early profile); a value written
+    # by hand is offered too, so saving never drops it silently.
+    trigger = forms.ChoiceField(required=False, label="Trigger")
+    concurrency = forms.ChoiceField(required=False, label="Concurrency")
+    result_dependency = forms.ChoiceField(required=False, label="Result dependency")
+    replay = forms.ChoiceField(required=False, label="Replay")
     timeout_s = forms.FloatField(
         required=False,
         label="Timeout (s)",
+        widget=forms.NumberInput(attrs={"min": "0", "step": "any", "inputmode": "decimal"}),
         error_messages={"invalid": "Enter the timeout as a number of seconds, e.g. 20."},
     )
     mode = forms.ChoiceField(required=False, choices=[("", "—"), *((m, m) for m in MODES)])
@@ -137,6 +140,15 @@ class ToolForm(forms.Form):
         kwargs.setdefault("initial", self.initial_from(traits or {}, design or {}))
         super().__init__(*args, **kwargs)
         self.with_design = with_design
+        execution = (traits or {}).get("execution")
+        for name in EXECUTION_FIELDS:
+            written = execution.get(name) if isinstance(execution, Mapping) else None
+            choices = [("", "— (left out)"), (EARLY_PROFILE[name], EARLY_PROFILE[name])]
+            if isinstance(written, str) and written and written != EARLY_PROFILE[name]:
+                choices.append((written, f"{written} (as written; not recognised)"))
+            field = self.fields[name]
+            assert isinstance(field, forms.ChoiceField)
+            field.choices = choices
         if not with_design:
             for name in ("timeout_s", "mode", "retry", "confirm", *DESIGN_TEXT_FIELDS):
                 del self.fields[name]

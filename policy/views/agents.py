@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
@@ -374,9 +375,20 @@ def agent_context(state: DraftState, agent: str, **extra: Any) -> dict[str, Any]
     return context
 
 
-def show_agent(request: HtmxHttpRequest, state: DraftState, agent: str) -> HttpResponse:
+def show_agent(
+    request: HtmxHttpRequest, state: DraftState, agent: str, *, saved: str | None = None
+) -> HttpResponse:
+    """The agent page after an edit; ``saved`` names what was saved, for the confirmation."""
     url = reverse("policy:agent", args=[agent])
-    return show_after_edit(request, AGENT_TEMPLATE, agent_context(state, agent), url)
+    context = agent_context(state, agent)
+    if saved is not None:
+        note = f"Saved {saved}: the draft is now at revision {state.revision} (not published yet)."
+        if is_htmx(request):
+            context["saved_note"] = note
+            context["saved_tool"] = saved
+        else:
+            messages.success(request, note)
+    return show_after_edit(request, AGENT_TEMPLATE, context, url)
 
 
 @require_GET

@@ -141,6 +141,9 @@ def tool_edit(request: HtmxHttpRequest, agent: str, index: int, key: str) -> Htt
     form = ToolForm(request.POST, traits=traits, design=design, with_design=target.with_design)
     if not form.is_valid():
         context = _context(state, target, form, _draft_diagnostics(state, target))
+        # The check panel must not say "No problems found" beside a field error.
+        context["form_errors"] = [str(e) for errors in form.errors.values() for e in errors]
+        context["save_state"] = "not-saved"
         template = f"{TOOL_TEMPLATE}#tool-editor" if request.htmx else TOOL_TEMPLATE
         return render(request, template, context, status=422)
     # Saving a tool with errors is allowed: the agent page keeps showing them on its row.
@@ -173,7 +176,7 @@ def tool_edit(request: HtmxHttpRequest, agent: str, index: int, key: str) -> Htt
     return apply_edit(
         request,
         edit,
-        lambda new: show_agent(request, new, agent),
+        lambda new: show_agent(request, new, agent, saved=target.tool_id),
         audit=tool_edited(target),
         on_conflict=on_conflict,
     )
