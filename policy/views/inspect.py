@@ -53,7 +53,7 @@ class TraitRow:
 class ToolRow:
     tool: EffectiveTool
     traits: list[TraitRow]
-    design: list[tuple[str, str]]
+    design: list[tuple[str, Any]]
     overrides: list[tuple[str, str]]
 
 
@@ -63,7 +63,7 @@ def _tool_row(tool: EffectiveTool) -> ToolRow:
         TraitRow(str(key), render_value(value), provenance.get(str(key), ""))
         for key, value in normalize_traits(tool.traits).items()
     ]
-    design = [(str(key), render_value(value)) for key, value in tool.execution_design.items()]
+    design = [(str(key), value) for key, value in tool.execution_design.items()]  # |words shows it
     overrides = [
         (str(namespace), _traits_text(override))
         for namespace, override in tool.namespace_overrides.items()
