@@ -146,6 +146,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "config.error_pages.ErrorPagesMiddleware",  # our 404/500 pages with DEBUG on too (ui)
 ]
 
 ROOT_URLCONF = "config.urls"

@@ -125,9 +125,17 @@ def test_no_page_is_wider_than_the_window_at_1440_and_800(
     page = filled
     pages = _pages(page, live_server)
     failures: list[str] = []
+    missing: list[str] = []
+    page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
     for name, path in pages.items():
         assert path, f"no link found for {name}"
+        missing.clear()
         page.goto(f"{live_server.url}{path}")
+        page.wait_for_load_state("networkidle")
+        # No page asks for anything that is not there (the favicon included).
+        expected = [f"{live_server.url}{path}"] if name == "not-found" else []
+        if missing != expected:
+            failures.append(f"{name}: 404 for {missing}")
         for width in WIDTHS:
             try:
                 _check(page, name, width)
@@ -143,3 +151,35 @@ def test_no_page_is_wider_than_the_window_at_1440_and_800(
             failures.append(str(problem))
     anonymous.context.close()
     assert not failures, "\n".join(failures)
+
+
+def test_skip_link_dark_theme_and_our_not_found_page(
+    signed_in_page: Page, live_server: LiveServer
+) -> None:
+    page = signed_in_page
+    page.goto(f"{live_server.url}/policy/")
+    # The first Tab reaches the skip link; following it puts the focus on the page's content.
+    page.keyboard.press("Tab")
+    skip = page.locator(":focus")
+    expect(skip).to_have_text("Skip to content")
+    expect(skip).to_be_in_viewport()
+    page.keyboard.press("Enter")
+    expect(page.locator("main#main")).to_be_focused()
+
+    # The reader's dark setting gives a dark page.
+    page.emulate_media(color_scheme="dark")
+    page.reload()
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    channels = [int(n) for n in re.findall(r"\d+", background)[:3]]
+    assert max(channels) < 60, background
+    for name, path in (("policy", "/policy/"), ("agent", "/policy/agents/main/")):
+        page.goto(f"{live_server.url}{path}")
+        _check(page, f"{name}-dark", 1440)
+    page.emulate_media(color_scheme="light")
+
+    # An unknown address: our page, inside the site's frame, with a way back.
+    response = page.goto(f"{live_server.url}/no/such/page/")
+    assert response is not None
+    assert response.status == 404
+    expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    expect(page.get_by_role("link", name="Back to the overview")).to_be_visible()

@@ -1,0 +1,64 @@
+"""Traitdeck's own 404 and 500 pages, with DEBUG on (the demo) as with it off (issue 12)."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client, override_settings
+
+from tests.conftest import make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def viewer(client: Client) -> Client:
+    make_user("vera", "viewer", password="pw-vera-123")
+    client.login(username="vera", password="pw-vera-123")
+    return client
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_an_unknown_url_gets_our_not_found_page(viewer: Client, debug: bool) -> None:
+    with override_settings(DEBUG=debug):
+        response = viewer.get("/no/such/page/")
+    assert response.status_code == 404
+    text = response.content.decode()
+    assert "<h1>Not found</h1>" in text
+    assert "Back to the overview" in text
+    assert "DEBUG = True" not in text
+    assert "URLconf" not in text
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_a_missing_agent_gets_our_not_found_page_with_the_reason(
+    viewer: Client, debug: bool
+) -> None:
+    with override_settings(DEBUG=debug):
+        response = viewer.get("/policy/agents/nobody-here/effective/")
+    assert response.status_code == 404
+    text = response.content.decode()
+    assert "<h1>Not found</h1>" in text
+    assert "nobody-here" in text
+    assert "Traceback" not in text
+
+
+@pytest.mark.parametrize("debug", [True, False])
+@override_settings(ROOT_URLCONF="tests.ui.boom_urls")
+def test_a_failing_page_gets_our_server_error_page(debug: bool) -> None:
+    client = Client(raise_request_exception=False)
+    make_user("vera", "viewer", password="pw-vera-123")
+    client.login(username="vera", password="pw-vera-123")
+    with override_settings(DEBUG=debug):
+        response = client.get("/boom/")
+    assert response.status_code == 500
+    text = response.content.decode()
+    assert "Something went wrong on our side" in text
+    assert "secret detail" not in text
+    assert "Traceback" not in text
+
+
+@override_settings(DEBUG=True)
+def test_the_api_keeps_its_json_not_found(viewer: Client) -> None:
+    response = viewer.get("/api/v1/agents/nobody-here/effective")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("application/json")
