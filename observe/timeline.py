@@ -7,6 +7,7 @@ no markup is built in Python and every text (tool ids, reasons) reaches the SVG 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -25,9 +26,13 @@ from observe.domain.rounds import Round as AssembledRound
 from observe.live import early_lead, seconds
 
 TIMELINE_WIDTH: Final = 960.0
-TIMELINE_LEFT: Final = 190.0
+TIMELINE_LEFT: Final = 250.0
 TIMELINE_RIGHT: Final = 20.0
-LANE_HEIGHT: Final = 26.0
+LANE_HEIGHT: Final = 30.0
+#: Each further line of a long lane label adds this much height (labels are never cut).
+LABEL_LINE: Final = 16.0
+#: Characters per label line in the label column (14-unit monospace text).
+LABEL_CHARS: Final = 27
 AXIS_HEIGHT: Final = 28.0
 MIN_BAR: Final = 2.0
 #: Candidate axis steps in seconds; the first giving at most ``MAX_TICKS`` ticks is used.
@@ -71,6 +76,28 @@ class Mark:
         return self.width == 0
 
 
+def label_lines(label: str, width: int = LABEL_CHARS) -> tuple[str, ...]:
+    """A lane label in lines of at most ``width`` characters, broken after ``.``, ``_``, ``/``
+    or a space where possible (inside a word only when a part is longer than a line)."""
+    parts = re.findall(r"[^._/ ]*[._/ ]?", label)
+    lines: list[str] = []
+    line = ""
+    for part in (p for p in parts if p):
+        while len(part) > width:
+            if line:
+                lines.append(line)
+                line = ""
+            lines.append(part[:width])
+            part = part[width:]
+        if len(line) + len(part) > width and line:
+            lines.append(line)
+            line = ""
+        line += part
+    if line:
+        lines.append(line)
+    return tuple(text.rstrip() for text in lines) or ("",)
+
+
 @dataclass(frozen=True)
 class Lane:
     kind: str  # "generation" or "action"
@@ -81,6 +108,23 @@ class Lane:
     index: int | None = None
     unfinished: bool = False
     marks: tuple[Mark, ...] = ()
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return label_lines(self.label)
+
+    @property
+    def height(self) -> float:
+        return lane_height(self.label)
+
+    @property
+    def mid(self) -> float:
+        """Where the marks sit: the middle of the lane's first line."""
+        return LANE_HEIGHT / 2
+
+
+def lane_height(label: str) -> float:
+    return LANE_HEIGHT + LABEL_LINE * (len(label_lines(label)) - 1)
 
 
 @dataclass(frozen=True)
@@ -150,15 +194,15 @@ def build_timeline(round_: AssembledRound) -> Timeline:
     multi = len(round_.attempts) > 1
     for attempt in round_.attempts:
         lanes.append(_generation_lane(round_, attempt, scale, y, multi=multi))
-        y += LANE_HEIGHT
+        y += lanes[-1].height
         for action in attempt.actions:
             lanes.append(_action_lane(action, attempt, scale, times, y, multi=multi))
-            y += LANE_HEIGHT
+            y += lanes[-1].height
     if not lanes:
         # A round with no action yet still shows its generation from the start.
         empty = Attempt(attempt=0, actions=(), generation_finished_at=None)
         lanes.append(_generation_lane(round_, empty, scale, y, multi=False))
-        y += LANE_HEIGHT
+        y += lanes[-1].height
     return Timeline(
         width=TIMELINE_WIDTH,
         height=y + AXIS_HEIGHT,
@@ -266,8 +310,6 @@ def _action_lane(
     name = action.tool_id or action.action or "?"
     prefix = f"{attempt.attempt + 1}·#{action.index}" if multi else f"#{action.index}"
     label = f"{prefix} {name}"
-    if len(label) > 28:
-        label = label[:27] + "…"
     return Lane(
         kind="action",
         label=label,

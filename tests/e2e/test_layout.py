@@ -183,3 +183,56 @@ def test_skip_link_dark_theme_and_our_not_found_page(
     assert response.status == 404
     expect(page.get_by_role("heading", name="Not found")).to_be_visible()
     expect(page.get_by_role("link", name="Back to the overview")).to_be_visible()
+
+
+def test_timeline_marks_are_shapes_reachable_by_keyboard_and_readable_at_800(
+    filled: Page, live_server: LiveServer
+) -> None:
+    page = filled
+    page.set_viewport_size({"width": 800, "height": 900})
+    page.goto(f"{live_server.url}/live/history/")
+    page.locator("tr.history-row", has=page.locator(".chip.rejected")).first.locator(
+        "a[href*='/live/rounds/']"
+    ).click()
+    chart = page.locator("svg.timeline")
+    expect(chart).to_be_visible()
+
+    # A rejection is a cross, a timeout a triangle, a dedup a square, acceptance a circle.
+    rejected = chart.locator("g.mark-rejected").first
+    expect(rejected.locator("path.shape")).to_have_attribute("d", "M-6,-6 L6,6 M6,-6 L-6,6")
+    expect(chart.locator("g.mark-accepted circle.shape").first).to_be_attached()
+
+    # The legend names every kind, the dashed unfinished box and the generation-finished line.
+    legend = page.get_by_role("list", name="Legend")
+    for words in (
+        "generation (the model streaming)",
+        "generation without generation.finished",
+        "generation finished",
+        "early execution",
+        "execution after generation",
+        "accepted (circle)",
+        "rejected (cross)",
+        "timeout (triangle)",
+        "ledger dedup (square)",
+    ):
+        expect(legend).to_contain_text(words)
+
+    # Full lane labels: nothing cut with an ellipsis; text at least 10 px on screen at 800 px.
+    labels = chart.locator("text.lane-label")
+    for text in labels.all_text_contents():
+        assert "…" not in text
+    height = labels.first.locator("tspan").first.evaluate("el => el.getBoundingClientRect().height")
+    assert height >= 10, height
+
+    # Tab reaches the marks; the focused mark's details show under the chart, as on hover.
+    detail = page.locator("#timeline-detail")
+    rejected.focus()
+    expect(rejected).to_be_focused()
+    label = rejected.get_attribute("aria-label") or ""
+    assert "rejected:" in label
+    expect(detail).to_have_text(label)
+    page.keyboard.press("Shift+Tab")
+    focused = page.locator(":focus")
+    expect(focused).to_have_class(re.compile(r"\bmark\b"))
+    expect(detail).to_have_text(focused.get_attribute("aria-label") or "")
+    _check(page, "round-timeline-focus", 800)
