@@ -1,0 +1,290 @@
+"""Record what the KDCube runtime publishes on Redis for a few rounds (issue 14):
+``KDCUBE_SRC=… python -m conformance.envelopes``.
+
+Each scenario is a round input of the ``rounds`` family shape (policy, round, multi-action mode).
+The runtime's own round machinery decides it (``conformance.round_driver``: overseer, early
+listener and ledger, backstop); then the runtime's own emitters publish what the decision node
+publishes for that outcome, through the runtime's own ``ChatCommunicator`` →
+``ChatRelayCommunicator`` → ``ServiceCommunicator``, whose Redis client is replaced by one that
+captures ``PUBLISH channel payload`` instead of sending it. The fixture keeps every captured
+channel and payload exactly as published.
+
+Glue (the order of calls, as the decision node makes them; the arguments the node passes):
+
+- while streaming, per streamed action: two thinking deltas through ``_mk_mainstream(f"decision
+  ({iteration})")``; an early start runs ``ReactRound.execute`` with the slot's ``tc_`` id (the
+  tool itself is a stand-in that answers at once: ``react.call.handle_external_tool``);
+- after generation: each rejected action through ``emit_react_tool_rejected_event`` with the
+  arguments of ``_record_dropped_multi_action_items`` (index, ``<parent>.<index>`` call id,
+  ``extra`` plus ``index``); a single-action round rejected after generation with the arguments of
+  the decision node's own rejection (no index);
+- the decision step through ``infra.emit_event`` with ``etype="solver.react.decision"`` and the
+  accepted bundle; then each accepted ``call_tool`` that the ledger does not hold through
+  ``ReactRound.execute`` with a fresh ``tc_`` id; the turn ends with ``ChatCommunicator.complete``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import importlib
+import json
+import sys
+from types import SimpleNamespace
+from typing import Any
+
+from conformance import fixtures, harness
+
+NAME = "kdcube-envelopes"
+TENANT, PROJECT, SESSION = "acme", "demo", "sess-1"
+
+J = "workspace_jobs."
+#: (id, agent_id the runtime runs as, turn, iteration, mode, actions, tool errors by index)
+SCENARIOS: list[dict[str, Any]] = [
+    {
+        "id": "single-search",
+        "agent_id": "main",
+        "turn_id": "turn-a",
+        "iteration": 0,
+        "mode": "off",
+        "actions": [{"action": "call_tool", "tool_id": J + "search", "params": {"query": "q"}}],
+    },
+    {
+        "id": "early-then-cap",
+        "agent_id": "main",
+        "turn_id": "turn-a",
+        "iteration": 1,
+        "mode": "on",
+        "actions": [
+            {"action": "call_tool", "tool_id": J + "launch_background_job", "params": {}},
+            {"action": "call_tool", "tool_id": J + "search", "params": {"query": "x"}},
+            {"action": "call_tool", "tool_id": J + "export_report", "params": {"fmt": "pdf"}},
+        ],
+    },
+    {
+        "id": "incompatible",
+        "agent_id": "main",
+        "turn_id": "turn-a",
+        "iteration": 2,
+        "mode": "on",
+        "actions": [
+            {"action": "call_tool", "tool_id": J + "search", "params": {"query": "y"}},
+            {"action": "call_tool", "tool_id": J + "export_report", "params": {}},
+        ],
+        "errors": {0: "upstream_unavailable"},
+    },
+    {
+        "id": "final-answer",
+        "agent_id": "main",
+        "turn_id": "turn-a",
+        "iteration": 3,
+        "mode": "off",
+        "actions": [{"action": "complete", "final_answer": "done"}],
+        "turn_ends": True,
+    },
+    {
+        "id": "unknown-agent-unknown-tool",
+        "agent_id": "helper.bot",
+        "turn_id": "turn-b",
+        "iteration": 0,
+        "mode": "off",
+        "actions": [{"action": "call_tool", "tool_id": "nope.tool", "params": {}}],
+    },
+    {
+        "id": "early-only",
+        "agent_id": "helper.bot",
+        "turn_id": "turn-b",
+        "iteration": 1,
+        "mode": "on",
+        "actions": [
+            {"action": "call_tool", "tool_id": J + "launch_background_job", "params": {}},
+            {"action": "complete", "final_answer": "started"},
+        ],
+        "turn_ends": True,
+    },
+]
+
+
+class CapturingRedis:
+    """Stands in for the runtime's Redis client: keeps what ``PUBLISH`` would send."""
+
+    def __init__(self) -> None:
+        self.published: list[dict[str, Any]] = []
+
+    async def publish(self, channel: str, payload: str) -> int:
+        self.published.append({"channel": channel, "payload": json.loads(payload)})
+        return 0
+
+
+def _communicator(rt: harness.Runtime, capture: CapturingRedis, agent_id: str, turn_id: str) -> Any:
+    emitters = importlib.import_module("kdcube_ai_app.apps.chat.emitters")
+    service_comm = importlib.import_module("kdcube_ai_app.infra.orchestration.app.communicator")
+    bus = service_comm.ServiceCommunicator(redis_url="redis://captured")
+    bus._aioredis = capture
+    relay = emitters.ChatRelayCommunicator(redis_url="redis://captured", comm=bus)
+    return emitters.ChatCommunicator(
+        emitter=relay,
+        tenant=TENANT,
+        project=PROJECT,
+        user_id="user-1",
+        user_type="registered",
+        service={
+            "request_id": f"req-{turn_id}",
+            "tenant": TENANT,
+            "project": PROJECT,
+            "user": "user-1",
+            "agent_id": agent_id,
+        },
+        conversation={"session_id": SESSION, "conversation_id": "conv-1", "turn_id": turn_id},
+    )
+
+
+async def _play(rt: harness.Runtime, scenario: dict[str, Any], rows: list[dict[str, Any]]) -> Any:
+    from conformance import round_driver
+
+    capture = CapturingRedis()
+    comm = _communicator(rt, capture, scenario["agent_id"], scenario["turn_id"])
+    infra = importlib.import_module(f"{harness.SDK}.solutions.infra")
+    round_mod = importlib.import_module(f"{harness.SDK}.solutions.react.round")
+    solver = rt.solver.ReactSolverV2.__new__(rt.solver.ReactSolverV2)
+    solver.comm = comm
+    iteration, turn_id = scenario["iteration"], scenario["turn_id"]
+    # ReactRound.execute reads the round's iteration through the context browser's runtime_ctx.
+    solver.ctx_browser = SimpleNamespace(runtime_ctx=SimpleNamespace(turn_id=turn_id))
+    errors: dict[int, str] = scenario.get("errors", {})
+    current: dict[str, int] = {"index": -1}
+
+    async def tool(**kwargs: Any) -> dict[str, Any]:
+        code = errors.get(current["index"])
+        if code:
+            return {"last_tool_result": [{"error": {"code": code, "message": code}}]}
+        return {"last_tool_result": [{"ok": True}]}
+
+    rt.react_call.handle_external_tool = tool
+
+    async def execute(decision: dict[str, Any], index: int, call_id: str) -> None:
+        current["index"] = index
+        state = {
+            "last_decision": copy.deepcopy(decision),
+            "pending_tool_call_id": call_id,
+            "pending_tool_origin_iteration": iteration,
+        }
+        await round_mod.ReactRound.execute(react=solver, state=state)
+
+    delta = solver._mk_mainstream(f"decision ({iteration})")
+    parent = f"tc_parent{iteration:03d}"
+    for row, action in zip(rows, scenario["actions"], strict=True):
+        if row["online"] == "not_observed":
+            continue
+        await delta(text=f"action {row['index']}: ", marker="thinking")
+        await delta(text=json.dumps(action.get("tool_id")), marker="thinking")
+        early = row.get("early")
+        if early and early["started"]:
+            await execute(round_driver.decision_of(action), row["index"], early["tool_call_id"])
+    single = scenario["mode"] == "off" or len(scenario["actions"]) == 1
+    accepted: list[tuple[int, dict[str, Any]]] = []
+    for row, action in zip(rows, scenario["actions"], strict=True):
+        if row.get("final") == "rejected":
+            code = row.get("online_code") or row.get("final_code") or "rejected"
+            extra = dict(row.get("online_extra") or {})
+            if single:
+                await rt.solver.emit_react_tool_rejected_event(
+                    react=solver,
+                    tool_id=str(action.get("tool_id") or ""),
+                    tool_call_id=parent,
+                    params=action.get("params"),
+                    iteration=iteration,
+                    code=code,
+                    message=code,
+                    extra={**extra, "tool_id": action.get("tool_id")},
+                )
+            else:
+                await rt.solver.emit_react_tool_rejected_event(
+                    react=solver,
+                    tool_id=str(action.get("tool_id") or ""),
+                    tool_call_id=f"{parent}.{row['index']}",
+                    parent_tool_call_id=parent,
+                    params=action.get("params"),
+                    iteration=iteration,
+                    index=row["index"],
+                    code=code,
+                    message=f"Action #{row['index'] + 1} was not run. {code}",
+                    extra={**extra, "index": row["index"]},
+                )
+        elif row.get("final") == "accepted":
+            accepted.append((row["index"], round_driver.decision_of(action)))
+    bundle = [decision for _, decision in accepted]
+    data: dict[str, Any] = dict(bundle[0]) if bundle else {"error": "no_decision"}
+    if len(scenario["actions"]) > 1 and scenario["mode"] != "off":
+        data["bundle"] = bundle
+        data["bundle_size"] = len(bundle)
+    await infra.emit_event(
+        comm=comm,
+        etype="solver.react.decision",
+        title=f"ReAct Round ({iteration}). Decision Node",
+        step=f"react({iteration}).decision",
+        data=data,
+        agent=f"solver.react({iteration}).decision",
+    )
+    for (index, decision), row in zip(
+        accepted, [r for r in rows if r.get("final") == "accepted"], strict=True
+    ):
+        if decision.get("action") != "call_tool":
+            continue
+        executed = row.get("executed") or {}
+        if executed.get("path") == "ordinary":
+            await execute(decision, index, f"tc_post{iteration:03d}{index:03d}")
+    if scenario.get("turn_ends"):
+        await comm.complete(data={"final_answer": "done"})
+    return capture.published
+
+
+def record(rt: harness.Runtime) -> list[dict[str, Any]]:
+    from conformance import round_driver, round_policies, runtime_policy
+    from conformance.families.rounds import answer_from_rows
+
+    sample = round_policies.policies()["sample"]
+    adapters = runtime_policy.agent_adapters(
+        rt, sample["policy"], "main", manifest=sample["manifest"]
+    )
+    cases = []
+    for scenario in SCENARIOS:
+        spec = {
+            "turn_id": scenario["turn_id"],
+            "iteration": scenario["iteration"],
+            "attempts": [scenario["actions"]],
+        }
+        (rows,) = round_driver.drive_round(rt, adapters, spec, scenario["mode"])
+        published = asyncio.run(_play(rt, scenario, rows))
+        cases.append(
+            {
+                "id": scenario["id"],
+                "input": {
+                    "policy": "sample",
+                    "agent_id": scenario["agent_id"],
+                    "round": spec,
+                    "multi_action_mode": scenario["mode"],
+                    "tool_errors": {str(k): v for k, v in scenario.get("errors", {}).items()},
+                },
+                "runtime": answer_from_rows(rows),
+                "published": published,
+            }
+        )
+    return cases
+
+
+def main() -> int:
+    try:
+        rt = harness.load()
+    except harness.HarnessError as exc:
+        print(f"conformance: {exc}", file=sys.stderr)
+        return 2
+    cases = record(rt)
+    path = fixtures.write(NAME, rt.commit, cases)
+    count = sum(len(c["published"]) for c in cases)
+    print(f"recorded {len(cases)} rounds, {count} published envelopes -> {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
