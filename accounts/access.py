@@ -53,7 +53,7 @@ PAGES: dict[str, dict[str, str]] = {
     "policy:agent": {"GET": VIEWER},
     "policy:agent-rename": {"POST": EDITOR},
     "policy:agent-remove": {"POST": EDITOR},
-    "policy:manifest": {"POST": EDITOR},
+    "policy:manifest": {"GET": VIEWER, "POST": EDITOR},
     "policy:connection-add": {"GET": VIEWER, "POST": EDITOR},
     "policy:connection-edit": {"GET": VIEWER, "POST": EDITOR},
     "policy:connection-remove": {"POST": EDITOR},

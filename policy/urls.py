@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from policy.views import agents, connections, inspect, tools, transfer, versions
+from policy.views import agents, connections, inspect, manifest, tools, transfer, versions
 
 app_name = "policy"
 
@@ -12,7 +12,7 @@ urlpatterns = [
     path("agents/<str:agent>/", agents.agent_detail, name="agent"),
     path("agents/<str:agent>/rename/", agents.agent_rename, name="agent-rename"),
     path("agents/<str:agent>/remove/", agents.agent_remove, name="agent-remove"),
-    path("agents/<str:agent>/manifest/", agents.manifest_upload_view, name="manifest"),
+    path("agents/<str:agent>/manifest/", manifest.manifest_view, name="manifest"),
     path("agents/<str:agent>/connections/new/", connections.connection_add, name="connection-add"),
     path(
         "agents/<str:agent>/connections/<int:index>/edit/",
