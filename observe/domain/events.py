@@ -123,7 +123,13 @@ def parse_event(raw: Any) -> Event:
     data["iteration"] = _count(raw, "iteration")
     # ``attempt`` is filled in so that an omitted attempt and ``attempt: 0`` are the same content.
     data["attempt"] = _count(raw, "attempt") if "attempt" in raw else 0
+    inferred = raw.get("inferred", False)
+    if not isinstance(inferred, bool):
+        raise EventError(f"inferred must be true or false, got {_show(inferred)}")
     for name, check in _FIELDS[event_type]:
+        if inferred and name in NULL_WHEN_INFERRED and name in raw and raw[name] is None:
+            data[name] = None  # a bridge could not know it (§4): null, never made up
+            continue
         check(raw, data, name)
     return Event(
         event_id=data["event_id"],
@@ -411,6 +417,10 @@ _FIELDS: Final[Mapping[str, tuple[tuple[str, _Check], ...]]] = {
     GENERATION_FINISHED: (),
     ROUND_FINISHED: (("outcome", _choice(OUTCOMES)),),
 }
+
+#: Fields an event marked ``"inferred": true`` may leave null (DESIGN §4): a bridge that reads a
+#: runtime's own signals has no source for them.
+NULL_WHEN_INFERRED: Final = frozenset({"fingerprint", "max_actions", "outcome", "action_index"})
 
 #: The types that are about one streamed action (they carry ``action_index``).
 ACTION_EVENT_TYPES: Final = tuple(

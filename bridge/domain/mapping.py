@@ -1,0 +1,438 @@
+"""KDCube chat envelopes → Traitdeck round events (protocol v1, DESIGN §4), without Django.
+
+KDCube publishes every chat envelope on Redis (``<relay>.<tenant>:<project>:chat.events.<session>``,
+message ``{target_sid, session_id, event, data: <envelope>, timestamp}``). A few of them say
+something about a round (docs/kdcube-events.md has the table):
+
+- a ``chat.delta`` of the decision agent (``solver.react.v2.decision (N)`` as the runtime writes it,
+  ``.iK`` for a multi-action instance) is the first sign of round N → ``round.started``;
+- ``react.tool.call`` / ``react.tool.result`` → the action, ``tool.early_started`` (a ``tc_`` id of
+  the slot hash arriving before the decision step) or ``tool.started``, and ``tool.finished``;
+- ``react.tool.rejected`` → ``action.rejected`` (code, extra, the index when the runtime gives it);
+- the ``solver.react.decision`` step → ``generation.finished`` and the accepted actions;
+- the next round of the turn, or ``chat.complete`` → ``round.finished``.
+
+Everything the runtime did not publish as such carries ``"inferred": true``; a field with no
+signal is null (``max_actions``, ``fingerprint``, ``outcome``, ``action_index``) — never made up.
+Event ids are UUIDs derived from the envelope's bytes, so a replayed envelope maps to the same
+events and the server counts them as duplicates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from collections import OrderedDict
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from policy.domain.loading import agent_keys
+from policy.domain.named_services import DEFAULT_REACT_AGENT_ID
+
+#: The namespace of the bridge's event ids (uuid5 of the envelope digest and the event's place).
+ID_NAMESPACE: Final = uuid.UUID("6f9d3c1e-8a4b-5e27-9c10-4b7a2d5e8f31")
+DEFAULT_RELAY: Final = "kdcube.relay.chatbot"
+DEFAULT_PATTERN: Final = DEFAULT_RELAY + ".*"
+CHANNEL_MARK: Final = ":chat.events."
+#: The decision agent's delta label (the module name as the runtime writes it, any version).
+DECISION_DELTA: Final = re.compile(r"^solver\.react(?:\.v\d+)?\.decision \((\d+)\)(?:\.i\d+)?$")
+DECISION_STEP: Final = re.compile(r"^react\((\d+)\)\.decision$")
+#: How many action indexes are tried when matching a ``tc_`` id to its slot.
+MAX_SLOTS: Final = 32
+#: Rounds remembered for inference (oldest forgotten first).
+MAX_ROUNDS: Final = 5000
+MAX_TEXT: Final = 200
+
+
+def slot_call_id(turn_id: str, iteration: int, action_index: int) -> str:
+    """The runtime's early-execution call id of a slot (DESIGN §2.5)."""
+    raw = f"{turn_id.strip()}\x1f{iteration}\x1f{action_index}"
+    return "tc_" + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:12]
+
+
+def map_agent(agent_id: str, agents: Collection[str]) -> str:
+    """The policy agent the runtime reads for ``agent_id``: the id itself or a normalized form,
+    else ``default_agent`` / ``main`` / ``default``, as its config loader falls back; with no such
+    agent in the policy the id itself (the round is then marked "agent not in policy")."""
+    for key in agent_keys(agent_id):
+        if key in agents:
+            return key
+    return agent_id.strip() or DEFAULT_REACT_AGENT_ID
+
+
+@dataclass
+class Outcome:
+    """What one envelope gave: the events to post, or the reason it gave none."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    skipped: str | None = None
+
+    @property
+    def inferred(self) -> int:
+        return sum(1 for event in self.events if event.get("inferred"))
+
+
+@dataclass
+class _Round:
+    agent: str
+    turn_id: str
+    iteration: int
+    decided: bool = False
+    finished: bool = False
+    accepted: int = 0
+    rejected: set[int] = field(default_factory=set)
+    rejected_whole: int = 0
+    observed: set[int] = field(default_factory=set)
+    positions: list[int] = field(default_factory=list)
+    bundle: list[Any] = field(default_factory=list)
+    used_positions: set[int] = field(default_factory=set)
+
+
+class _Skip(Exception):
+    pass
+
+
+class _Env:
+    """One envelope being mapped: its fields and the factory of its events."""
+
+    def __init__(self, envelope: Mapping[str, Any], agents: Collection[str]) -> None:
+        self.raw = envelope
+        canon = json.dumps(envelope, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        self.digest = hashlib.sha256(canon.encode("utf-8")).hexdigest()
+        self.type = _text(envelope.get("type"), "type")
+        conversation = envelope.get("conversation")
+        if not isinstance(conversation, Mapping):
+            raise _Skip("no conversation")
+        self.turn_id = _text(conversation.get("turn_id"), "conversation.turn_id")
+        service = envelope.get("service")
+        metadata = envelope.get("metadata")
+        agent_id = service.get("agent_id") if isinstance(service, Mapping) else None
+        if not agent_id and isinstance(metadata, Mapping):
+            agent_id = metadata.get("agent_id")
+        self.agent = map_agent(agent_id if isinstance(agent_id, str) else "", agents)
+        self.ts = _ts(envelope)
+        event = envelope.get("event")
+        self.event: Mapping[str, Any] = event if isinstance(event, Mapping) else {}
+        data = envelope.get("data")
+        self.data: Mapping[str, Any] = data if isinstance(data, Mapping) else {}
+        self.count = 0
+
+    def make(self, key: _Round, kind: str, inferred: bool = True, **fields: Any) -> dict[str, Any]:
+        self.count += 1
+        event: dict[str, Any] = {
+            "event_id": str(uuid.uuid5(ID_NAMESPACE, f"{self.digest}:{self.count}")),
+            "ts": self.ts,
+            "agent": key.agent,
+            "turn_id": key.turn_id,
+            "iteration": key.iteration,
+            "type": kind,
+            **fields,
+            "source": "kdcube-bridge",
+        }
+        if inferred:
+            event["inferred"] = True
+        return event
+
+
+def _text(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _Skip(f"no {name}")
+    if len(value) > MAX_TEXT or "\x00" in value:
+        raise _Skip(f"{name} too long or not text")
+    return value
+
+
+def _ts(envelope: Mapping[str, Any]) -> int:
+    ts = envelope.get("ts")
+    if isinstance(ts, int) and not isinstance(ts, bool) and 0 < ts < 2**53:
+        return ts
+    stamp = envelope.get("timestamp")
+    if isinstance(stamp, str):
+        try:
+            parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is not None:
+            return int(parsed.timestamp() * 1000)
+    raise _Skip("no time (ts or timestamp)")
+
+
+def _iteration(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+        raise _Skip("no iteration")
+    return value
+
+
+class Mapper:
+    """Maps envelopes one at a time, remembering what the round needs for inference."""
+
+    def __init__(self, agents: Collection[str] = ()) -> None:
+        self.agents = frozenset(agents)
+        self.rounds: OrderedDict[tuple[str, str, int], _Round] = OrderedDict()
+        self.calls: dict[str, tuple[tuple[str, str, int], int | None]] = {}
+
+    def set_agents(self, agents: Collection[str]) -> None:
+        self.agents = frozenset(agents)
+
+    # --- entry points ------------------------------------------------------------------------
+
+    def feed_message(self, channel: str, payload: bytes | str) -> Outcome:
+        """One Redis pub/sub message: the relay's JSON with the envelope under ``data``."""
+        if CHANNEL_MARK not in channel:
+            return Outcome(skipped="not a chat events channel")
+        try:
+            message = json.loads(payload)
+        except (ValueError, UnicodeDecodeError):
+            return Outcome(skipped="not JSON")
+        if not isinstance(message, Mapping) or not isinstance(message.get("data"), Mapping):
+            return Outcome(skipped="no envelope (data is not an object)")
+        return self.feed(message["data"])
+
+    def feed(self, envelope: Mapping[str, Any]) -> Outcome:
+        try:
+            env = _Env(envelope, self.agents)
+            return self._map(env)
+        except _Skip as exc:
+            return Outcome(skipped=str(exc))
+
+    # --- the mapping -------------------------------------------------------------------------
+
+    def _round(self, env: _Env, iteration: int, out: list[dict[str, Any]]) -> _Round:
+        key = (env.agent, env.turn_id, iteration)
+        found = self.rounds.get(key)
+        if found is not None:
+            return found
+        # A new round of the turn ends the turn's earlier rounds.
+        for other in list(self.rounds.values()):
+            if (
+                other.agent == env.agent
+                and other.turn_id == env.turn_id
+                and other.iteration < iteration
+                and not other.finished
+            ):
+                out.append(self._finish(env, other))
+        made = _Round(env.agent, env.turn_id, iteration)
+        self.rounds[key] = made
+        while len(self.rounds) > MAX_ROUNDS:
+            self.rounds.popitem(last=False)
+        out.append(env.make(made, "round.started", max_actions=None, policy_hash=None))
+        return made
+
+    def _finish(self, env: _Env, rnd: _Round) -> dict[str, Any]:
+        rnd.finished = True
+        outcome = None
+        if rnd.accepted:
+            outcome = "ok"
+        elif rnd.decided and (rnd.rejected or rnd.rejected_whole):
+            outcome = "retried"
+        return env.make(rnd, "round.finished", outcome=outcome)
+
+    def _map(self, env: _Env) -> Outcome:
+        out: list[dict[str, Any]] = []
+        kind = env.type
+        if kind == "chat.delta":
+            match = DECISION_DELTA.match(str(env.event.get("agent") or ""))
+            if match is None:
+                raise _Skip(f"chat.delta of {str(env.event.get('agent'))[:60]!r}: no round signal")
+            key = (env.agent, env.turn_id, int(match.group(1)))
+            if key in self.rounds:
+                raise _Skip("decision delta of a round already started")
+            self._round(env, int(match.group(1)), out)
+        elif kind == "react.tool.call":
+            self._tool_call(env, out)
+        elif kind == "react.tool.result":
+            self._tool_result(env, out)
+        elif kind == "react.tool.rejected":
+            self._rejected(env, out)
+        elif kind == "solver.react.decision":
+            self._decision(env, out)
+        elif kind == "chat.complete":
+            open_rounds = [
+                r
+                for r in self.rounds.values()
+                if r.agent == env.agent and r.turn_id == env.turn_id and not r.finished
+            ]
+            if not open_rounds:
+                raise _Skip("chat.complete with no open round of the turn")
+            out.extend(self._finish(env, r) for r in open_rounds)
+        else:
+            raise _Skip(f"{kind[:60]}: no round signal")
+        return Outcome(events=out)
+
+    def _slot_index(self, turn_id: str, iteration: int, call_id: str) -> int | None:
+        if not call_id.startswith("tc_"):
+            return None
+        for index in range(MAX_SLOTS):
+            if slot_call_id(turn_id, iteration, index) == call_id:
+                return index
+        return None
+
+    def _observe(
+        self,
+        env: _Env,
+        rnd: _Round,
+        index: int | None,
+        action: str,
+        tool_id: str | None,
+        **extra: Any,
+    ) -> list[dict[str, Any]]:
+        if index is not None and index in rnd.observed:
+            return []
+        if index is not None:
+            rnd.observed.add(index)
+        rnd.accepted += 1
+        return [
+            env.make(
+                rnd, "action.observed", action_index=index, action=action, tool_id=tool_id, **extra
+            ),
+            env.make(rnd, "action.accepted", action_index=index, tool_id=tool_id, strategy=None),
+        ]
+
+    def _tool_call(self, env: _Env, out: list[dict[str, Any]]) -> None:
+        data = env.data
+        iteration = _iteration(data.get("iteration"))
+        tool_id = _text(data.get("tool_id"), "tool_id")
+        call_id = _text(data.get("tool_call_id"), "tool_call_id")
+        rnd = self._round(env, iteration, out)
+        index = self._slot_index(env.turn_id, iteration, call_id)
+        early = index is not None and not rnd.decided
+        if index is None and rnd.decided:
+            index = self._bundle_index(rnd, tool_id)
+        summary = data.get("params")
+        out.extend(self._observe(env, rnd, index, "call_tool", tool_id, params_summary=summary))
+        self.calls[call_id] = ((rnd.agent, rnd.turn_id, rnd.iteration), index)
+        if early:
+            out.append(
+                env.make(
+                    rnd,
+                    "tool.early_started",
+                    action_index=index,
+                    tool_id=tool_id,
+                    tool_call_id=call_id,
+                    fingerprint=None,
+                )
+            )
+        else:
+            out.append(
+                env.make(
+                    rnd, "tool.started", action_index=index, tool_id=tool_id, tool_call_id=call_id
+                )
+            )
+
+    def _bundle_index(self, rnd: _Round, tool_id: str) -> int | None:
+        for position, item in enumerate(rnd.bundle):
+            if position in rnd.used_positions or position >= len(rnd.positions):
+                continue
+            call = item.get("tool_call") if isinstance(item, Mapping) else None
+            if isinstance(call, Mapping) and str(call.get("tool_id") or "").strip() == tool_id:
+                rnd.used_positions.add(position)
+                return rnd.positions[position]
+        return None
+
+    def _tool_result(self, env: _Env, out: list[dict[str, Any]]) -> None:
+        data = env.data
+        iteration = _iteration(data.get("iteration"))
+        tool_id = _text(data.get("tool_id"), "tool_id")
+        call_id = _text(data.get("tool_call_id"), "tool_call_id")
+        known = self.calls.get(call_id)
+        if known is not None and known[0] in self.rounds:
+            rnd, index = self.rounds[known[0]], known[1]
+        else:
+            rnd = self._round(env, iteration, out)
+            index = self._slot_index(env.turn_id, iteration, call_id)
+        duration = data.get("duration_ms")
+        if isinstance(duration, bool) or not isinstance(duration, int | float) or duration < 0:
+            duration = 0
+        status = "error" if str(env.event.get("status")) == "error" else "ok"
+        extra: dict[str, Any] = {}
+        if isinstance(data.get("error_code"), str):
+            extra["error_code"] = data["error_code"][:MAX_TEXT]
+        out.append(
+            env.make(
+                rnd,
+                "tool.finished",
+                action_index=index,
+                tool_id=tool_id,
+                tool_call_id=call_id,
+                status=status,
+                duration_ms=duration,
+                **extra,
+            )
+        )
+
+    def _rejected(self, env: _Env, out: list[dict[str, Any]]) -> None:
+        data = env.data
+        iteration = _iteration(data.get("iteration"))
+        error = data.get("error")
+        code = error.get("code") if isinstance(error, Mapping) else None
+        code = _text(code, "error.code")
+        rnd = self._round(env, iteration, out)
+        raw_index = data.get("action_index")
+        index = (
+            raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else None
+        )
+        if index is not None and index < 0:
+            index = None
+        tool_id = data.get("tool_id")
+        tool_id = tool_id if isinstance(tool_id, str) and tool_id.strip() else None
+        extra = data.get("extra")
+        if index is None:
+            rnd.rejected_whole += 1
+        else:
+            rnd.rejected.add(index)
+            if tool_id is not None and index not in rnd.observed:
+                rnd.observed.add(index)
+                out.append(
+                    env.make(
+                        rnd,
+                        "action.observed",
+                        action_index=index,
+                        action="call_tool",
+                        tool_id=tool_id,
+                        params_summary=data.get("params"),
+                    )
+                )
+        out.append(
+            env.make(
+                rnd,
+                "action.rejected",
+                inferred=index is None,
+                action_index=index,
+                tool_id=tool_id,
+                code=code,
+                extra=dict(extra) if isinstance(extra, Mapping) else None,
+            )
+        )
+
+    def _decision(self, env: _Env, out: list[dict[str, Any]]) -> None:
+        match = DECISION_STEP.match(str(env.event.get("step") or ""))
+        if match is None:
+            raise _Skip("decision step without react(N).decision")
+        rnd = self._round(env, int(match.group(1)), out)
+        data = env.data
+        bundle = data.get("bundle")
+        if isinstance(bundle, list):
+            items = [item for item in bundle if isinstance(item, Mapping)]
+        elif isinstance(data.get("action"), str):
+            items = [data]
+        else:
+            items = []
+        rnd.decided = True
+        rnd.bundle = items
+        free = (i for i in range(MAX_SLOTS + len(items)) if i not in rnd.rejected)
+        rnd.positions = [next(free) for _ in items]
+        out.append(env.make(rnd, "generation.finished"))
+        for position, item in enumerate(items):
+            action = str(item.get("action") or "").strip()
+            if action == "call_tool":
+                # Its tool event tells it; an early start already did (and took that slot).
+                if rnd.positions[position] in rnd.observed:
+                    rnd.used_positions.add(position)
+                continue
+            index = rnd.positions[position]
+            rnd.used_positions.add(position)
+            out.extend(self._observe(env, rnd, index, action[:MAX_TEXT], None))

@@ -1,0 +1,169 @@
+"""The bridge's mapping on the envelopes the KDCube runtime's own emitters published
+(``tests/conformance/fixtures/kdcube-envelopes.json``, recorded by ``conformance.envelopes``):
+every event is valid protocol v1, the rounds say what the runtime decided, inference is marked,
+replays map to the same event ids, and malformed envelopes are skipped with a reason."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from bridge.domain.mapping import Mapper, map_agent, slot_call_id
+from conformance import fixtures
+from observe.domain.events import parse_event
+
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestConfigWarning")
+
+RECORDED = fixtures.read("kdcube-envelopes")
+POLICY_AGENTS = {"main"}
+
+
+def messages() -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (case["id"], m["channel"], m["payload"])
+        for case in RECORDED["cases"]
+        for m in case["published"]
+    ]
+
+
+def mapped(mapper: Mapper | None = None) -> list[dict[str, Any]]:
+    mapper = mapper or Mapper(POLICY_AGENTS)
+    out: list[dict[str, Any]] = []
+    for _, channel, payload in messages():
+        out.extend(mapper.feed_message(channel, json.dumps(payload)).events)
+    return out
+
+
+def test_the_fixture_comes_from_the_runtime_commit_of_the_other_families() -> None:
+    assert RECORDED["runtime"]["repository"] == "kdcube/kdcube-ai-app"
+    assert RECORDED["runtime"]["commit"] == fixtures.read("rounds")["runtime"]["commit"]
+    channels = {channel for _, channel, _ in messages()}
+    assert channels == {"kdcube.relay.chatbot.acme:demo:chat.events.sess-1"}
+
+
+def test_every_mapped_event_is_valid_protocol_v1() -> None:
+    events = mapped()
+    assert events
+    for event in events:
+        parse_event(event)
+
+
+def test_rejections_and_early_starts_are_those_the_runtime_decided() -> None:
+    events = mapped()
+    by_round: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for event in events:
+        by_round.setdefault((event["turn_id"], event["iteration"]), []).append(event)
+    for case in RECORDED["cases"]:
+        spec = case["input"]["round"]
+        got = by_round[(spec["turn_id"], spec["iteration"])]
+        rejected = {e["action_index"]: e["code"] for e in got if e["type"] == "action.rejected"}
+        early = {e["action_index"] for e in got if e["type"] == "tool.early_started"}
+        runtime = case["runtime"]
+        assert rejected == {
+            i: a["code"] for i, a in enumerate(runtime) if a["verdict"] == "rejected"
+        }, case["id"]
+        assert early == {i for i, a in enumerate(runtime) if a["early"]}, case["id"]
+        accepted = {e["action_index"] for e in got if e["type"] == "action.accepted"}
+        assert accepted == {i for i, a in enumerate(runtime) if a["verdict"] == "accepted"}, case[
+            "id"
+        ]
+
+
+def test_what_is_inferred_is_marked_and_what_has_no_signal_is_null() -> None:
+    events = mapped()
+    for event in events:
+        if event["type"] == "action.rejected" and event["action_index"] is not None:
+            assert "inferred" not in event  # the runtime gave code, extra and index itself
+        else:
+            assert event["inferred"] is True
+    started = [e for e in events if e["type"] == "round.started"]
+    assert started
+    assert all(e["max_actions"] is None for e in started)
+    early = [e for e in events if e["type"] == "tool.early_started"]
+    assert early
+    assert all(e["fingerprint"] is None for e in early)
+
+
+def test_the_early_call_id_is_the_slot_hash_of_its_index() -> None:
+    early = [e for e in mapped() if e["type"] == "tool.early_started"]
+    for event in early:
+        assert event["tool_call_id"] == slot_call_id(
+            event["turn_id"], event["iteration"], event["action_index"]
+        )
+
+
+def test_a_replayed_envelope_maps_to_the_same_event_ids() -> None:
+    first = mapped()
+    again = mapped()
+    assert [e["event_id"] for e in first] == [e["event_id"] for e in again]
+    assert len({e["event_id"] for e in first}) == len(first)
+
+
+def test_rounds_end_with_the_next_round_or_the_turn() -> None:
+    finished = Counter(
+        (e["turn_id"], e["iteration"]) for e in mapped() if e["type"] == "round.finished"
+    )
+    rounds = {
+        (c["input"]["round"]["turn_id"], c["input"]["round"]["iteration"])
+        for c in RECORDED["cases"]
+    }
+    assert set(finished) == rounds
+    assert set(finished.values()) == {1}
+
+
+def test_agent_ids_fall_back_like_the_runtime_config_loader() -> None:
+    agents = {"main", "writer_bot"}
+    assert map_agent("writer.bot", agents) == "writer_bot"
+    assert map_agent("helper.bot", agents) == "main"
+    assert map_agent("helper.bot", {"other"}) == "helper.bot"
+    assert map_agent("", set()) == "default.react.agent"
+    events = mapped()
+    assert {e["agent"] for e in events} == {"main"}  # helper.bot falls back to main
+
+
+@pytest.mark.parametrize(
+    ("channel", "payload", "reason"),
+    [
+        ("kdcube.relay.chatbot.acme:demo:kb.events.s", "{}", "not a chat events channel"),
+        ("kdcube.relay.chatbot.acme:demo:chat.events.s", "{nope", "not JSON"),
+        (
+            "kdcube.relay.chatbot.acme:demo:chat.events.s",
+            "[1]",
+            "no envelope (data is not an object)",
+        ),
+        (
+            "kdcube.relay.chatbot.acme:demo:chat.events.s",
+            '{"data": {"type": "react.tool.call"}}',
+            "no conversation",
+        ),
+    ],
+)
+def test_malformed_envelopes_are_skipped_with_a_reason(
+    channel: str, payload: str, reason: str
+) -> None:
+    outcome = Mapper().feed_message(channel, payload)
+    assert outcome.events == []
+    assert outcome.skipped == reason
+
+
+def test_a_tool_event_without_iteration_is_skipped_and_mapping_goes_on() -> None:
+    mapper = Mapper(POLICY_AGENTS)
+    _, channel, payload = next(m for m in messages() if m[2]["data"]["type"] == "react.tool.call")
+    broken = json.loads(json.dumps(payload))
+    del broken["data"]["data"]["iteration"]
+    assert mapper.feed_message(channel, json.dumps(broken)).skipped == "no iteration"
+    assert mapper.feed_message(channel, json.dumps(payload)).events
+
+
+def test_only_an_inferred_event_may_leave_its_unknowable_fields_null() -> None:
+    from observe.domain.events import EventError
+
+    event = next(e for e in mapped() if e["type"] == "tool.early_started")
+    assert parse_event(event).data["fingerprint"] is None
+    with pytest.raises(EventError, match="fingerprint"):
+        parse_event({k: v for k, v in event.items() if k != "inferred"})
+    with pytest.raises(EventError, match="inferred must be true or false"):
+        parse_event({**event, "inferred": "yes"})
