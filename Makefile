@@ -5,16 +5,16 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 DOMAIN_TESTS := tests/policy/domain tests/observe/domain
-NOT_DJANGO := --ignore=tests/e2e --ignore=tests/conformance $(foreach d,$(DOMAIN_TESTS),--ignore=$(d))
+NOT_DJANGO := --ignore=tests/e2e --ignore=tests/conformance --ignore=tests/scale $(foreach d,$(DOMAIN_TESTS),--ignore=$(d))
 # The runtime's package root (…/app/ai-app/src/kdcube-ai-app of a kdcube/kdcube-ai-app checkout).
 KDCUBE_SRC ?=
 KVENV := .venv-kdcube
 
-.PHONY: help venv demo test lint test-unit test-conformance test-django test-async test-browser system-deps bench clean conformance
+.PHONY: help venv demo test lint test-unit test-conformance test-django test-async test-scale test-browser system-deps bench clean conformance
 
 help:
 	@echo "make demo   - install, migrate, load the sample policy, serve http://$(HOST):$(PORT)/ and run the simulator"
-	@echo "make test   - lint, then the unit, django, async and browser test groups"
+	@echo "make test   - lint, then the unit, conformance, django, async, scale (PostgreSQL + Redis) and browser test groups"
 	@echo "make bench  - measure speed targets"
 	@echo "make conformance KDCUBE_SRC=...  - re-record the runtime's answers, print the agreement table"
 
@@ -64,7 +64,14 @@ test-django: venv
 test-async: venv
 	@scripts/test-group async tests $(NOT_DJANGO) -m asyncio
 
-test-browser: venv system-deps
+# The Django, API and consumer tests again on a throw-away PostgreSQL + redis-server, and two real
+# daphne workers sharing both (scripts/test-scale starts and removes the servers).
+test-scale: venv
+	@scripts/ensure-system-deps scale
+	@scripts/test-scale $(NOT_DJANGO)
+
+test-browser: venv
+	@scripts/ensure-system-deps browser
 	@DJANGO_ALLOW_ASYNC_UNSAFE=true scripts/test-group browser -p no:django -W ignore::pytest.PytestConfigWarning tests/e2e
 
 bench: venv

@@ -199,7 +199,13 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": CHANNEL_CAPACITY},
+            "CONFIG": {
+                # redis-py 8 times out socket reads after 5 s by default: exactly how long
+                # channels-redis blocks waiting for a message (BZPOPMIN, 5 s). Idle websockets
+                # then died with 1011 at random. Reads may take longer than that wait.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                "capacity": CHANNEL_CAPACITY,
+            },
         }
     }
 else:
