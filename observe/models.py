@@ -43,6 +43,12 @@ class Round(models.Model):
         indexes = [
             models.Index(fields=["-started_at", "-id"], name="round_newest"),
             models.Index(fields=["agent", "-started_at"], name="round_agent_newest"),
+            # Covers the live counters (totals per filter): a scan of this index instead of
+            # the rows, which are wide with their assembly.
+            models.Index(
+                fields=["agent", "rejections", "early_starts", "dedups", "timeouts", "started_at"],
+                name="round_counters",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -6,11 +6,13 @@ and each batch is merged into its rounds' assemblies, which never depend on arri
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import re
 import uuid
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -72,31 +74,36 @@ def _next_versions(count: int) -> list[int]:
     return list(range(first, first + count))
 
 
-def _triage(raw_events: Sequence[Any], result: IngestResult) -> dict[str, tuple[int, Event]]:
+#: What triage keeps of each new event: its index in the batch, the event, and its JSON text
+#: when the fast checks already produced it (``None``: the field encodes it).
+Fresh = dict[str, tuple[int, Event, str | None]]
+
+
+def _triage(raw_events: Sequence[Any], result: IngestResult) -> Fresh:
     """Parse every event; keep the new ones, count duplicates, report the invalid by index.
 
     A repeated ``event_id`` is compared with the stored event when there is one, else with its
     first valid occurrence in the batch: the stored content is the truth once it exists.
     """
-    parsed: list[tuple[int, Event]] = []
+    parsed: list[tuple[int, Event, str | None]] = []
     for index, raw in enumerate(raw_events):
         try:
-            parsed.append((index, _parse(raw)))
+            parsed.append((index, *_checked(raw)))
         except EventError as exc:
             result.rejected.append({"index": index, "error": str(exc)})
-    ids = list({event.event_id for _, event in parsed})
+    ids = list({event.event_id for _, event, _ in parsed})
     known: dict[str, Event] = {
         event_id: _stored(data)
         for event_id, data in StoredEvent.objects.filter(event_id__in=ids).values_list(
             "event_id", "data"
         )
     }
-    fresh: dict[str, tuple[int, Event]] = {}
-    for index, event in parsed:
+    fresh: Fresh = {}
+    for index, event, text in parsed:
         reference = known.get(event.event_id)
         if reference is None:
             known[event.event_id] = event
-            fresh[event.event_id] = (index, event)
+            fresh[event.event_id] = (index, event, text)
         elif same_content(reference, event):
             result.duplicates += 1
         else:
@@ -116,15 +123,48 @@ def _stored(data: Any) -> Event:
 def _parse(raw: Any) -> Event:
     """``parse_event`` plus the limits of storage (any JSON database, SQLite or PostgreSQL) and
     of the pages that show the event: this is the one place an incoming event is checked."""
+    return _checked(raw)[0]
+
+
+_LONG_NUMBER = re.compile(r"\d{16}")
+
+
+def _plain_json(data: Any) -> str | None:
+    """The event's JSON text when one cheap look shows it breaks no storage limit (no lone
+    surrogate, NUL, NaN, deep nesting or huge number), else ``None``: then each value is
+    checked one by one, which names the field. Each event is encoded once, for both."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")  # a lone surrogate does not encode
+    except (ValueError, TypeError, RecursionError):  # UnicodeEncodeError is a ValueError
+        return None
+    if "\\u0000" in text or _LONG_NUMBER.search(text):
+        return None
+    if text.count("{") + text.count("[") >= MAX_NESTING:
+        return None
+    return text
+
+
+def _encodable(raw: Any) -> None:
     where = unencodable_path(raw)
     if where is not None:
         # A lone UTF-16 surrogate ("\ud800") decodes from JSON but no page or database can
         # write it.
         raise EventError(f"{where} holds text that cannot be encoded as UTF-8 (a lone surrogate)")
-    event = parse_event(raw)
-    problem = _unstorable(event.data)
-    if problem is not None:
-        raise EventError(problem)
+
+
+def _checked(raw: Any) -> tuple[Event, str | None]:
+    try:
+        event = parse_event(raw)
+    except EventError:
+        _encodable(raw)  # a lone surrogate is the error to report, wherever it is
+        raise
+    text = _plain_json(event.data)
+    if text is None:
+        _encodable(raw)
+        problem = _unstorable(event.data)
+        if problem is not None:
+            raise EventError(problem)
     if "/" in event.agent:
         # A round's address (page and API) is <agent>/<turn_id>/<iteration> and only the turn_id
         # may contain "/": a round of such an agent could be stored but never opened.
@@ -143,7 +183,7 @@ def _parse(raw: Any) -> Event:
             f"ts {event.data['ts']} is in the future (more than {skew.total_seconds():.0f} s"
             " ahead of the server's clock)"
         )
-    return event
+    return event, text
 
 
 def _unstorable(data: Any) -> str | None:
@@ -268,20 +308,60 @@ def _held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, _Held]:
     return held
 
 
+class _JsonText(str):
+    """JSON text already encoded (by the fast checks), with the value it encodes."""
+
+    value: Any
+
+    def __new__(cls, text: str, value: Any) -> _JsonText:
+        made = super().__new__(cls, text)
+        made.value = value
+        return made
+
+
+def _sqlite_datetime(value: datetime | None) -> str | None:
+    # What Django's SQLite backend stores for an aware datetime (UTC, naive, str()).
+    if value is None:
+        return None
+    return str(value.astimezone(UTC).replace(tzinfo=None))
+
+
+def _sqlite_json(value: Any) -> str:
+    return value if isinstance(value, _JsonText) else json.dumps(value)
+
+
 class _Writer:
     """Plain INSERT/UPDATE statements run with ``executemany``: one statement per table and
-    batch, values prepared by each field (so SQLite and PostgreSQL get what they expect)."""
+    batch, values prepared by each field (so SQLite and PostgreSQL get what they expect). On
+    SQLite the few conversions are done directly: the generic path costs more than the insert."""
 
     def __init__(self, model: type[models.Model], names: Sequence[str]) -> None:
         self.fields = [model._meta.get_field(name) for name in names]
         self.table = connection.ops.quote_name(model._meta.db_table)
         self.columns = [connection.ops.quote_name(str(f.column)) for f in self.fields]  # type: ignore[union-attr]
+        self.converters: list[Callable[[Any], Any]] = [self._converter(f) for f in self.fields]
+
+    @staticmethod
+    def _converter(field: Any) -> Callable[[Any], Any]:
+        if connection.vendor == "sqlite" and settings.USE_TZ:
+            if isinstance(field, models.DateTimeField):
+                return _sqlite_datetime
+            if isinstance(field, models.JSONField) and field.encoder is None:
+                return _sqlite_json
+            if isinstance(field, models.CharField | models.IntegerField | models.BooleanField):
+                return lambda value: value
+            if isinstance(field, models.ForeignKey):
+                return lambda value: value
+
+        def generic(value: Any) -> Any:
+            if isinstance(value, _JsonText):
+                value = value.value
+            return field.get_db_prep_save(value, connection)
+
+        return generic
 
     def prepare(self, values: Sequence[Any]) -> list[Any]:
-        return [
-            field.get_db_prep_save(value, connection)  # type: ignore[union-attr]
-            for field, value in zip(self.fields, values, strict=True)
-        ]
+        return [convert(value) for convert, value in zip(self.converters, values, strict=True)]
 
     def insert(self, rows: list[list[Any]]) -> None:
         if rows:
@@ -319,7 +399,12 @@ class Change:
         }
 
 
-def _store(fresh: dict[str, tuple[int, Event]], known_agents: frozenset[str] | None) -> Change:
+def _data(event: Event, texts: Mapping[str, str | None]) -> Any:
+    text = texts.get(event.event_id)
+    return _JsonText(text, event.data) if text is not None else event.data
+
+
+def _store(fresh: Fresh, known_agents: frozenset[str] | None) -> Change:
     """Store the new events and merge them into the assembly of each round they touch.
 
     The work is the batch's, whatever the rounds already hold: each touched round's row is read
@@ -327,17 +412,20 @@ def _store(fresh: dict[str, tuple[int, Event]], known_agents: frozenset[str] | N
     are each one statement. Merging is order-independent, so arrival order never matters.
     """
     by_round: dict[RoundKey, list[Event]] = defaultdict(list)
-    for _, event in fresh.values():
+    texts: dict[str, str | None] = {}
+    for _, event, text in fresh.values():
         by_round[event.round_key].append(event)
+        texts[event.event_id] = text
     keys = list(by_round)
     # The counter row is locked first: batches then merge into assemblies one after another.
     versions = _next_versions(len(keys))
     held = _held_rounds(keys)
     now = timezone.now()
-    created: list[Round] = []
+    created: list[list[Any]] = []
     updates: list[list[Any]] = []
     new_tools: dict[RoundKey, list[str]] = {}
     round_writer = _Writer(Round, _ROUND_COLUMNS)
+    new_round_writer = _Writer(Round, ("agent", "turn_id", "iteration", *_ROUND_COLUMNS))
     facts: dict[RoundKey, tuple[Facts | None, Facts]] = {}
     for key, version in zip(keys, versions, strict=True):
         row = held.get(key)
@@ -355,21 +443,25 @@ def _store(fresh: dict[str, tuple[int, Event]], known_agents: frozenset[str] | N
             round_facts(key[0], summary.started_at, counts, state["tools"]),
         )
         if row is None:
-            created.append(Round(agent=key[0], turn_id=key[1], iteration=key[2], **values))
+            created.append(new_round_writer.prepare([*key, *values.values()]))
         else:
             updates.append([*round_writer.prepare(list(values.values())), row.pk])
         added = sorted(summary.tool_ids - before)
         if added:
             new_tools[key] = added
     round_writer.update(updates)
-    # bulk_create sets primary keys on SQLite and PostgreSQL (RETURNING).
+    new_round_writer.insert(created)
     pks = {key: row.pk for key, row in held.items()}
-    for made in Round.objects.bulk_create(created):
-        pks[(made.agent, made.turn_id, made.iteration)] = made.pk
+    if created:
+        # Each round of the batch took one of its versions: they find the new rows' ids.
+        for pk, agent, turn_id, iteration in Round.objects.filter(
+            version__gte=versions[0], version__lte=versions[-1]
+        ).values_list("pk", "agent", "turn_id", "iteration"):
+            pks[(agent, turn_id, iteration)] = pk
     event_writer = _Writer(StoredEvent, ("event_id", "round", "type", "ts", "data", "received_at"))
     event_writer.insert(
         [
-            event_writer.prepare((e.event_id, pks[key], e.type, e.ts, e.data, now))
+            event_writer.prepare((e.event_id, pks[key], e.type, e.ts, _data(e, texts), now))
             for key, events in by_round.items()
             for e in events
         ]

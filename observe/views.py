@@ -17,11 +17,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from observe.history_chart import rounds_chart
 from observe.live import (
     KIND_LABELS,
     MAX_CARDS,
     action_details,
-    cards_for,
     counters_for,
     event_rows,
     filter_query,
@@ -29,10 +29,13 @@ from observe.live import (
     parse_filter,
     safe_round_url,
 )
-from observe.models import Round
+from observe.live.stream import cards_html
+from observe.models import Round, RoundTool
 from observe.selectors import (
+    OUTCOMES,
     BadCursor,
     latest_version,
+    longest_rounds,
     round_assembled,
     round_get,
     rounds_page,
@@ -61,9 +64,10 @@ def live(request: HttpRequest) -> HttpResponse:
     # again (the card is replaced in place) rather than missed.
     since = latest_version()
     rows, _ = rounds_page(round_filter, limit=MAX_CARDS)
-    cards = cards_for(rows)
+    # Each card is rendered once per version of its round (the stream renders the same ones).
+    cards = cards_html(rows)
     if request.GET.get("partial") == "rounds":
-        response = render(request, f"{LIVE_TEMPLATE}#rounds", {"cards": cards})
+        response = render(request, f"{LIVE_TEMPLATE}#rounds", {"card_html": cards})
         response["X-Live-Version"] = str(since)
         return response
     query = filter_query(round_filter)
@@ -75,7 +79,7 @@ def live(request: HttpRequest) -> HttpResponse:
             "agents": known_agents([round_filter.agent or ""]),
             "kinds": list(KIND_LABELS.items()),
             "counters": counters_for(round_filter),
-            "cards": cards,
+            "card_html": cards,
             "since": since,
             "ws_url": f"{WS_PATH}?{urlencode([('since', str(since)), *query])}",
             "list_url": f"{reverse('observe:live')}?{urlencode([*query, ('partial', 'rounds')])}",
@@ -111,8 +115,13 @@ def history(request: HttpRequest) -> HttpResponse:
     errors = list(parsed.errors)
     before = request.GET.get("before", "").strip() or None
     status = 200
+    by_duration = request.GET.get("sort") == "duration"
     try:
-        rows, next_cursor = rounds_page(round_filter, limit=HISTORY_PAGE_SIZE, before=before)
+        if by_duration:
+            # The longest finished rounds of the search (one page: no cursor by duration).
+            rows, next_cursor = longest_rounds(round_filter, limit=HISTORY_PAGE_SIZE), None
+        else:
+            rows, next_cursor = rounds_page(round_filter, limit=HISTORY_PAGE_SIZE, before=before)
     except BadCursor as exc:
         errors.append(f"{exc}: showing the newest rounds instead.")
         status = 400
@@ -120,6 +129,9 @@ def history(request: HttpRequest) -> HttpResponse:
         rows, next_cursor = rounds_page(round_filter, limit=HISTORY_PAGE_SIZE)
     query = filter_query(round_filter)
     prefetch_related_objects(rows, "tools")
+    tool_ids = list(
+        RoundTool.objects.order_by("tool_id").values_list("tool_id", flat=True).distinct()[:300]
+    )
     return render(
         request,
         HISTORY_TEMPLATE,
@@ -142,6 +154,23 @@ def history(request: HttpRequest) -> HttpResponse:
             ),
             "newest_url": f"?{urlencode(query)}" if before else None,
             "time_zone": timezone.get_current_timezone_name(),
+            "by_duration": by_duration,
+            "sort_duration_url": f"?{urlencode([*query, ('sort', 'duration')])}",
+            "sort_newest_url": f"?{urlencode(query)}",
+            "tool_ids": tool_ids,
+            "tool_hint": (
+                [t for t in tool_ids if round_filter.tool.lower() in t.lower()][:5]
+                if round_filter.tool and not rows
+                else []
+            ),
+            "chart": rounds_chart(round_filter),
+            "ranges": [
+                ("15m", "last 15 min"),
+                ("1h", "last hour"),
+                ("24h", "last 24 h"),
+                ("7d", "last 7 days"),
+            ],
+            "outcomes": OUTCOMES,
         },
         status=status,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -101,7 +102,8 @@ _Sums = tuple[int, int, int, int, int]
 
 
 class Tally:
-    """One viewer's counters, kept up to date from the facts of each change."""
+    """One viewer's counters, kept up to date from the facts of each change: totals and the
+    per-minute sums change by the difference each round makes (no loop over rounds)."""
 
     def __init__(
         self,
@@ -111,28 +113,46 @@ class Tally:
     ) -> None:
         self.round_filter = round_filter
         self.totals = list(totals)
-        #: Rounds of the filter started within the rate window: pk → (started_at, sums).
-        self.recent = recent
+        #: Rounds of the filter started within the rate window: pk → (started_at, sums), their
+        #: sums, and a heap of (started_at, pk) to let them leave the window in time order.
+        self.recent: dict[int, tuple[datetime, _Sums]] = {}
+        self.rates = [0, 0, 0, 0, 0]
+        self.expiry: list[tuple[datetime, int]] = []
+        for pk, (started, sums) in recent.items():
+            self._enter(pk, started, sums)
+
+    def _enter(self, pk: int, started: datetime, sums: _Sums) -> None:
+        self.recent[pk] = (started, sums)
+        for position, value in enumerate(sums):
+            self.rates[position] += value
+        heapq.heappush(self.expiry, (started, pk))
+
+    def _leave(self, pk: int) -> None:
+        entry = self.recent.pop(pk, None)
+        if entry is not None:
+            for position, value in enumerate(entry[1]):
+                self.rates[position] -= value
 
     def apply(self, pk: int, old: Sequence[Any] | None, new: Sequence[Any] | None) -> None:
         for sign, facts in ((-1, old), (1, new)):
             if facts is not None and admits(self.round_filter, facts):
                 for position, value in enumerate((1, *facts[2:6])):
                     self.totals[position] += sign * value
+        self._leave(pk)
         if new is not None and admits(self.round_filter, new):
-            self.recent[pk] = (datetime.fromisoformat(new[1]), (1, *new[2:6]))
-        else:
-            self.recent.pop(pk, None)
+            self._enter(pk, datetime.fromisoformat(new[1]), (1, *new[2:6]))
 
     def counters(self, now: datetime | None = None) -> Counters:
         horizon = (now or timezone.now()) - RATE_WINDOW
-        for pk in [pk for pk, (started, _) in self.recent.items() if started < horizon]:
-            del self.recent[pk]
-        rates = [sum(sums[i] for _, sums in self.recent.values()) for i in range(5)]
+        while self.expiry and self.expiry[0][0] < horizon:
+            started, pk = heapq.heappop(self.expiry)
+            entry = self.recent.get(pk)
+            if entry is not None and entry[0] == started:
+                self._leave(pk)
         names = ("rounds", "rejections", "early", "dedups", "timeouts")
         return Counters(
             **dict(zip(names, self.totals, strict=True)),
-            **{f"rate_{name}": value for name, value in zip(names, rates, strict=True)},
+            **{f"rate_{name}": value for name, value in zip(names, self.rates, strict=True)},
         )
 
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from observe.domain.kinds import ROUND_KINDS
 from observe.models import Round
-from observe.selectors import KIND_COLUMNS, RoundFilter
+from observe.selectors import KIND_COLUMNS, OUTCOMES, RELATIVE_SPANS, RoundFilter, relative_time
 from policy.selectors import draft_agent_names
 
 MAX_CARDS: Final = 200
@@ -44,22 +44,43 @@ def parse_filter(query: QueryDict, *, full: bool = False) -> ParsedFilter:
         return ParsedFilter(RoundFilter(agent=agent, has=has))
     errors: list[str] = []
     tool = query.get("tool", "").strip() or None
+    turn = query.get("turn", "").strip() or None
+    outcome = query.get("outcome", "").strip() or None
+    if outcome is not None and outcome not in OUTCOMES:
+        errors.append(f"“{outcome[:60]}” is not an outcome (ignored); use {', '.join(OUTCOMES)}.")
+        outcome = None
     since = _local_time(query.get("since", ""), "since", errors)
     until = _local_time(query.get("until", ""), "until", errors)
     return ParsedFilter(
-        RoundFilter(agent=agent, has=has, tool=tool, since=since, until=until), tuple(errors)
+        RoundFilter(
+            agent=agent,
+            has=has,
+            tool=tool,
+            since=since,
+            until=until,
+            turn=turn,
+            outcome=outcome,
+        ),
+        tuple(errors),
     )
 
 
 def _local_time(value: str, name: str, errors: list[str]) -> datetime | None:
-    """A ``datetime-local`` value (no zone: the server's time zone) or any ISO 8601 time."""
+    """A ``datetime-local`` value (no zone: the server's time zone), any ISO 8601 time, or a
+    relative span before now (``15m``, ``1h``, ``24h``, ``7d``)."""
     value = value.strip()
     if not value:
         return None
+    relative = relative_time(value)
+    if relative is not None:
+        return relative
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        errors.append(f"“{value}” is not a time ({name} was ignored); use YYYY-MM-DDTHH:MM.")
+        errors.append(
+            f"“{value[:60]}” is not a time ({name} was ignored); use YYYY-MM-DDTHH:MM or one of "
+            f"{', '.join(RELATIVE_SPANS)}."
+        )
         return None
     if timezone.is_naive(parsed):
         parsed = timezone.make_aware(parsed, timezone.get_current_timezone())
@@ -74,6 +95,10 @@ def filter_query(round_filter: RoundFilter) -> list[tuple[str, str]]:
     pairs.extend(("has", kind) for kind in KIND_LABELS if kind in round_filter.has)
     if round_filter.tool:
         pairs.append(("tool", round_filter.tool))
+    if round_filter.turn:
+        pairs.append(("turn", round_filter.turn))
+    if round_filter.outcome:
+        pairs.append(("outcome", round_filter.outcome))
     for name in ("since", "until"):
         value: datetime | None = getattr(round_filter, name)
         if value is not None:

@@ -42,19 +42,42 @@ class Fragment:
     html: SafeString
 
 
+#: Cards rendered, by (row, version, updated): a round's card is rendered once per change,
+#: whether the stream or the page asks first.
+_cards: OrderedDict[tuple[int, int, object], SafeString] = OrderedDict()
+KEPT_CARDS: Final = 4 * MAX_CARDS
+
+
+def card_html(row: Round) -> SafeString:
+    """The card of a row as HTML, rendered once per version of the round."""
+    key = (row.pk, row.version, row.updated_at)
+    html = _cards.get(key)
+    if html is None:
+        html = mark_safe(  # noqa: S308 (rendered by the autoescaping template)
+            render_to_string("observe/round_card.html#card", {"card": card_for(row)})
+        )
+        _cards[key] = html
+        while len(_cards) > KEPT_CARDS:
+            _cards.popitem(last=False)
+    return html
+
+
+def cards_html(rows: Sequence[Round]) -> list[SafeString]:
+    return [card_html(row) for row in rows]
+
+
 def render_fragments(rows: Sequence[Round]) -> list[Fragment]:
-    """Render each row's card once (no query: the row holds its assembly)."""
+    """Each row's card (rendered once per version) and the facts filters test."""
     counters = tuple(KIND_COLUMNS.values())
     fragments = []
     for row in rows:
-        html = render_to_string("observe/round_card.html#card", {"card": card_for(row)})
         facts = round_facts(
             row.agent,
             row.started_at,
             [getattr(row, column) for column in counters],
             row.assembly.get("tools", []) if row.assembly else [],
         )
-        fragments.append(Fragment(row.pk, row.version, facts, mark_safe(html)))  # noqa: S308
+        fragments.append(Fragment(row.pk, row.version, facts, card_html(row)))
     return fragments
 
 
@@ -89,21 +112,35 @@ async def fragments(first: int, last: int, stamp: str) -> list[Fragment]:
     return await asyncio.shield(future)
 
 
+_CARDS_MARK: Final = "@@traitdeck-cards@@"
+_SEQ_MARK: Final = "@@traitdeck-seq@@"
+#: The ``stream`` partial rendered around placeholders, per (counters, caught_up): viewers with
+#: the same counters share one render; each fills in its cards and sequence number.
+_frames: OrderedDict[tuple[Counters, int], str] = OrderedDict()
+
+
 def stream_message(
     html: Sequence[SafeString], counters: Counters, *, seq: int, caught_up: int = 0
 ) -> str:
     """One websocket message: cards appended to ``#incoming``, ``#counters`` and ``#live-seq``
     replaced (``data-seq`` is ``seq``; ``caught_up``: changes left out of a catch-up)."""
-    return render_to_string(
-        "observe/live.html#stream",
-        {
-            "card_html": html,
-            "counters": counters,
-            "oob": True,
-            "seq": seq,
-            "caught_up": caught_up,
-        },
-    )
+    key = (counters, caught_up)
+    frame = _frames.get(key)
+    if frame is None:
+        frame = render_to_string(
+            "observe/live.html#stream",
+            {
+                "card_html": [mark_safe(_CARDS_MARK)],  # noqa: S308 (a constant)
+                "counters": counters,
+                "oob": True,
+                "seq": _SEQ_MARK,
+                "caught_up": caught_up,
+            },
+        )
+        _frames[key] = frame
+        while len(_frames) > KEPT_BATCHES:
+            _frames.popitem(last=False)
+    return frame.replace(_SEQ_MARK, str(seq)).replace(_CARDS_MARK, "".join(html))
 
 
 @dataclass(frozen=True)
