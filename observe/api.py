@@ -23,7 +23,10 @@ from observe.domain.rounds import round_detail_dict
 from observe.models import Round
 from observe.selectors import (
     KIND_COLUMNS,
+    OUTCOMES,
+    RELATIVE_SPANS,
     RoundFilter,
+    relative_time,
     round_assembled,
     round_get,
     round_url,
@@ -159,17 +162,21 @@ _SPACE_FOR_PLUS = re.compile(r"(T\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?) (\d{2}(?::?
 
 
 def parse_time(name: str, value: str | None) -> datetime | None:
-    """An ISO 8601 date or date-time; one without an offset is UTC (the server's time zone)."""
+    """An ISO 8601 date or date-time (one without an offset is UTC, the server's time zone), or
+    a relative span before now: ``15m``, ``1h``, ``24h``, ``7d`` (DESIGN §6)."""
     if value is None or value == "":
         return None
+    relative = relative_time(value)
+    if relative is not None:
+        return relative
     text = _SPACE_FOR_PLUS.sub(r"\1+\2", value.strip())
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise HttpError(
             422,
-            f"{name} must be an ISO 8601 date or date-time, like 2026-11-29T18:00:00Z"
-            f" (got {value[:60]!r}).",
+            f"{name} must be an ISO 8601 date or date-time, like 2026-11-29T18:00:00Z, or one"
+            f" of {', '.join(RELATIVE_SPANS)} (got {value[:60]!r}).",
         ) from None
     if moment.utcoffset() is None:
         return moment.replace(tzinfo=UTC)
@@ -178,6 +185,14 @@ def parse_time(name: str, value: str | None) -> datetime | None:
         return moment.astimezone(UTC)
     except OverflowError:
         raise HttpError(422, f"{name} is out of range (got {value[:60]!r}).") from None
+
+
+def parse_outcome(value: str | None) -> str | None:
+    if not value:
+        return None
+    if value not in OUTCOMES:
+        raise HttpError(422, f"outcome must be one of {', '.join(OUTCOMES)} (got {value[:60]!r}).")
+    return value
 
 
 def parse_kinds(values: list[str]) -> frozenset[str]:
@@ -222,9 +237,18 @@ def list_rounds(
     has: QueryEx[
         list[str], P(description="rejection, early, dedup or timeout; repeated: all must hold")
     ] = [],  # noqa: B006 (ninja copies defaults; never mutated)
-    tool: str | None = None,
-    since: QueryEx[str | None, P(description="ISO 8601; rounds started at or after it")] = None,
-    until: QueryEx[str | None, P(description="ISO 8601; rounds started before it")] = None,
+    tool: QueryEx[
+        str | None, P(description="case-insensitive substring of a tool id the round used")
+    ] = None,
+    turn: QueryEx[str | None, P(description="substring of the turn_id")] = None,
+    outcome: QueryEx[str | None, P(description="ok, retried, failed or in_progress")] = None,
+    since: QueryEx[
+        str | None,
+        P(description="ISO 8601, or 15m / 1h / 24h / 7d before now; started at or after"),
+    ] = None,
+    until: QueryEx[
+        str | None, P(description="ISO 8601, or 15m / 1h / 24h / 7d before now; started before")
+    ] = None,
     limit: QueryEx[int, P(description=f"1 to {MAX_LIMIT}")] = DEFAULT_LIMIT,
     before: QueryEx[str | None, P(description="the `next` cursor of the previous page")] = None,
 ) -> Any:
@@ -237,6 +261,8 @@ def list_rounds(
         tool=tool or None,
         since=parse_time("since", since),
         until=parse_time("until", until),
+        turn=turn or None,
+        outcome=parse_outcome(outcome),
     )
     rows, next_cursor = rounds_page(round_filter, limit=limit, before=before or None)
     versions = version_index()

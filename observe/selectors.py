@@ -7,7 +7,7 @@ import binascii
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.urls import reverse
 
 from observe.domain.events import stored_event
@@ -24,6 +24,26 @@ KIND_COLUMNS = {name: kind.counter for name, kind in KINDS.items()}
 MAX_ROW_ID = 2**63 - 1
 
 
+#: The relative spans ``since=`` / ``until=`` accept beside ISO 8601 (DESIGN §6): "15m" is
+#: "15 minutes before now".
+RELATIVE_SPANS = {
+    "15m": timedelta(minutes=15),
+    "1h": timedelta(hours=1),
+    "24h": timedelta(hours=24),
+    "7d": timedelta(days=7),
+}
+#: ``outcome=`` values (DESIGN §6); ``in_progress`` is a round with no outcome yet.
+OUTCOMES = ("ok", "retried", "failed", "in_progress")
+
+
+def relative_time(value: str, *, now: datetime | None = None) -> datetime | None:
+    """``now`` minus a relative span such as ``1h``; ``None`` when ``value`` is not one."""
+    span = RELATIVE_SPANS.get(value.strip().lower())
+    if span is None:
+        return None
+    return (now or datetime.now(UTC)) - span
+
+
 class BadCursor(ValueError):
     """A ``before`` cursor that this server did not hand out."""
 
@@ -34,9 +54,14 @@ class RoundFilter:
 
     agent: str | None = None
     has: frozenset[str] = field(default_factory=frozenset)
+    #: A case-insensitive substring of a tool id the round used (DESIGN §6).
     tool: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    #: A substring of the turn id.
+    turn: str | None = None
+    #: One of :data:`OUTCOMES`.
+    outcome: str | None = None
 
     def apply(self, rounds: QuerySet[Round]) -> QuerySet[Round]:
         if self.agent:
@@ -44,7 +69,13 @@ class RoundFilter:
         for kind in sorted(self.has):
             rounds = rounds.filter(**{f"{KIND_COLUMNS[kind]}__gt": 0})
         if self.tool:
-            rounds = rounds.filter(tools__tool_id=self.tool)
+            rounds = rounds.filter(tools__tool_id__icontains=self.tool)
+        if self.turn:
+            rounds = rounds.filter(turn_id__contains=self.turn)
+        if self.outcome == "in_progress":
+            rounds = rounds.filter(outcome__isnull=True)
+        elif self.outcome:
+            rounds = rounds.filter(outcome=self.outcome)
         if self.since:
             rounds = rounds.filter(started_at__gte=self.since)
         if self.until:
@@ -89,6 +120,16 @@ def rounds_page(
     page = list(rounds.order_by("-started_at", "-pk").distinct()[: limit + 1])
     next_cursor = encode_cursor(page[limit - 1]) if len(page) > limit else None
     return page[:limit], next_cursor
+
+
+def longest_rounds(round_filter: RoundFilter, *, limit: int) -> list[Round]:
+    """The longest finished rounds of the search, longest first (the history sorted by
+    duration)."""
+    rounds = round_filter.apply(Round.objects.filter(finished_at__isnull=False))
+    ordered = rounds.annotate(duration=F("finished_at") - F("started_at")).order_by(
+        "-duration", "-pk"
+    )
+    return list(ordered.distinct()[:limit])
 
 
 def rounds_changed_since(

@@ -135,3 +135,13 @@ def outcome_of(value: Any) -> Outcome:
             rejected += "rejected" in kinds
             timed_out += "timeout" in kinds
     return Outcome(getattr(value, "outcome", None), rejected, timed_out)
+
+
+@register.filter
+def duration(row: Any) -> str:
+    """How long a round took (``finished_at - started_at``) in seconds, or a dash."""
+    started, finished = getattr(row, "started_at", None), getattr(row, "finished_at", None)
+    if started is None or finished is None:
+        return "—"
+    seconds = (finished - started).total_seconds()
+    return f"{seconds:.1f} s" if seconds < 100 else f"{seconds:.0f} s"

@@ -1,0 +1,163 @@
+"""The history page's chart: rounds per time bucket over the searched range, by kind.
+
+Server-rendered: this module counts and measures, the template draws the SVG (no charting
+library, no JS). The range is the search's ``since``..``until``, or the last hour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+from observe.models import Round
+from observe.selectors import RoundFilter
+
+WIDTH: Final = 960.0
+HEIGHT: Final = 150.0
+LEFT: Final = 40.0
+BOTTOM: Final = 22.0
+TOP: Final = 8.0
+#: Bucket sizes tried in order; the first giving at most MAX_BUCKETS buckets is used.
+BUCKETS: Final = (
+    timedelta(minutes=1),
+    timedelta(minutes=5),
+    timedelta(minutes=15),
+    timedelta(hours=1),
+    timedelta(hours=3),
+    timedelta(hours=6),
+    timedelta(days=1),
+)
+MAX_BUCKETS: Final = 120
+#: Rows read at most for one chart (the chart says when it stopped there).
+MAX_ROWS: Final = 100_000
+#: (kind, counter column, label): rounds with at least one of each.
+KINDS: Final = (
+    ("rejected", "rejections", "with a rejection"),
+    ("timeout", "timeouts", "with a timeout"),
+    ("early", "early_starts", "with an early start"),
+    ("dedup", "dedups", "with a dedup"),
+)
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    width: float
+    y: float
+    height: float
+    title: str
+
+
+@dataclass(frozen=True)
+class Series:
+    kind: str
+    label: str
+    points: str  # SVG polyline points
+    total: int
+
+
+@dataclass(frozen=True)
+class Chart:
+    width: float
+    height: float
+    left: float
+    base: float
+    start: datetime
+    end: datetime
+    bucket_text: str
+    bars: tuple[Bar, ...]
+    series: tuple[Series, ...]
+    ticks: tuple[tuple[float, datetime], ...]
+    peak: int
+    total: int
+    truncated: bool
+
+
+def _bucket_text(size: timedelta) -> str:
+    minutes = int(size.total_seconds() // 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    hours = minutes // 60
+    return f"{hours} h" if hours < 24 else f"{hours // 24} d"
+
+
+def rounds_chart(round_filter: RoundFilter, *, now: datetime | None = None) -> Chart:
+    now = now or datetime.now(UTC)
+    end = min(round_filter.until or now, now)
+    start = round_filter.since or end - timedelta(hours=1)
+    if start >= end:
+        start = end - timedelta(minutes=1)
+    span = end - start
+    size = next((b for b in BUCKETS if span / b <= MAX_BUCKETS), BUCKETS[-1])
+    count = max(1, int(-(-span // size)))
+    totals = [0] * count
+    kinds = {kind: [0] * count for kind, _, _ in KINDS}
+    rows = (
+        round_filter.apply(Round.objects.filter(started_at__gte=start, started_at__lt=end))
+        .order_by()
+        .values_list("started_at", *(column for _, column, _ in KINDS))
+        .distinct()[: MAX_ROWS + 1]
+    )
+    seen = 0
+    for seen, (started, *counters) in enumerate(rows, start=1):
+        if seen > MAX_ROWS:
+            break
+        index = min(int((started - start) / size), count - 1)
+        totals[index] += 1
+        for (kind, _, _), value in zip(KINDS, counters, strict=True):
+            if value:
+                kinds[kind][index] += 1
+    peak = max(totals) or 1
+    plot_w = WIDTH - LEFT - 8
+    plot_h = HEIGHT - TOP - BOTTOM
+    base = HEIGHT - BOTTOM
+    step = plot_w / count
+
+    def y(value: int) -> float:
+        return round(base - value / peak * plot_h, 1)
+
+    bars = []
+    for i, total in enumerate(totals):
+        at = start + i * size
+        parts = ", ".join(f"{kinds[k][i]} {label}" for k, _, label in KINDS if kinds[k][i])
+        title = f"{at:%Y-%m-%d %H:%M} UTC: {total} round{'s' if total != 1 else ''}"
+        bars.append(
+            Bar(
+                x=round(LEFT + i * step + step * 0.1, 1),
+                width=round(max(step * 0.8, 1.0), 1),
+                y=y(total),
+                height=round(base - y(total), 1),
+                title=f"{title}{' (' + parts + ')' if parts else ''}",
+            )
+        )
+    series = tuple(
+        Series(
+            kind=kind,
+            label=label,
+            points=" ".join(
+                f"{round(LEFT + (i + 0.5) * step, 1)},{y(v)}" for i, v in enumerate(kinds[kind])
+            ),
+            total=sum(kinds[kind]),
+        )
+        for kind, _, label in KINDS
+    )
+    tick_every = max(1, count // 6)
+    ticks = tuple(
+        (round(LEFT + i * step, 1), start + i * size) for i in range(0, count, tick_every)
+    )
+    return Chart(
+        width=WIDTH,
+        height=HEIGHT,
+        left=LEFT,
+        base=base,
+        start=start,
+        end=end,
+        bucket_text=_bucket_text(size),
+        bars=tuple(bars),
+        series=series,
+        ticks=ticks,
+        peak=max(totals),
+        total=sum(totals),
+        truncated=seen > MAX_ROWS,
+    )
