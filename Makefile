@@ -74,9 +74,12 @@ test-browser: venv
 	@scripts/ensure-system-deps browser
 	@DJANGO_ALLOW_ASYNC_UNSAFE=true scripts/test-group browser -p no:django -W ignore::pytest.PytestConfigWarning tests/e2e
 
+# One table of every figure of the performance issue beside its baseline from the same run; with
+# BENCH_JSON=FILE the figures are also written there (each bench merges its own keys).
 bench: venv
-	@echo "=== policy: load, validate, export ===" && $(PY) tests/bench/bench_policy.py
-	@echo "=== observe: ingest throughput (SQLite file) ===" && $(PY) tests/bench/bench_ingest.py
+	@out="$${BENCH_JSON:-$$(mktemp -t traitdeck-bench-XXXXXX.json)}"; \
+	echo "=== policy: load, validate, export ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_policy.py && \
+	echo "=== observe: ingest, live, pages; dry-run ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_observe.py
 
 clean:
 	rm -rf $(VENV) .test-artifacts .mypy_cache .ruff_cache .hypothesis

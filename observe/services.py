@@ -86,9 +86,10 @@ def _triage(raw_events: Sequence[Any], result: IngestResult) -> Fresh:
     first valid occurrence in the batch: the stored content is the truth once it exists.
     """
     parsed: list[tuple[int, Event, str | None]] = []
+    latest = _latest_allowed()
     for index, raw in enumerate(raw_events):
         try:
-            parsed.append((index, *_checked(raw)))
+            parsed.append((index, *_checked(raw, latest)))
         except EventError as exc:
             result.rejected.append({"index": index, "error": str(exc)})
     ids = list({event.event_id for _, event, _ in parsed})
@@ -153,7 +154,16 @@ def _encodable(raw: Any) -> None:
         raise EventError(f"{where} holds text that cannot be encoded as UTF-8 (a lone surrogate)")
 
 
-def _checked(raw: Any) -> tuple[Event, str | None]:
+def _latest_allowed() -> datetime:
+    """The latest ``ts`` accepted now (the server's clock plus the allowed skew)."""
+    skew = timedelta(seconds=settings.TRAITDECK_CLOCK_SKEW_S)
+    try:
+        return datetime.now(UTC) + skew
+    except OverflowError:  # a window past year 9999: no limit
+        return datetime.max.replace(tzinfo=UTC)
+
+
+def _checked(raw: Any, latest: datetime | None = None) -> tuple[Event, str | None]:
     try:
         event = parse_event(raw)
     except EventError:
@@ -172,15 +182,13 @@ def _checked(raw: Any) -> tuple[Event, str | None]:
     if dot_segment(event.turn_id):
         # The round's link would resolve elsewhere in the site ("../../policy").
         raise EventError("turn_id must not have a '.' or '..' path segment")
-    skew = timedelta(seconds=settings.TRAITDECK_CLOCK_SKEW_S)
-    try:
-        latest = datetime.now(UTC) + skew
-    except OverflowError:  # a window past year 9999: no limit
-        latest = datetime.max.replace(tzinfo=UTC)
+    if latest is None:
+        latest = _latest_allowed()
     if event.ts > latest:
         # A round from the future would stay at the top of the history and never be pruned.
         raise EventError(
-            f"ts {event.data['ts']} is in the future (more than {skew.total_seconds():.0f} s"
+            f"ts {event.data['ts']} is in the future (more than"
+            f" {settings.TRAITDECK_CLOCK_SKEW_S:.0f} s"
             " ahead of the server's clock)"
         )
     return event, text

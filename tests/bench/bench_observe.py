@@ -696,12 +696,35 @@ def main() -> None:
             verdict(dry["decisions_per_s"] >= DRY_RUN_RATE),
         ),
     ]
+    path = os.environ.get("BENCH_JSON")
+    validate = {}
+    if path and Path(path).exists():
+        validate = json.loads(Path(path).read_text(encoding="utf-8")).get("validate", {})
+    if validate:
+        tools = validate.get("tools")
+        rows[5:5] = [
+            (
+                f"traitdeck validate, {tools} tools",
+                f"{validate['seconds']:.2f} s"
+                f" ({validate['seconds'] / validate['libyaml_seconds']:.1f}×)",
+                f"libyaml load {validate['libyaml_seconds']:.2f} s",
+                "≤3×",
+                verdict(validate["seconds"] <= 3 * validate["libyaml_seconds"]),
+            ),
+            (
+                f"traitdeck fmt, {tools} tools",
+                f"{validate['fmt_seconds']:.2f} s"
+                f" ({validate['fmt_seconds'] / validate['libyaml_dump_seconds']:.1f}×)",
+                f"libyaml dump {validate['libyaml_dump_seconds']:.2f} s",
+                "≤4×",
+                verdict(validate["fmt_seconds"] <= 4 * validate["libyaml_dump_seconds"]),
+            ),
+        ]
     widths = [max(len(str(row[i])) for row in rows) for i in range(5)]
     header = ("figure", "measured", "baseline (same run)", "target", "")
     print()
     for row in (header, *rows):
         print(" | ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)))
-    path = os.environ.get("BENCH_JSON")
     if path:
         merge_json(path, "dry_run", {k: dry[k] for k in ("decisions_per_s", "floor_per_s")})
         merge_json(path, "ingest", ing)

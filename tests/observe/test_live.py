@@ -69,3 +69,24 @@ def test_a_rejection_gives_the_rule_in_words() -> None:
 def test_an_action_without_a_verdict_yet_says_so_and_errors_show() -> None:
     chips = chips_of((0, "tool.finished", {**CALL, "status": "error", "duration_ms": 5}))
     assert set(chips) == {"pending", "error"}
+
+
+def test_counters_follow_each_change_without_counting_again() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from observe.live.counters import Tally, round_facts
+    from observe.selectors import RoundFilter
+
+    now = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
+    tally = Tally(RoundFilter(has=frozenset({"rejection"})), (5, 7, 0, 0, 0), {})
+    new = round_facts("main", now - timedelta(seconds=10), [0, 1, 0, 0], ["a.search"])
+    rejected = round_facts("main", now - timedelta(seconds=10), [1, 1, 0, 0], ["a.search"])
+    tally.apply(1, None, new)  # no rejection: not in the filter
+    assert (tally.counters(now).rounds, tally.counters(now).rate_rounds) == (5, 0)
+    tally.apply(1, new, rejected)  # now it has one
+    counters = tally.counters(now)
+    assert (counters.rounds, counters.rejections, counters.early) == (6, 8, 1)
+    assert (counters.rate_rounds, counters.rate_rejections) == (1, 1)
+    # A minute later the round has left the per-minute figures, not the totals.
+    later = tally.counters(now + timedelta(seconds=55))
+    assert (later.rounds, later.rate_rounds) == (6, 0)
