@@ -15,6 +15,7 @@ from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Val
 from accounts.auth import RuntimeTokenAuth, session_auth
 from accounts.models import RuntimeToken
 from audit.api import router as audit_router
+from bridge.api import router as bridge_router
 from config.api_io import RETRY_AFTER_S, StoreBusy
 from observe.api import router as observe_router
 from observe.selectors import BadCursor
@@ -144,6 +145,7 @@ api.add_router("/v1", observe_router)
 api.add_router("/v1", audit_router)
 api.add_router("/v1", versions_router)
 api.add_router("/v1", runtime_router)
+api.add_router("/v1", bridge_router)
 
 
 class HealthOut(Schema):

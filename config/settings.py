@@ -133,6 +133,7 @@ INSTALLED_APPS = [
     "policy",
     "observe",
     "audit",
+    "bridge",
 ]
 
 MIDDLEWARE = [
