@@ -170,10 +170,14 @@ TEMPLATES = [
 
 ASGI_APPLICATION = "config.asgi.application"
 
+# Sync views and channels' database calls all run in one thread per daphne process, so keeping
+# its connection open saves a connect (and SQLite's PRAGMAs, PostgreSQL's authentication) per
+# request; the health check replaces a connection the server dropped.
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
-        conn_max_age=0,
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 600),
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -182,7 +186,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         "transaction_mode": "IMMEDIATE",
-        "timeout": 20,
+        # A writer waits this long for the lock, then the API answers 503 + Retry-After.
+        "timeout": 5,
     }
     test_db_file = os.environ.get("TRAITDECK_TEST_DB_FILE")
     if test_db_file:

@@ -14,8 +14,10 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FIRST_PARTY = {"config", "accounts", "audit", "policy", "observe", "conformance", "tests"}
-SOURCES = [*FIRST_PARTY, "manage.py"]
+PACKAGES = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+#: Our own packages, as pyproject.toml's package list names them, and the tests.
+FIRST_PARTY = {name.rstrip("*") for name in PACKAGES["find"]["include"]} | {"tests"}
+SOURCES = [*sorted(FIRST_PARTY), "manage.py"]
 #: Imported only where the module is optional at run time (never on a server).
 ALLOWED_UNDECLARED: set[str] = set()
 #: A dotted path in a settings string: ``channels_redis.core.RedisChannelLayer``.

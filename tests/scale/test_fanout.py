@@ -120,3 +120,19 @@ def test_concurrent_ingest_through_both_workers_loses_and_duplicates_nothing(
         "GROUP BY agent, turn_id, iteration HAVING count(*) > 1"
     )
     assert per_round == []
+
+
+def test_an_idle_live_page_stays_connected_through_redis(cluster: Cluster) -> None:
+    """channels-redis waits 5 s per blocking read; a Redis client that times reads out at 5 s
+    (redis-py 8's default) killed idle websockets with 1011. Idle for 12 s, then still live."""
+    a, b = cluster.workers
+    (events,) = simulated_rounds(1)
+
+    async def scenario() -> None:
+        async with cluster.live_socket(b) as socket_:
+            await asyncio.sleep(12)
+            cluster.post_events(a, events)
+            turn = events[0]["turn_id"]
+            await receive_until(socket_, lambda m: turn in m, within=FAN_OUT_WITHIN)
+
+    asyncio.run(scenario())
