@@ -1,0 +1,273 @@
+"""The KDCube bridge at run time: Redis in, Traitdeck's ingest API out (no Django needed).
+
+- Redis: ``PSUBSCRIBE`` to the relay's chat-event channels (default ``kdcube.relay.chatbot.*``,
+  only ``…:chat.events.<session>`` channels are read). KDCube publishes at most once and never
+  replays: while Redis is away nothing can be caught up; the bridge reconnects with backoff
+  (0.5 s doubling to 10 s) and says so in its log.
+- HTTP: mapped events are batched (up to ``batch_size``, or every ``flush_s``) and posted to
+  ``POST /api/v1/events`` like any runtime: a 503/429 is retried after its ``Retry-After``, a
+  connection failure or other 5xx with backoff; the batch is kept meanwhile (ids are derived from
+  the envelopes, so a re-post only counts duplicates). 401/403 stop the bridge; a 4xx batch is
+  dropped and counted as refused (never retried forever).
+- Every ``stats_s`` a log line (envelopes/s, mapped, inferred, skipped by reason) and a heartbeat
+  to ``POST /api/v1/bridge/status``, whose answer lists the policy's agents for the mapping.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import httpx
+import redis
+
+from bridge.domain.mapping import DEFAULT_PATTERN, Mapper
+
+logger = logging.getLogger("bridge")
+
+EVENTS_PATH: Final = "/api/v1/events"
+STATUS_PATH: Final = "/api/v1/bridge/status"
+MAX_PENDING: Final = 50_000
+BACKOFF: Final = (0.5, 1.0, 2.0, 4.0, 8.0, 10.0)
+
+
+class Fatal(Exception):
+    """The bridge cannot go on (the server refused its token)."""
+
+
+@dataclass
+class Counts:
+    envelopes: int = 0
+    mapped: int = 0
+    inferred: int = 0
+    skipped: int = 0
+    events: int = 0
+    posted: int = 0
+    refused: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    last_envelope_ms: int | None = None
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "envelopes": self.envelopes,
+            "mapped": self.mapped,
+            "inferred": self.inferred,
+            "skipped": self.skipped,
+            "events": self.events,
+            "posted": self.posted,
+            "refused": self.refused,
+            "reasons": dict(self.reasons.most_common(20)),
+        }
+
+
+@dataclass
+class Options:
+    redis_url: str
+    url: str
+    token: str
+    pattern: str = DEFAULT_PATTERN
+    name: str = "kdcube"
+    batch_size: int = 200
+    flush_s: float = 0.5
+    stats_s: float = 10.0
+    agents: frozenset[str] | None = None  # fixed agent list (else the server's)
+
+
+def _retry_after(response: httpx.Response, default: float) -> float:
+    raw = response.headers.get("Retry-After", "")
+    try:
+        return min(60.0, max(0.0, float(raw)))
+    except ValueError:
+        return default
+
+
+class Bridge:
+    def __init__(
+        self,
+        options: Options,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        stop: threading.Event | None = None,
+        say: Callable[[str], None] = logger.info,
+    ) -> None:
+        self.o = options
+        self.stop = stop or threading.Event()
+        self.say = say
+        self.mapper = Mapper(options.agents or ())
+        self.counts = Counts()
+        self.pending: list[dict[str, Any]] = []
+        self.http = httpx.Client(
+            transport=transport,
+            base_url=options.url.rstrip("/"),
+            headers={
+                "Authorization": f"Bearer {options.token}",
+                "User-Agent": "traitdeck-kdcube-bridge/1",
+            },
+            timeout=httpx.Timeout(10.0, connect=3.0),
+        )
+        self._pubsub: Any = None
+        self._client: Any = None
+
+    # --- Redis ----------------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        self._client = redis.Redis.from_url(
+            self.o.redis_url, socket_connect_timeout=3, socket_timeout=5, health_check_interval=5
+        )
+        pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+        pubsub.psubscribe(self.o.pattern)
+        self._pubsub = pubsub
+        self.say(f"bridge: subscribed to {self.o.pattern} on {self._redacted_redis()}")
+
+    def _disconnect(self) -> None:
+        for thing in (self._pubsub, self._client):
+            try:
+                if thing is not None:
+                    thing.close()
+            except (redis.RedisError, OSError):
+                pass
+        self._pubsub = self._client = None
+
+    def _redacted_redis(self) -> str:
+        url = httpx.URL(self.o.redis_url)
+        return str(url.copy_with(password="***")) if url.password else self.o.redis_url
+
+    def handle(self, channel: str, payload: bytes | str) -> None:
+        """One pub/sub message: map it, count it, queue its events."""
+        self.counts.envelopes += 1
+        outcome = self.mapper.feed_message(channel, payload)
+        if outcome.skipped is not None:
+            self.counts.skipped += 1
+            self.counts.reasons[outcome.skipped] += 1
+            return
+        self.counts.mapped += 1
+        self.counts.inferred += outcome.inferred
+        self.counts.events += len(outcome.events)
+        self.counts.last_envelope_ms = int(time.time() * 1000)
+        self.pending.extend(outcome.events)
+        if len(self.pending) > MAX_PENDING:
+            dropped = len(self.pending) - MAX_PENDING
+            del self.pending[:dropped]
+            self.counts.refused += dropped
+            self.say(f"bridge: the server is behind; dropped the {dropped} oldest events")
+
+    # --- HTTP -----------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Post the pending events in batches; a transient failure keeps them for later."""
+        while self.pending and not self.stop.is_set():
+            batch = self.pending[: self.o.batch_size]
+            wait = self._post(batch)
+            if wait is not None:
+                self.stop.wait(wait)
+                return
+            del self.pending[: len(batch)]
+
+    def _post(self, batch: list[dict[str, Any]]) -> float | None:
+        """Post one batch: ``None`` when it is done with, else how long to wait to retry."""
+        try:
+            response = self.http.post(EVENTS_PATH, json={"events": batch})
+        except httpx.HTTPError as exc:
+            self._failures += 1
+            self.say(f"bridge: cannot reach {self.o.url}: {exc or type(exc).__name__}; retrying")
+            return BACKOFF[min(self._failures, len(BACKOFF)) - 1]
+        status = response.status_code
+        if status in (401, 403):
+            raise Fatal(f"the server refused the token ({status}): {response.text[:200]}")
+        if status in (429, 503) or status >= 500:
+            self._failures += 1
+            wait = _retry_after(response, BACKOFF[min(self._failures, len(BACKOFF)) - 1])
+            self.say(f"bridge: the server answered {status}; retrying in {wait:g} s")
+            return wait
+        self._failures = 0
+        if status != 200:
+            self.counts.refused += len(batch)
+            self.say(f"bridge: the server refused a batch ({status}): {response.text[:200]}")
+            return None
+        body = response.json()
+        rejected = body.get("rejected") or []
+        self.counts.posted += len(batch) - len(rejected)
+        self.counts.refused += len(rejected)
+        for item in rejected[:3]:
+            self.say(f"bridge: an event was rejected: {item.get('error')}")
+        return None
+
+    _failures = 0
+
+    def heartbeat(self) -> None:
+        body = {
+            "name": self.o.name,
+            "last_envelope_ms": self.counts.last_envelope_ms,
+            "counts": self.counts.report(),
+        }
+        try:
+            response = self.http.post(STATUS_PATH, json=body)
+        except httpx.HTTPError:
+            return
+        if response.status_code in (401, 403):
+            raise Fatal(f"the server refused the token ({response.status_code})")
+        if response.status_code == 200 and self.o.agents is None:
+            agents = response.json().get("agents")
+            if isinstance(agents, list):
+                self.mapper.set_agents([a for a in agents if isinstance(a, str)])
+
+    def stats_line(self, elapsed: float, since: Counts) -> str:
+        c = self.counts
+        rate = (c.envelopes - since.envelopes) / elapsed if elapsed > 0 else 0.0
+        reasons = ", ".join(f"{r}: {n}" for r, n in c.reasons.most_common(4)) or "none"
+        return (
+            f"bridge: {rate:.1f} envelopes/s; {c.envelopes} envelopes, {c.mapped} mapped"
+            f" ({c.events} events, {c.inferred} inferred), {c.skipped} skipped ({reasons});"
+            f" {c.posted} posted, {c.refused} refused, {len(self.pending)} waiting"
+        )
+
+    # --- the loop -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        self.heartbeat()
+        backoff = 0
+        last_flush = last_stats = time.monotonic()
+        since = Counts()
+        while not self.stop.is_set():
+            try:
+                if self._pubsub is None:
+                    self._connect()
+                    backoff = 0
+                message = self._pubsub.get_message(timeout=self.o.flush_s)
+                while message is not None:
+                    if message.get("type") == "pmessage":
+                        channel = message["channel"]
+                        if isinstance(channel, bytes):
+                            channel = channel.decode("utf-8", "replace")
+                        self.handle(channel, message["data"])
+                    if len(self.pending) >= self.o.batch_size:
+                        break
+                    message = self._pubsub.get_message(timeout=0)
+            except (redis.RedisError, OSError) as exc:
+                self._disconnect()
+                wait = BACKOFF[min(backoff, len(BACKOFF) - 1)]
+                backoff += 1
+                self.say(f"bridge: Redis unavailable ({exc}); reconnecting in {wait:g} s")
+                self.flush()
+                self.stop.wait(wait)
+                continue
+            now = time.monotonic()
+            if self.pending and (
+                len(self.pending) >= self.o.batch_size or now - last_flush >= self.o.flush_s
+            ):
+                self.flush()
+                last_flush = time.monotonic()
+            if now - last_stats >= self.o.stats_s:
+                self.say(self.stats_line(now - last_stats, since))
+                since = Counts(envelopes=self.counts.envelopes)
+                last_stats = now
+                self.heartbeat()
+        self.flush()
+        self.heartbeat()
+        self._disconnect()
+        self.http.close()

@@ -1,0 +1,205 @@
+"""Real components for the bridge's end-to-end tests: a throw-away ``redis-server`` on a free
+port (stopped and started again by the fault test), a real daphne serving Traitdeck on a SQLite
+file with the sample policy, and the ``kdcube_bridge`` command as a separate process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(check: Any, *, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@dataclass
+class RedisServer:
+    port: int
+    workdir: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            pytest.fail("redis-server not found (apt-get install redis-server)")
+        self.process = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_until(self.answers, what="redis-server to answer")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
+
+    def answers(self) -> bool:
+        try:
+            return bool(redis.Redis(port=self.port, socket_connect_timeout=0.5).ping())
+        except redis.RedisError:
+            return False
+
+    def publish(self, channel: str, payload: str) -> int:
+        return int(redis.Redis(port=self.port).publish(channel, payload))
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(free_port(), tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+@dataclass
+class Traitdeck:
+    url: str
+    env: dict[str, str]
+    processes: list[subprocess.Popen[str]] = field(default_factory=list)
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run(
+            [PYTHON, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def token(self, name: str, *scopes: str) -> str:
+        args = [f"--scope={s}" for s in scopes]
+        return self.manage("runtime_token", "create", name, *args).strip()
+
+    def get(self, path: str, token: str) -> Any:
+        response = httpx.get(
+            self.url + path, headers={"Authorization": f"Bearer {token}"}, timeout=10
+        )
+        assert response.status_code == 200, response.text
+        return response.json()
+
+
+@pytest.fixture
+def traitdeck(tmp_path: Path) -> Iterator[Traitdeck]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "SECRET_KEY": "bridge-tests-only-secret-" + "0123456789abcdefghijklmnopqrstuvwxyz",
+        "DEBUG": "0",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    }
+    env.pop("REDIS_URL", None)
+    server = Traitdeck(url=f"http://127.0.0.1:{port}", env=env)
+    server.manage("migrate", "--no-input", "-v0")
+    server.manage("load_sample_policy")
+    log = (tmp_path / "daphne.log").open("w")
+    daphne = subprocess.Popen(
+        [
+            str(Path(PYTHON).parent / "daphne"),
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "config.asgi:application",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+    def up() -> bool:
+        try:
+            return httpx.get(server.url + "/api/v1/health", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return daphne.poll() is not None
+
+    wait_until(up, what="daphne to start")
+    assert daphne.poll() is None, (tmp_path / "daphne.log").read_text()
+    yield server
+    for process in server.processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    daphne.terminate()
+    daphne.wait(timeout=10)
+    log.close()
+
+
+def start_bridge(
+    traitdeck: Traitdeck, redis_url: str, token: str, log: Path
+) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [
+            PYTHON,
+            "manage.py",
+            "kdcube_bridge",
+            "--redis",
+            redis_url,
+            "--url",
+            traitdeck.url,
+            "--token",
+            token,
+            "--name",
+            "test",
+            "--stats-interval",
+            "0.5",
+            "--flush-interval",
+            "0.2",
+        ],
+        cwd=ROOT,
+        env=traitdeck.env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    traitdeck.processes.append(process)
+    return process
