@@ -1,0 +1,65 @@
+"""The bridge's HTTP side on its own: a busy server's 503 is retried after its Retry-After with
+the batch kept; a refused token stops the bridge; a refused batch is counted, not retried.
+(The end-to-end test covers the happy path against a real server.)"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import httpx
+import pytest
+
+from bridge.runner import Bridge, Fatal, Options
+
+
+class Waits(threading.Event):
+    """A stop event that records the waits instead of sleeping."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(float(timeout or 0))
+        return False
+
+
+def bridge(answers: list[httpx.Response], seen: list[Any]) -> tuple[Bridge, Waits]:
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return answers.pop(0)
+
+    stop = Waits()
+    made = Bridge(
+        Options(redis_url="redis://127.0.0.1:1/0", url="http://td.test", token="t"),
+        transport=httpx.MockTransport(handler),
+        stop=stop,
+        say=lambda line: None,
+    )
+    made.pending = [{"event_id": str(i)} for i in range(3)]
+    return made, stop
+
+
+def test_a_busy_server_is_retried_after_its_retry_after_with_the_batch_kept() -> None:
+    seen: list[Any] = []
+    ok = httpx.Response(200, json={"accepted": 3, "duplicates": 0, "rejected": []})
+    busy = httpx.Response(503, headers={"Retry-After": "2"}, json={"error": "busy"})
+    b, stop = bridge([busy, ok], seen)
+    b.flush()
+    assert stop.waits == [2.0]
+    assert len(b.pending) == 3  # kept for the next flush
+    b.flush()
+    assert b.pending == []
+    assert b.counts.posted == 3
+    assert seen[0].content == seen[1].content  # the same batch, re-posted as it was
+
+
+def test_a_refused_token_stops_the_bridge_and_a_refused_batch_is_counted() -> None:
+    b, _ = bridge([httpx.Response(401, json={"error": "no"})], [])
+    with pytest.raises(Fatal, match="refused the token"):
+        b.flush()
+    b, _ = bridge([httpx.Response(400, json={"error": "bad"})], [])
+    b.flush()
+    assert b.pending == []
+    assert b.counts.refused == 3
