@@ -54,3 +54,27 @@ def test_a_bad_report_is_refused_with_a_reason_and_a_token_is_needed() -> None:
     assert post(Client(), secret, {"name": "k", "counts": {"mapped": -1}}).status_code == 422
     assert post(Client(), reader, {"name": "k"}).status_code == 403
     assert post(Client(), "nope", {"name": "k"}).status_code == 401
+
+
+def test_the_round_page_says_which_events_were_inferred(viewer_client: Client) -> None:
+    import json as _json
+
+    from bridge.domain.mapping import Mapper
+    from conformance import fixtures
+    from tests.observe.ingest_support import post_events
+
+    secret = runtime_token_create(name="bridge", scopes=["events:write"]).secret
+    mapper = Mapper({"main"})
+    events = []
+    for case in fixtures.read("kdcube-envelopes")["cases"][:2]:
+        for message in case["published"]:
+            channel, payload = message["channel"], _json.dumps(message["payload"])
+            events.extend(mapper.feed_message(channel, payload).events)
+    answer = post_events(Client(), events, secret)
+    assert answer.status_code == 200
+    assert answer.json()["rejected"] == []
+    page = viewer_client.get("/live/rounds/main/turn-a/1/").content.decode()
+    assert "inferred from the runtime's tool events" in page
+    assert page.count('<span class="chip inferred">inferred</span>') == sum(
+        1 for e in events if e["iteration"] == 1 and e.get("inferred")
+    )

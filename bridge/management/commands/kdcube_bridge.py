@@ -9,6 +9,7 @@ codes (DESIGN §6): 0 stopped; 1 the server refused the token; 2 usage error.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -53,6 +54,7 @@ class Command(BaseCommand):
         agents = None
         if o["agents"] is not None:
             agents = frozenset(a.strip() for a in o["agents"].split(",") if a.strip())
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per post is noise
         stop = threading.Event()
 
         def on_signal(signum: int, frame: FrameType | None) -> None:
