@@ -18,13 +18,14 @@ from django.utils.safestring import SafeString, mark_safe
 register = template.Library()
 
 #: After these characters a long dotted path or id may wrap (never in the middle of a word).
-_BREAK_AFTER = re.compile(r"([./\[\]:_-])")
+_BREAK_AFTER = re.compile(r"([.\[\]:_])")
 
 
 @register.filter
 def breakable(value: Any) -> SafeString:
-    """Escape ``value`` and allow a line break after dots, slashes, brackets, colons and
-    underscores, so ``agents.main.tools[0].tool_traits.search`` wraps between its parts."""
+    """Escape ``value`` and allow a line break after dots, brackets, colons and underscores, so
+    ``agents.main.tools[0].tool_traits.search`` wraps between its parts (never after "/": an
+    escaped "&lt;/" stays whole)."""
     text = str(escape("" if value is None else value))
     return mark_safe(_BREAK_AFTER.sub(r"\1<wbr>", text))  # noqa: S308 - escaped just above
 
