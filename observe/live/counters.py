@@ -65,16 +65,16 @@ def counters_for(round_filter: RoundFilter, *, now: datetime | None = None) -> C
 # and after (its "facts"). A viewer's totals start from one query when it connects and then only
 # add the difference each change makes to its filter: no viewer ever scans the rounds again.
 
-#: The facts of a round, JSON-ready: (agent, started_at ISO, rejections, early starts, dedups,
-#: timeouts, tool ids).
-Facts = tuple[str, str, int, int, int, int, list[str]]
+#: The facts of a round, JSON-ready (a list: it crosses Redis as msgpack, which has no tuples):
+#: [agent, started_at ISO, rejections, early starts, dedups, timeouts, tool ids].
+Facts = list[Any]
 
 
 def round_facts(
     agent: str, started_at: datetime, counts: Sequence[int], tools: Iterable[str]
 ) -> Facts:
     rejections, early, dedups, timeouts = counts
-    return (agent, started_at.isoformat(), rejections, early, dedups, timeouts, sorted(tools))
+    return [agent, started_at.isoformat(), rejections, early, dedups, timeouts, sorted(tools)]
 
 
 def admits(round_filter: RoundFilter, facts: Sequence[Any]) -> bool:

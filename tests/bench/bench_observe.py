@@ -702,6 +702,7 @@ def main() -> None:
         validate = json.loads(Path(path).read_text(encoding="utf-8")).get("validate", {})
     if validate:
         tools = validate.get("tools")
+        dump_base = validate["libyaml_seconds"] + validate["libyaml_dump_seconds"]
         rows[5:5] = [
             (
                 f"traitdeck validate, {tools} tools",
@@ -713,11 +714,10 @@ def main() -> None:
             ),
             (
                 f"traitdeck fmt, {tools} tools",
-                f"{validate['fmt_seconds']:.2f} s"
-                f" ({validate['fmt_seconds'] / validate['libyaml_dump_seconds']:.1f}×)",
-                f"libyaml dump {validate['libyaml_dump_seconds']:.2f} s",
+                f"{validate['fmt_seconds']:.2f} s ({validate['fmt_seconds'] / dump_base:.1f}×)",
+                f"libyaml load + C dump {dump_base:.2f} s",
                 "≤4×",
-                verdict(validate["fmt_seconds"] <= 4 * validate["libyaml_dump_seconds"]),
+                verdict(validate["fmt_seconds"] <= 4 * dump_base),
             ),
         ]
     widths = [max(len(str(row[i])) for row in rows) for i in range(5)]
