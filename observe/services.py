@@ -64,14 +64,19 @@ class IngestResult:
 
 
 def _next_versions(count: int) -> list[int]:
-    """Take ``count`` consecutive version numbers (inside the caller's transaction)."""
-    counter, _ = StreamCounter.objects.select_for_update().get_or_create(
-        pk=StreamCounter.SINGLETON_ID
-    )
-    first = counter.value + 1
-    counter.value += count
-    counter.save(update_fields=["value"])
-    return list(range(first, first + count))
+    """Take ``count`` consecutive version numbers (inside the caller's transaction): one
+    ``UPDATE … RETURNING`` (SQLite ≥ 3.35, PostgreSQL), which also locks the counter row until
+    commit, so versions are handed out in commit order."""
+    table = connection.ops.quote_name(StreamCounter._meta.db_table)
+    sql = f"UPDATE {table} SET value = value + %s WHERE id = %s RETURNING value"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [count, StreamCounter.SINGLETON_ID])
+        row = cursor.fetchone()
+    if row is None:  # the first batch ever
+        StreamCounter.objects.get_or_create(pk=StreamCounter.SINGLETON_ID)
+        return _next_versions(count)
+    last = int(row[0])
+    return list(range(last - count + 1, last + 1))
 
 
 #: What triage keeps of each new event: its index in the batch, the event, and its JSON text
