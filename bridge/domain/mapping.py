@@ -46,6 +46,26 @@ MAX_SLOTS: Final = 32
 #: Rounds remembered for inference (oldest forgotten first).
 MAX_ROUNDS: Final = 5000
 MAX_TEXT: Final = 200
+#: The emit points proposed to the runtime (docs/kdcube-events.md): when a runtime publishes them
+#: the bridge maps them as they are (not inferred) and stops inferring what they cover.
+EXACT: Final[Mapping[str, tuple[str, tuple[str, ...]]]] = {
+    "react.round.started": ("round.started", ("max_actions", "policy_hash", "multi_action_mode")),
+    "react.action.observed": ("action.observed", ("action_index", "action", "tool_id", "params")),
+    "react.action.accepted": ("action.accepted", ("action_index", "tool_id", "strategy")),
+    "react.action.rejected": ("action.rejected", ("action_index", "tool_id", "code", "extra")),
+    "react.tool.ledger": (
+        "ledger.dedup",
+        (
+            "action_index",
+            "tool_id",
+            "tool_call_id",
+            "original_action_index",
+            "match",
+            "fingerprint",
+        ),
+    ),
+    "react.generation.finished": ("generation.finished", ()),
+}
 
 
 def slot_call_id(turn_id: str, iteration: int, action_index: int) -> str:
@@ -90,6 +110,8 @@ class _Round:
     positions: list[int] = field(default_factory=list)
     bundle: list[Any] = field(default_factory=list)
     used_positions: set[int] = field(default_factory=set)
+    #: The parts the runtime reports itself (the proposed emit points): "actions", "generation".
+    exact: set[str] = field(default_factory=set)
 
 
 class _Skip(Exception):
@@ -161,6 +183,10 @@ def _ts(envelope: Mapping[str, Any]) -> int:
     raise _Skip("no time (ts or timestamp)")
 
 
+def _is_index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31
+
+
 def _iteration(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
         raise _Skip("no iteration")
@@ -201,7 +227,9 @@ class Mapper:
 
     # --- the mapping -------------------------------------------------------------------------
 
-    def _round(self, env: _Env, iteration: int, out: list[dict[str, Any]]) -> _Round:
+    def _round(
+        self, env: _Env, iteration: int, out: list[dict[str, Any]], *, exact_start: bool = False
+    ) -> _Round:
         key = (env.agent, env.turn_id, iteration)
         found = self.rounds.get(key)
         if found is not None:
@@ -219,7 +247,8 @@ class Mapper:
         self.rounds[key] = made
         while len(self.rounds) > MAX_ROUNDS:
             self.rounds.popitem(last=False)
-        out.append(env.make(made, "round.started", max_actions=None, policy_hash=None))
+        if not exact_start:
+            out.append(env.make(made, "round.started", max_actions=None, policy_hash=None))
         return made
 
     def _finish(self, env: _Env, rnd: _Round) -> dict[str, Any]:
@@ -242,6 +271,8 @@ class Mapper:
             if key in self.rounds:
                 raise _Skip("decision delta of a round already started")
             self._round(env, int(match.group(1)), out)
+        elif kind in EXACT:
+            self._exact(env, out)
         elif kind == "react.tool.call":
             self._tool_call(env, out)
         elif kind == "react.tool.result":
@@ -262,6 +293,29 @@ class Mapper:
         else:
             raise _Skip(f"{kind[:60]}: no round signal")
         return Outcome(events=out)
+
+    def _exact(self, env: _Env, out: list[dict[str, Any]]) -> None:
+        """A proposed emit point: the runtime's own event, mapped as it is (parse_event checks
+        it on the server like any event)."""
+        kind, fields = EXACT[env.type]
+        data = env.data
+        rnd = self._round(
+            env, _iteration(data.get("iteration")), out, exact_start=kind == "round.started"
+        )
+        if kind.startswith("action."):
+            rnd.exact.add("actions")
+            index = data.get("action_index")
+            if kind == "action.accepted" and isinstance(index, int):
+                rnd.accepted += 1
+                rnd.observed.add(index)
+            if kind == "action.rejected" and isinstance(index, int):
+                rnd.rejected.add(index)
+        if kind == "generation.finished":
+            rnd.exact.add("generation")
+        extra = {name: data.get(name) for name in fields if name in data}
+        if isinstance(data.get("attempt"), int):
+            extra["attempt"] = data["attempt"]
+        out.append(env.make(rnd, kind, inferred=False, **extra))
 
     def _slot_index(self, turn_id: str, iteration: int, call_id: str) -> int | None:
         if not call_id.startswith("tc_"):
@@ -298,28 +352,42 @@ class Mapper:
         tool_id = _text(data.get("tool_id"), "tool_id")
         call_id = _text(data.get("tool_call_id"), "tool_call_id")
         rnd = self._round(env, iteration, out)
-        index = self._slot_index(env.turn_id, iteration, call_id)
-        early = index is not None and not rnd.decided
-        if index is None and rnd.decided:
-            index = self._bundle_index(rnd, tool_id)
-        summary = data.get("params")
-        out.extend(self._observe(env, rnd, index, "call_tool", tool_id, params_summary=summary))
+        reported_index, reported_early = data.get("action_index"), data.get("early")
+        exact = _is_index(reported_index) and isinstance(reported_early, bool)
+        if exact:
+            index: int | None = reported_index
+            early = bool(reported_early)
+        else:
+            index = self._slot_index(env.turn_id, iteration, call_id)
+            early = index is not None and not rnd.decided
+            if index is None and rnd.decided:
+                index = self._bundle_index(rnd, tool_id)
+        if "actions" not in rnd.exact:
+            summary = data.get("params")
+            out.extend(self._observe(env, rnd, index, "call_tool", tool_id, params_summary=summary))
         self.calls[call_id] = ((rnd.agent, rnd.turn_id, rnd.iteration), index)
         if early:
+            fingerprint = data.get("fingerprint") if exact else None
             out.append(
                 env.make(
                     rnd,
                     "tool.early_started",
+                    inferred=not (exact and isinstance(fingerprint, str)),
                     action_index=index,
                     tool_id=tool_id,
                     tool_call_id=call_id,
-                    fingerprint=None,
+                    fingerprint=fingerprint if isinstance(fingerprint, str) else None,
                 )
             )
         else:
             out.append(
                 env.make(
-                    rnd, "tool.started", action_index=index, tool_id=tool_id, tool_call_id=call_id
+                    rnd,
+                    "tool.started",
+                    inferred=not exact,
+                    action_index=index,
+                    tool_id=tool_id,
+                    tool_call_id=call_id,
                 )
             )
 
@@ -339,7 +407,10 @@ class Mapper:
         tool_id = _text(data.get("tool_id"), "tool_id")
         call_id = _text(data.get("tool_call_id"), "tool_call_id")
         known = self.calls.get(call_id)
-        if known is not None and known[0] in self.rounds:
+        reported_index = data.get("action_index")
+        if _is_index(reported_index):
+            rnd, index = self._round(env, iteration, out), reported_index
+        elif known is not None and known[0] in self.rounds:
             rnd, index = self.rounds[known[0]], known[1]
         else:
             rnd = self._round(env, iteration, out)
@@ -355,6 +426,7 @@ class Mapper:
             env.make(
                 rnd,
                 "tool.finished",
+                inferred=not _is_index(reported_index),
                 action_index=index,
                 tool_id=tool_id,
                 tool_call_id=call_id,
@@ -425,7 +497,10 @@ class Mapper:
         rnd.bundle = items
         free = (i for i in range(MAX_SLOTS + len(items)) if i not in rnd.rejected)
         rnd.positions = [next(free) for _ in items]
-        out.append(env.make(rnd, "generation.finished"))
+        if "generation" not in rnd.exact:
+            out.append(env.make(rnd, "generation.finished"))
+        if "actions" in rnd.exact:
+            return
         for position, item in enumerate(items):
             action = str(item.get("action") or "").strip()
             if action == "call_tool":

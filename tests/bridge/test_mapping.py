@@ -167,3 +167,59 @@ def test_only_an_inferred_event_may_leave_its_unknowable_fields_null() -> None:
         parse_event({k: v for k, v in event.items() if k != "inferred"})
     with pytest.raises(EventError, match="inferred must be true or false"):
         parse_event({**event, "inferred": "yes"})
+
+
+def _hypothetical(kind: str, data: dict[str, Any], like: dict[str, Any]) -> dict[str, Any]:
+    """An envelope of a proposed emit point (docs/kdcube-events.md), in the shape the runtime's
+    ``service_event`` gives every envelope (copied from a recorded one): not published today."""
+    env = json.loads(json.dumps(like))
+    env["type"] = kind
+    env["event"] = {"step": kind, "status": "completed", "agent": "react.overseer"}
+    env["data"] = data
+    return env
+
+
+def test_the_proposed_emit_points_switch_the_bridge_to_exact_events() -> None:
+    case = next(c for c in RECORDED["cases"] if c["id"] == "early-then-cap")
+    envelopes = [m["payload"]["data"] for m in case["published"]]
+    like = envelopes[0]
+    turn, it = "turn-a", 1
+    fingerprint = "a" * 64
+    exact = [
+        _hypothetical(
+            "react.round.started",
+            {"iteration": it, "max_actions": 2, "multi_action_mode": "on", "policy_hash": None},
+            like,
+        ),
+        *[
+            _hypothetical(
+                "react.action.accepted",
+                {"iteration": it, "action_index": i, "tool_id": t, "strategy": None},
+                like,
+            )
+            for i, t in ((0, "workspace_jobs.launch_background_job"), (1, "workspace_jobs.search"))
+        ],
+        _hypothetical("react.generation.finished", {"iteration": it}, like),
+    ]
+    mapper = Mapper(POLICY_AGENTS)
+    events: list[dict[str, Any]] = []
+    for env in exact[:3]:
+        events.extend(mapper.feed(env).events)
+    for env in envelopes:
+        if env["type"] == "react.tool.call" and env["data"]["tool_call_id"].startswith("tc_b"):
+            env = json.loads(json.dumps(env))
+            env["data"].update(action_index=0, early=True, fingerprint=fingerprint)
+        events.extend(mapper.feed(env).events)
+        if env["type"] == "react.tool.rejected":
+            events.extend(mapper.feed(exact[3]).events)
+    mine = [e for e in events if (e["turn_id"], e["iteration"]) == (turn, it)]
+    for event in mine:
+        parse_event(event)
+    started = [e for e in mine if e["type"] == "round.started"]
+    assert [(e["max_actions"], e.get("inferred")) for e in started] == [(2, None)]
+    early = next(e for e in mine if e["type"] == "tool.early_started")
+    assert early["fingerprint"] == fingerprint
+    assert "inferred" not in early
+    assert [e.get("inferred") for e in mine if e["type"] == "generation.finished"] == [None]
+    # The overseer said what it accepted: no inferred action.observed/accepted any more.
+    assert not [e for e in mine if e["type"].startswith("action.a") and e.get("inferred")]
