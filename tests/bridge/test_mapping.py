@@ -223,3 +223,19 @@ def test_the_proposed_emit_points_switch_the_bridge_to_exact_events() -> None:
     assert [e.get("inferred") for e in mine if e["type"] == "generation.finished"] == [None]
     # The overseer said what it accepted: no inferred action.observed/accepted any more.
     assert not [e for e in mine if e["type"].startswith("action.a") and e.get("inferred")]
+
+
+def test_the_mapping_imports_without_django() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, bridge.domain.mapping\n"
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('django', 'ninja', 'channels', 'daphne'))))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
