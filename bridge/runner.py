@@ -111,6 +111,10 @@ class Bridge:
             timeout=httpx.Timeout(10.0, connect=3.0),
         )
         self._pubsub: Any = None
+        #: Until the server has said which agents the policy has, messages wait here unmapped
+        #: (an agent id mapped without them would land on the wrong agent).
+        self.agents_known = options.agents is not None
+        self.unmapped: list[tuple[str, bytes | str]] = []
         self._client: Any = None
 
     # --- Redis ----------------------------------------------------------------------------
@@ -139,6 +143,10 @@ class Bridge:
 
     def handle(self, channel: str, payload: bytes | str) -> None:
         """One pub/sub message: map it, count it, queue its events."""
+        if not self.agents_known:
+            if len(self.unmapped) < MAX_PENDING:
+                self.unmapped.append((channel, payload))
+            return
         self.counts.envelopes += 1
         outcome = self.mapper.feed_message(channel, payload)
         if outcome.skipped is not None:
@@ -215,6 +223,11 @@ class Bridge:
             agents = response.json().get("agents")
             if isinstance(agents, list):
                 self.mapper.set_agents([a for a in agents if isinstance(a, str)])
+                if not self.agents_known:
+                    self.agents_known = True
+                    waiting, self.unmapped = self.unmapped, []
+                    for channel, payload in waiting:
+                        self.handle(channel, payload)
 
     def stats_line(self, elapsed: float, since: Counts) -> str:
         c = self.counts
@@ -223,7 +236,8 @@ class Bridge:
         return (
             f"bridge: {rate:.1f} envelopes/s; {c.envelopes} envelopes, {c.mapped} mapped"
             f" ({c.events} events, {c.inferred} inferred), {c.skipped} skipped ({reasons});"
-            f" {c.posted} posted, {c.refused} refused, {len(self.pending)} waiting"
+            f" {c.posted} posted, {c.refused} refused, {len(self.pending) + len(self.unmapped)}"
+            " waiting"
         )
 
     # --- the loop -------------------------------------------------------------------------
@@ -231,7 +245,7 @@ class Bridge:
     def run(self) -> None:
         self.heartbeat()
         backoff = 0
-        last_flush = last_stats = time.monotonic()
+        last_flush = last_stats = last_ask = time.monotonic()
         since = Counts()
         while not self.stop.is_set():
             try:
@@ -262,6 +276,9 @@ class Bridge:
             ):
                 self.flush()
                 last_flush = time.monotonic()
+            if not self.agents_known and now - last_ask >= 1.0:
+                self.heartbeat()  # ask again every second until the server answers
+                last_ask = now
             if now - last_stats >= self.o.stats_s:
                 self.say(self.stats_line(now - last_stats, since))
                 since = Counts(envelopes=self.counts.envelopes)

@@ -63,3 +63,24 @@ def test_a_refused_token_stops_the_bridge_and_a_refused_batch_is_counted() -> No
     b.flush()
     assert b.pending == []
     assert b.counts.refused == 3
+
+
+def test_envelopes_wait_unmapped_until_the_server_names_the_policy_agents() -> None:
+    import json
+
+    from conformance import fixtures
+
+    case = next(c for c in fixtures.read("kdcube-envelopes")["cases"] if c["id"] == "early-only")
+    down = httpx.Response(503, headers={"Retry-After": "1"}, json={"error": "starting"})
+    up = httpx.Response(200, json={"agents": ["main"]})
+    b, _ = bridge([down, up], [])
+    b.pending = []
+    b.heartbeat()  # the server is not up yet
+    for message in case["published"]:
+        b.handle(message["channel"], json.dumps(message["payload"]))
+    assert b.pending == []
+    assert len(b.unmapped) == len(case["published"])
+    b.heartbeat()
+    assert b.unmapped == []
+    agents = {event["agent"] for event in b.pending}
+    assert agents == {"main"}  # helper.bot fell back to the policy's default agent
