@@ -30,7 +30,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_until(check: Any, *, what: str, timeout: float = 30) -> None:
+def wait_until(check: Any, *, what: str, timeout: float = 45) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():

@@ -81,7 +81,7 @@ def test_bridged_rounds_are_the_rounds_the_model_predicts(
                 found["detail"] = detail
             return detail is not None
 
-        wait_until(arrived, what=f"round {case['id']}", timeout=20)
+        wait_until(arrived, what=f"round {case['id']}", timeout=45)
         detail = found["detail"]
         assert actions_of(detail) == predicted(case), case["id"]
         assert detail["agent_in_policy"] is True  # helper.bot fell back to the default agent
@@ -121,7 +121,7 @@ def test_bridged_rounds_are_the_rounds_the_model_predicts(
     wait_until(
         lambda: stored_round(traitdeck, token, "turn-after-restart", 0) is not None,
         what="a round after Redis came back",
-        timeout=20,
+        timeout=45,
     )
     assert bridge.poll() is None
 
