@@ -52,7 +52,10 @@ class RedisServer:
     def start(self) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
-            pytest.fail("redis-server not found (apt-get install redis-server)")
+            message = "redis-server not found (apt-get install redis-server; make test does)"
+            if os.environ.get("CI") == "true":
+                pytest.fail(message)  # in CI a missing server is a failure, never a skip
+            pytest.skip(message)
         self.process = subprocess.Popen(
             [
                 binary,
