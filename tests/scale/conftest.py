@@ -231,7 +231,14 @@ def simulated_rounds(count: int, *, seed: int | None = None) -> list[list[dict[s
     assert loaded.data is not None
     simulator = Simulator(loaded.data, seed=seed if seed is not None else secrets.randbits(32))
     start = datetime.now(UTC) - timedelta(minutes=5)
-    return [simulator.next_round(start + timedelta(seconds=i))[1] for i in range(count)]
+    rounds = [simulator.next_round(start + timedelta(seconds=i))[1] for i in range(count)]
+    # A turn can span several rounds (iterations): give each round a turn id of its own, so a
+    # test can look for exactly that round's card.
+    for events in rounds:
+        turn_id = f"scale-{secrets.token_hex(6)}"
+        for event in events:
+            event["turn_id"] = turn_id
+    return rounds
 
 
 def _create_database(server_url: str) -> str:
