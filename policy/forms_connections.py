@@ -186,9 +186,18 @@ class NamedServiceConnectionForm(ConnectionForm):
         data = args[0] if args else kwargs.get("data")
         blocks = existing.get("namespaces") if existing else None
         self.blocks: Mapping[Any, Any] = blocks if isinstance(blocks, Mapping) else {}
+        self.count_error = ""
         if data is not None:
             raw_count = str(data.get("ns-count", "0"))
-            count = min(int(raw_count), MAX_NAMESPACE_ROWS) if raw_count.isdigit() else 0
+            # isascii: "²".isdigit() is True, but int("²") fails.
+            if raw_count.isascii() and raw_count.isdigit():
+                count = min(int(raw_count), MAX_NAMESPACE_ROWS)
+            else:
+                count = 0
+                self.count_error = (
+                    f"The form's namespace row count must be a whole number, not {raw_count[:20]!r}"
+                    "; reload the page and try again."
+                )
         else:
             count = len(self.blocks) + 1
         self.row_count = count
@@ -243,6 +252,8 @@ class NamedServiceConnectionForm(ConnectionForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        if self.count_error:
+            self.add_error(None, self.count_error)
         seen: set[str] = set()
         for row in range(self.row_count):
             name = _text(data.get(f"ns-{row}-name"))

@@ -24,6 +24,7 @@ from policy.audit_notes import (
 )
 from policy.domain.edits import EditError, check_agent_name, remove_agent, rename_agent
 from policy.domain.manifest import parse_manifest
+from policy.domain.text import unencodable_path
 from policy.domain.yaml_io import CLI_MAX_BYTES, dump_body, load_policy
 from policy.models import AgentManifest, PolicyDraft
 from policy.selectors import DraftState, draft_state
@@ -79,6 +80,13 @@ def draft_change(
         new_data = edit(state.data)
     except EditError as exc:
         raise EditRefused(str(exc)) from exc
+    where = unencodable_path(new_data, root="the policy")
+    if where is not None:
+        # Every way into the draft (forms, API, import) ends here: such text is never stored.
+        raise EditRefused(
+            f"{where} holds text that cannot be encoded as UTF-8 (a lone surrogate); nothing was"
+            " saved"
+        )
     body = dump_body(new_data)
     # Refuse to store anything the loader would not read back: the draft must stay importable.
     reloaded = load_policy(body, max_bytes=CLI_MAX_BYTES)

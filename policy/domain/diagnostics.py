@@ -23,7 +23,7 @@ class Severity(StrEnum):
 SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 #: Codes whose presence means the text cannot be imported at all (DESIGN §6 "Imports").
-REFUSING_CODES = frozenset({"yaml-syntax", "duplicate-key", "yaml-too-large"})
+REFUSING_CODES = frozenset({"yaml-syntax", "duplicate-key", "yaml-too-large", "text-encoding"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from policy.domain.jsonable import json_kind
+from policy.domain.text import unencodable_path
 
 
 class ManifestError(ValueError):
@@ -70,6 +71,12 @@ def parse_manifest(data: Any) -> Manifest:
     if _has_nul(data):
         # A database (PostgreSQL) cannot store "\u0000" in JSON: refuse it here, for every path.
         raise ManifestError("The manifest contains a NUL character.")
+    where = unencodable_path(data, root="the manifest")
+    if where is not None:
+        raise ManifestError(
+            f"The manifest holds text that cannot be encoded as UTF-8 (a lone surrogate) at"
+            f" {where}."
+        )
     tools: dict[str, Mapping[str, Any]] = {}
     for tool_id, entry in data.items():
         if not isinstance(tool_id, str) or not tool_id.strip():

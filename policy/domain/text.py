@@ -21,30 +21,57 @@ def encodable(text: str) -> bool:
     return True
 
 
-def _step(path: str, key: object) -> str:
-    if isinstance(key, int) and not isinstance(key, bool):
-        return f"{path}[{key}]"
-    shown = ascii(key) if isinstance(key, str) and not encodable(key) else str(key)
-    if len(shown) > 40:
-        shown = shown[:37] + "..."
-    return f"{path}.{shown}" if path else shown
-
-
-def unencodable_path(value: Any, root: str = "") -> str | None:
-    """The path (``agents.main.connections[0].alias``) of the first string — key or value —
-    in ``value`` that cannot be encoded as UTF-8, or ``None`` when all can. ``root`` names the
-    value itself in the answer (default: ``the value``)."""
-    stack: list[tuple[str, Any]] = [(root, value)]
+def find_unencodable(value: Any) -> tuple[tuple[Any, ...], bool] | None:
+    """Where the first string of ``value`` (walked depth first, keys and values) that cannot be
+    encoded as UTF-8 is: its path of keys and indexes, and whether it is a key; ``None`` when
+    every string can be encoded. Walks with a stack, never recursion."""
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
     while stack:
         path, item = stack.pop()
         if isinstance(item, str):
             if not encodable(item):
-                return path or "the value"
+                return path, False
         elif isinstance(item, Mapping):
+            children = []
             for key, child in item.items():
                 if isinstance(key, str) and not encodable(key):
-                    return f"the key {_step(path, key)}"
-                stack.append((_step(path, key), child))
+                    return (*path, key), True
+                children.append(((*path, key), child))
+            stack.extend(reversed(children))
         elif isinstance(item, list | tuple):
-            stack.extend((_step(path, index), child) for index, child in enumerate(item))
+            stack.extend(reversed([((*path, i), child) for i, child in enumerate(item)]))
     return None
+
+
+def show_path(path: tuple[Any, ...]) -> str:
+    """``("agents", "main", "tools", 0)`` → ``agents.main.tools[0]``; unencodable text escaped."""
+    shown = ""
+    for key in path:
+        if isinstance(key, int) and not isinstance(key, bool):
+            shown += f"[{key}]"
+            continue
+        text = ascii(key)[1:-1] if isinstance(key, str) and not encodable(key) else str(key)
+        if len(text) > 40:
+            text = text[:37] + "..."
+        shown = f"{shown}.{text}" if shown else text
+    return shown
+
+
+def unencodable_path(value: Any, root: str = "the value") -> str | None:
+    """A phrase naming the first string in ``value`` that cannot be encoded as UTF-8 (``the key
+    agents.x\\ud800``, ``connections[0].alias``), or ``None`` when all can; ``root`` names
+    ``value`` itself."""
+    found = find_unencodable(value)
+    if found is None:
+        return None
+    path, is_key = found
+    where = show_path(path) or root
+    return f"the key {where}" if is_key else where
+
+
+def dot_segment(text: str) -> bool:
+    """Whether ``text`` read as a URL path has a ``.`` or ``..`` segment. Browsers resolve those
+    (also when written ``%2e``, and with ``\\`` as a separator), so a link built from such text
+    would lead elsewhere in the site."""
+    normalized = text.replace("\\", "/").lower().replace("%2e", ".")
+    return any(segment in (".", "..") for segment in normalized.split("/"))
