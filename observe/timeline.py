@@ -50,6 +50,15 @@ class Scale:
     span_ms: float
     left: float = TIMELINE_LEFT
     width: float = TIMELINE_WIDTH - TIMELINE_LEFT - TIMELINE_RIGHT
+    #: Where ``start`` lies after the round's start (a zoomed window); the axis counts from 0.
+    offset_ms: float = 0.0
+
+    def inside(self, ts: datetime) -> bool:
+        offset = (ts - self.start) / timedelta(milliseconds=1)
+        return 0.0 <= offset <= self.span_ms
+
+    def overlaps(self, begin: datetime, end: datetime) -> bool:
+        return self.inside(begin) or self.inside(end) or (begin < self.start < end)
 
     def x(self, ts: datetime) -> float:
         offset = (ts - self.start) / timedelta(milliseconds=1)
@@ -145,6 +154,26 @@ class Timeline:
     ticks: tuple[Tick, ...]
     #: x of each attempt's generation.finished (a guide line across every lane).
     generation_ends: tuple[float, ...]
+    #: The zoomed window (ms after the round's start), and the whole round's span.
+    offset_ms: float = 0.0
+    full_span_ms: float = 0.0
+
+    @property
+    def zoomed(self) -> bool:
+        return self.offset_ms > 0 or self.span_ms < self.full_span_ms
+
+    @property
+    def window_s(self) -> tuple[str, str, str]:
+        """From, to and the whole span in seconds, as the zoom form shows them."""
+
+        def text(ms: float) -> str:
+            return f"{ms / 1000:.3f}".rstrip("0").rstrip(".")
+
+        return (
+            text(self.offset_ms),
+            text(self.offset_ms + self.span_ms),
+            text(self.full_span_ms),
+        )
 
     @property
     def lane_height(self) -> float:
@@ -163,7 +192,7 @@ def axis_ticks(scale: Scale) -> tuple[Tick, ...]:
     return tuple(
         Tick(
             x=round(scale.left + number * step * 1000 / scale.span_ms * scale.width, 1),
-            label=seconds(number * step * 1000, digits=digits),
+            label=seconds(scale.offset_ms + number * step * 1000, digits=digits),
         )
         for number in range(count + 1)
     )
@@ -178,16 +207,33 @@ def _event_times(events: Iterable[Event]) -> dict[tuple[int, int, str], datetime
     return times
 
 
-def build_timeline(round_: AssembledRound) -> Timeline:
-    """The geometry of a round's timeline: one generation lane per attempt (from its first
-    event to ``generation.finished``), then one lane per action with its marks."""
-    events = round_.events
+def round_span_ms(round_: AssembledRound) -> float:
+    """How long the round's events last, from its start (at least 1 ms)."""
     start = round_.started_at
-    end = max([start, *(event.ts for event in events)])
+    end = max([start, *(event.ts for event in round_.events)])
     if round_.finished_at is not None:
         end = max(end, round_.finished_at)
-    span_ms = max((end - start) / timedelta(milliseconds=1), 1.0)
-    scale = Scale(start=start, span_ms=span_ms)
+    return max((end - start) / timedelta(milliseconds=1), 1.0)
+
+
+def build_timeline(
+    round_: AssembledRound, window_ms: tuple[float, float] | None = None
+) -> Timeline:
+    """The geometry of a round's timeline: one generation lane per attempt (from its first
+    event to ``generation.finished``), then one lane per action with its marks.
+
+    ``window_ms`` zooms to a time range (ms after the round's start): the axis covers only it
+    and marks wholly outside it are left out."""
+    events = round_.events
+    span_ms = full_span_ms = round_span_ms(round_)
+    offset_ms = 0.0
+    if window_ms is not None:
+        low, high = sorted(window_ms)
+        low = min(max(low, 0.0), span_ms)
+        high = min(max(high, low + 1.0), span_ms + 1.0)
+        offset_ms, span_ms = low, high - low
+    start = round_.started_at + timedelta(milliseconds=offset_ms)
+    scale = Scale(start=start, span_ms=span_ms, offset_ms=offset_ms)
     times = _event_times(events)
     lanes: list[Lane] = []
     y = 0.0
@@ -212,10 +258,13 @@ def build_timeline(round_: AssembledRound) -> Timeline:
         span_ms=span_ms,
         lanes=tuple(lanes),
         ticks=axis_ticks(scale),
+        offset_ms=offset_ms,
+        full_span_ms=full_span_ms,
         generation_ends=tuple(
             scale.x(attempt.generation_finished_at)
             for attempt in round_.attempts
             if attempt.generation_finished_at is not None
+            and scale.inside(attempt.generation_finished_at)
         ),
     )
 
@@ -248,7 +297,7 @@ def _generation_lane(
         y=y,
         attempt=attempt.attempt,
         unfinished=finished is None,
-        marks=(Mark("generation", x, title, width),),
+        marks=(Mark("generation", x, title, width),) if scale.overlaps(begin, end) else (),
     )
 
 
@@ -269,19 +318,21 @@ def _action_lane(
         end = run_end or attempt.generation_finished_at or action.early_started_at
         x, width = scale.bar(action.early_started_at, end)
         lead = early_lead(action, attempt)
-        marks.append(Mark("early", x, f"started early, {lead}{status}", width))
+        if scale.overlaps(action.early_started_at, end):
+            marks.append(Mark("early", x, f"started early, {lead}{status}", width))
     if action.started_at is not None:
         end = run_end or action.started_at
         x, width = scale.bar(action.started_at, end)
         ran = seconds((end - action.started_at) / timedelta(milliseconds=1))
-        marks.append(Mark("exec", x, f"ran after generation: {ran}{status}", width))
+        if scale.overlaps(action.started_at, end):
+            marks.append(Mark("exec", x, f"ran after generation: {ran}{status}", width))
     if action.verdict == "accepted":
         at = times.get((*slot, ACTION_ACCEPTED))
-        if at is not None:
+        if at is not None and scale.inside(at):
             marks.append(Mark("accepted", scale.x(at), "accepted"))
     if action.timeout is not None:
         at = times.get((*slot, TOOL_TIMEOUT)) or action.finished_at
-        if at is not None:
+        if at is not None and scale.inside(at):
             timeout = action.timeout
             text = (
                 f"timeout after {seconds(timeout.elapsed_ms, digits=3)}, "
@@ -292,7 +343,7 @@ def _action_lane(
             marks.append(Mark("timeout", scale.x(at), text))
     if action.dedup is not None:
         at = times.get((*slot, LEDGER_DEDUP))
-        if at is not None:
+        if at is not None and scale.inside(at):
             dedup = action.dedup
             marks.append(
                 Mark(
@@ -304,7 +355,7 @@ def _action_lane(
             )
     if action.verdict == "rejected":
         at = times.get((*slot, ACTION_REJECTED))
-        if at is not None:
+        if at is not None and scale.inside(at):
             reason = action.explanation or action.code or "rejected"
             marks.append(Mark("rejected", scale.x(at), f"rejected: {reason}"))
     name = action.tool_id or action.action or "?"

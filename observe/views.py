@@ -7,6 +7,7 @@ page fetches to resync after a gap in the stream.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -88,6 +89,18 @@ def live(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _zoom(request: HttpRequest) -> tuple[float, float] | None:
+    """The timeline's zoom window from ``?from=&to=`` (seconds after the round's start)."""
+    try:
+        low = float(request.GET.get("from", ""))
+        high = float(request.GET.get("to", ""))
+    except ValueError:
+        return None
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        return None
+    return low * 1000, high * 1000
+
+
 @require_GET
 def round_page(request: HttpRequest, agent: str, turn_id: str, iteration: int) -> HttpResponse:
     row = round_get(agent, turn_id, iteration)
@@ -100,7 +113,7 @@ def round_page(request: HttpRequest, agent: str, turn_id: str, iteration: int) -
         {
             "row": row,
             "round": assembled,
-            "timeline": build_timeline(assembled),
+            "timeline": build_timeline(assembled, _zoom(request)),
             "actions": action_details(assembled),
             "events": event_rows(assembled),
             "policy_version": version_index().get((row.agent, row.policy_hash or "")),

@@ -247,3 +247,11 @@ def test_timeline_marks_are_shapes_reachable_by_keyboard_and_readable_at_800(
     expect(focused).to_have_class(re.compile(r"\bmark\b"))
     expect(detail).to_have_text(focused.get_attribute("aria-label") or "")
     _check(page, "round-timeline-focus", 800)
+
+    # Zoom to a time range: the axis starts there; "Whole round" goes back.
+    page.get_by_label("From (s)").fill("1")
+    page.get_by_label("to (s)").fill("2")
+    page.get_by_role("button", name="Zoom").click()
+    expect(chart.locator(".axis .tick text").first).to_have_text("1 s")
+    expect(page.get_by_role("link", name=re.compile(r"^Whole round"))).to_be_visible()
+    _check(page, "round-timeline-zoomed", 800)

@@ -131,3 +131,22 @@ def test_a_dropped_stream_ends_its_generation_lane_at_its_last_streamed_action()
         "generation (attempt 2)",
         "2·#0 react.read",
     ]
+
+
+def test_zooming_to_a_range_keeps_only_what_happens_in_it() -> None:
+    whole = build_timeline(assembled(*EARLY_ROUND))
+    assert not whole.zoomed
+    assert whole.window_s == ("0", "4", "4")
+    # 2.5 s to 4 s: after the rejection (1.5 s) and generation.finished (2.2 s).
+    zoomed = build_timeline(assembled(*EARLY_ROUND), (2500, 4000))
+    assert zoomed.zoomed
+    assert zoomed.window_s == ("2.5", "4", "4")
+    assert zoomed.ticks[0].label == "2.5 s"
+    assert zoomed.generation_ends == ()
+    assert zoomed.lanes[0].marks == ()  # generation ended before the window
+    assert zoomed.lanes[2].marks == ()  # the rejection too
+    early = zoomed.lanes[1].marks[0]  # the early call runs until 3 s: its end is in view
+    scale = Scale(start=at(2500), span_ms=1500, offset_ms=2500)
+    assert (early.x, early.width) == scale.bar(at(1000), at(3000))
+    # A window past the end is brought back inside the round.
+    assert build_timeline(assembled(*EARLY_ROUND), (9000, 12000)).window_s[1] == "4.001"
