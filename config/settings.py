@@ -192,6 +192,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     test_db_file = os.environ.get("TRAITDECK_TEST_DB_FILE")
     if test_db_file:
         DATABASES["default"]["TEST"] = {"NAME": test_db_file}
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A write that waits this long for a row or table lock fails with a lock timeout, which the
+    # API answers with 503 + Retry-After (nothing stored) instead of holding the request open.
+    DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
+        f"-c lock_timeout={env_int('DATABASE_LOCK_TIMEOUT_MS', 5000)}"
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from django.db import connections
+from django.db import connection, connections
 from django.test import Client
 
 from observe.models import Event
@@ -19,19 +19,36 @@ from tests.observe.ingest_support import post_events, token
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+#: The tables a write of these tests touches: PostgreSQL locks them all, SQLite its whole file.
+LOCKED_TABLES = ("observe_event", "observe_round", "observe_roundtool", "policy_policydraft")
+
+
 @contextmanager
 def other_writer() -> Iterator[Any]:
-    """A second connection to the same database that holds the write lock while the test runs."""
+    """A second connection to the same database that holds the write lock while the test runs.
+    On PostgreSQL the request's connection waits at most a short ``lock_timeout`` for it (the
+    deployed default, ``DATABASE_LOCK_TIMEOUT_MS``, is 5 s)."""
     other = connections.create_connection("default")
     other.ensure_connection()
     cursor = other.connection.cursor()
-    cursor.execute("BEGIN IMMEDIATE")
-    cursor.execute("DELETE FROM observe_event WHERE 0")  # take the write lock for real
+    if other.vendor == "postgresql":
+        cursor.execute("BEGIN")
+        existing = set(other.introspection.table_names())
+        tables = ", ".join(name for name in LOCKED_TABLES if name in existing)
+        cursor.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
+        with connection.cursor() as own:
+            own.execute("SET lock_timeout = '300ms'")
+    else:
+        cursor.execute("BEGIN IMMEDIATE")
+        cursor.execute("DELETE FROM observe_event WHERE 0")  # take the write lock for real
     try:
         yield other
     finally:
         other.connection.rollback()
         other.close()
+        if connection.vendor == "postgresql":
+            with connection.cursor() as own:
+                own.execute("RESET lock_timeout")
 
 
 def _event(turn: str, index: int) -> dict[str, Any]:
