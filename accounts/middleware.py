@@ -120,13 +120,23 @@ def _refuse(request: HttpRequest, rule: Rule, message: str, *, no_role: bool) ->
 def check_access(request: HttpRequest, match: ResolverMatch) -> HttpResponseBase | None:
     """``None`` when the request may go on, else the refusal to send."""
     refusal = _check(request, match)
-    if refusal is not None:
+    if refusal is not None and refusal.status_code != 405:
         refusal[REFUSED_HEADER] = "login" if refusal.status_code in (301, 302, 401) else "role"
     return refusal
 
 
 def _check(request: HttpRequest, match: ResolverMatch) -> HttpResponseBase | None:
     rule = rule_for(request, match)
+    if rule.api and rule.role is None:
+        allowed = sorted(m for m, path in API if path == api_template(match))
+        if allowed:
+            # The route exists for other methods: the method is wrong, not the role.
+            response = JsonResponse(
+                {"error": f"{_method(request)} is not allowed here; use {', '.join(allowed)}."},
+                status=405,
+            )
+            response["Allow"] = ", ".join(allowed)
+            return response
     role = required_role(request, rule)
     if role in (PUBLIC, TOKEN):
         # TOKEN routes authenticate the runtime token (and its scope) themselves.

@@ -224,3 +224,12 @@ def test_a_route_missing_from_the_table_is_refused(
     endpoint = viewer_client.get("/api/v1/rounds")
     assert endpoint.status_code == 403
     assert "not in the access table" in endpoint.json()["error"]
+
+
+def test_a_known_route_with_a_method_it_does_not_take_is_405_not_a_role_refusal(
+    viewer_client: Client,
+) -> None:
+    response = viewer_client.get("/api/v1/agents/main")
+    assert response.status_code == 405
+    assert set(response["Allow"].split(", ")) == {"DELETE", "PATCH"}
+    assert response.json()["error"].startswith("GET is not allowed here")
