@@ -228,6 +228,9 @@ else:
         }
     }
 
+#: Django's model backend, except that the demo account logs in only in demo mode.
+AUTHENTICATION_BACKENDS = ["accounts.backends.AccountBackend"]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

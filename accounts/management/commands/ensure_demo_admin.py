@@ -8,7 +8,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-DEMO_USERNAME = "demo"
+from accounts.backends import DEMO_USERNAME
+
 DEMO_PASSWORD = "demo-traitdeck"
 
 
