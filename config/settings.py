@@ -228,6 +228,19 @@ else:
         }
     }
 
+# Login attempts are counted in the cache (accounts.login_throttle): with several workers it must
+# be one they share, so REDIS_URL (the channel layer's server) serves it too.
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "traitdeck",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 #: Django's model backend, except that the demo account logs in only in demo mode.
 AUTHENTICATION_BACKENDS = ["accounts.backends.AccountBackend"]
 

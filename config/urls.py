@@ -9,7 +9,7 @@ from config.api import api
 urlpatterns = [
     path("", account_views.overview, name="overview"),
     path("accounts/no-role/", account_views.no_role, name="no-role"),
-    path("accounts/", include("django.contrib.auth.urls")),
+    path("accounts/", include("accounts.auth_urls")),
     path("admin/", admin.site.urls),
     path("policy/", include("policy.urls")),
     path("live/", include("observe.urls")),

@@ -60,6 +60,8 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         "TRAITDECK_SERVE_STATIC": "1",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
+        # Every test logs in from 127.0.0.1: no failed-login limit (as in config.settings_test).
+        "TRAITDECK_LOGIN_MAX_ATTEMPTS": "0",
     }
     server = LiveServer(url=f"http://127.0.0.1:{port}", env=env)
     server.manage("migrate", "--no-input", "-v0")

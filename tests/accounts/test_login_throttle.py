@@ -1,0 +1,89 @@
+"""Failed logins are limited per account and per client address (the cache counts them)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from django.test import Client, override_settings
+
+from tests.conftest import make_user
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "pw-right-123"
+
+
+@pytest.fixture(autouse=True)
+def limit() -> Iterator[None]:
+    # The test settings turn the limit off for every other suite; these tests use the default.
+    with override_settings(TRAITDECK_LOGIN_MAX_ATTEMPTS=10, TRAITDECK_LOGIN_WINDOW_S=900):
+        yield
+
+
+@pytest.fixture
+def username() -> str:
+    # Unique names and addresses: the counts live in the cache (Redis under make test-scale).
+    name = f"throttled-{uuid.uuid4().hex[:10]}"
+    make_user(name, "viewer", password=PASSWORD)
+    return name
+
+
+def address() -> str:
+    return f"10.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}"
+
+
+def attempt(client: Client, username: str, password: str) -> int:
+    response = client.post("/accounts/login/", {"username": username, "password": password})
+    return int(response.status_code)
+
+
+def fail(client: Client, username: str, times: int) -> None:
+    for _ in range(times):
+        assert attempt(client, username, "wrong") == 200
+
+
+def test_the_eleventh_attempt_is_refused_even_with_the_right_password(username: str) -> None:
+    client = Client(REMOTE_ADDR=address())
+    fail(client, username, 10)
+    response = client.post("/accounts/login/", {"username": username, "password": PASSWORD})
+    assert response.status_code == 429
+    assert 0 < int(response["Retry-After"]) <= 900
+    assert b"Too many failed logins" in response.content
+    assert b"Try again in 15 minutes." in response.content
+    assert "_auth_user_id" not in client.session
+
+
+def test_the_account_stays_throttled_from_another_address(username: str) -> None:
+    fail(Client(REMOTE_ADDR=address()), username, 10)
+    assert attempt(Client(REMOTE_ADDR=address()), username, PASSWORD) == 429
+
+
+def test_the_address_stays_throttled_for_another_account(username: str) -> None:
+    client = Client(REMOTE_ADDR=address())
+    fail(client, f"nobody-{uuid.uuid4().hex[:8]}", 10)
+    assert attempt(client, username, PASSWORD) == 429
+
+
+def test_a_successful_login_before_the_limit_resets_the_account(username: str) -> None:
+    fail(Client(REMOTE_ADDR=address()), username, 9)
+    assert attempt(Client(REMOTE_ADDR=address()), username, PASSWORD) == 302
+    # Nine more failures (from a third address) stay under the limit again.
+    client = Client(REMOTE_ADDR=address())
+    fail(client, username, 9)
+    assert attempt(client, username, PASSWORD) == 302
+
+
+def test_no_limit_when_the_setting_is_zero(username: str) -> None:
+    client = Client(REMOTE_ADDR=address())
+    with override_settings(TRAITDECK_LOGIN_MAX_ATTEMPTS=0):
+        fail(client, username, 12)
+        assert attempt(client, username, PASSWORD) == 302
+
+
+def test_the_test_settings_relax_the_limit() -> None:
+    # Every other test logs in many times from one address.
+    from config import settings_test
+
+    assert settings_test.TRAITDECK_LOGIN_MAX_ATTEMPTS == 0
