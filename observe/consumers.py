@@ -4,9 +4,10 @@ Ingest sends one group message per stored batch with the facts of each round it 
 consumer adds them to its counters (no query) and takes the batch's cards from
 :func:`observe.live.stream.fragments`, rendered once per process for every viewer. Versions are
 contiguous, so a message the layer dropped (the in-memory layer does so silently when a queue is
-full) shows as a gap: the consumer then catches up from the database (the rounds changed since,
-counters counted again). A periodic tick notices a drop with no later message. Every message
-carries a per-connection sequence number, so the page can tell when it missed one.
+full) shows as a gap: the consumer then catches up from the database (every round changed since,
+at its latest version, counters counted again). A periodic tick notices a drop with no later
+message. Every message carries a per-connection sequence number, so the page can tell when it
+missed one.
 """
 
 from __future__ import annotations
@@ -188,7 +189,8 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
             await self._catch_up_locked(quiet_if_nothing=quiet_if_nothing)
 
     async def _catch_up_locked(self, *, quiet_if_nothing: bool = False) -> None:
-        """What changed since ``last_version`` (the newest cards), counters counted afresh."""
+        """Every round changed since ``last_version``, at its latest version, counters counted
+        afresh."""
         caught = await _catch_up(self.round_filter, self.last_version)
         self.pending = {first: e for first, e in self.pending.items() if first > caught.version}
         self.last_version = max(self.last_version, caught.version)
@@ -198,7 +200,15 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
             # What the page just rendered: only a change (or the per-minute figures moving)
             # sends.
             self.counters = caught.tally.counters()
-        await self._send([f.html for f in caught.fragments], caught_up=caught.skipped)
+        messages = caught.messages()
+        for number, found in enumerate(messages):
+            # Every changed round reaches the page (a long catch-up in several messages); the
+            # first message states what was left out, if anything.
+            await self._send(
+                [f.html for f in found],
+                caught_up=caught.skipped if number == 0 else 0,
+                force=number > 0,
+            )
         while self.last_version + 1 in self.pending:
             await self._apply(self.pending.pop(self.last_version + 1))
 

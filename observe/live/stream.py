@@ -5,8 +5,11 @@ Ingest sends one group message per batch, ``{"type": "rounds.changed", "first", 
 one per round, contiguous over all batches). Every viewer applies the facts to its counters (a few
 additions), and takes its cards from :func:`fragments`, which reads and renders the batch's rounds
 once per process whatever the number of viewers. A viewer that notices a gap in the versions (a
-message the layer dropped) catches up with :func:`catch_up`: the rounds changed since, newest
-first and at most :data:`MAX_CARDS`, with its counters counted again.
+message the layer dropped, or a viewer that fell far behind) catches up with :func:`catch_up`:
+every round changed since, each once at its latest version (versions of one round coalesce; no
+round is left out), sent :data:`MAX_CARDS` cards per message, with its counters counted again.
+Only a viewer more than :data:`CATCH_UP_MAX` rounds behind (a page reconnecting after a long
+time) gets the newest of them, with the number left out stated in the message.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ from observe.selectors import KIND_COLUMNS, RoundFilter, latest_version
 
 #: Most cards the live page holds (and the most one stream message carries).
 MAX_CARDS: Final = 200
+#: Most rounds one catch-up sends (in messages of :data:`MAX_CARDS`); a viewer further behind
+#: gets the newest this many and is told how many were left out.
+CATCH_UP_MAX: Final = 10 * MAX_CARDS
 #: Batches whose rendered cards each process keeps (viewers of one batch ask within moments).
 KEPT_BATCHES: Final = 64
 
@@ -145,13 +151,20 @@ def stream_message(
 
 @dataclass(frozen=True)
 class CatchUp:
-    """What a viewer that fell behind gets: the rounds changed since its version (the newest
-    :data:`MAX_CARDS`; ``skipped`` more were left out), its counters counted afresh."""
+    """What a viewer that fell behind gets: every round changed since its version, once each at
+    its latest version, oldest change first (at most :data:`CATCH_UP_MAX`: ``skipped`` more,
+    older, were left out), its counters counted afresh."""
 
     version: int
     tally: Tally
     fragments: list[Fragment]
     skipped: int
+
+    def messages(self) -> list[list[Fragment]]:
+        """The fragments in stream messages of at most :data:`MAX_CARDS` cards (one, maybe
+        empty, when there are none)."""
+        found = self.fragments
+        return [found[i : i + MAX_CARDS] for i in range(0, len(found), MAX_CARDS)] or [[]]
 
 
 def catch_up(round_filter: RoundFilter, since: int) -> CatchUp:
@@ -160,10 +173,14 @@ def catch_up(round_filter: RoundFilter, since: int) -> CatchUp:
     version = latest_version()
     tally = tally_for(round_filter)
     changed = round_filter.apply(Round.objects.filter(version__gt=since, version__lte=version))
-    total = changed.values("pk").distinct().count()
-    rows = list(changed.order_by("-version").distinct()[:MAX_CARDS])
+    # A round's row holds its latest version only: one row per changed round, coalesced.
+    rows = list(changed.order_by("-version").distinct()[: CATCH_UP_MAX + 1])
+    skipped = 0
+    if len(rows) > CATCH_UP_MAX:
+        skipped = changed.values("pk").distinct().count() - CATCH_UP_MAX
+        rows = rows[:CATCH_UP_MAX]
     rows.reverse()
-    return CatchUp(version, tally, render_fragments(rows), max(0, total - len(rows)))
+    return CatchUp(version, tally, render_fragments(rows), skipped)
 
 
 def matching(round_filter: RoundFilter, found: Sequence[Fragment], since: int) -> list[Fragment]:

@@ -21,6 +21,7 @@ from observe import live
 from observe.consumers import UNAUTHENTICATED, LiveRoundsConsumer
 from observe.live import stream
 from observe.models import Round
+from observe.services import broadcast_change as real_broadcast
 from tests.conftest import make_user
 from tests.observe.live_support import HandRound, ingest, simulated
 
@@ -208,10 +209,77 @@ async def test_a_dropped_group_message_is_healed_by_the_tick(
     assert await communicator.receive_nothing(timeout=0.4)
 
 
-async def test_a_viewer_far_behind_gets_the_newest_changes_not_a_reload(
+def card_versions(message: str) -> dict[str, int]:
+    return {
+        card: int(version)
+        for card, version in re.findall(r'id="(round-\d+)" data-version="(\d+)"', message)
+    }
+
+
+async def latest_versions() -> dict[str, int]:
+    return {f"round-{row.pk}": row.version async for row in Round.objects.all()}
+
+
+async def test_a_viewer_far_behind_gets_every_change_in_several_messages_not_a_reload(
     sockets: list[Any], user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(stream, "MAX_CARDS", 2)
+    for number in range(3):
+        await ingest_async(HandRound(turn_id=f"t-{number}").started().events)
+    communicator = await open_socket(sockets, user, "since=0")
+    first = await communicator.receive_from(timeout=TIMEOUT)
+    second = await communicator.receive_from(timeout=TIMEOUT)
+    # Oldest change first, at most MAX_CARDS cards a message, nothing left out.
+    shown = [f"round-{await round_pk('main', f't-{number}')}" for number in range(3)]
+    assert card_ids(first) + card_ids(second) == shown
+    assert (seq(first), seq(second)) == (1, 2)
+    assert "data-caught-up" not in first + second
+    assert "data-resync" not in first + second
+    assert '<b id="count-rounds">3</b>' in second
+    # The stream goes on from the newest version: the next change is sent normally.
+    await ingest_async(HandRound(turn_id="t-next").started().events)
+    message = await communicator.receive_from(timeout=TIMEOUT)
+    assert card_ids(message) == [f"round-{await round_pk('main', 't-next')}"]
+    assert seq(message) == 3
+    assert '<b id="count-rounds">4</b>' in message
+
+
+async def test_a_viewer_that_falls_behind_loses_no_update(
+    sockets: list[Any], user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sequence-checked: while the layer drops a viewer's messages (more rounds change than a
+    message holds, one of them twice), it later gets every round at its latest version, in
+    messages numbered without a gap, and its counters agree with the database."""
+    monkeypatch.setattr(stream, "MAX_CARDS", 3)
+    communicator = await open_socket(sockets, user)
+    await ingest_async(HandRound(turn_id="t-before").started().events)
+    received = [await communicator.receive_from(timeout=TIMEOUT)]
+    sent: list[Any] = []
+    monkeypatch.setattr("observe.services.broadcast_change", sent.append)
+    again = HandRound(turn_id="t-again").started()
+    await ingest_async(again.events)
+    for number in range(7):
+        await ingest_async(HandRound(turn_id=f"t-dropped-{number}").started().events)
+    await ingest_async(again.generation().events)  # a later version of a round already changed
+    monkeypatch.setattr("observe.services.broadcast_change", real_broadcast)
+    await ingest_async(HandRound(turn_id="t-after").started().events)  # shows the gap
+    wanted = await latest_versions()
+    shown = card_versions(received[0])
+    while any(shown.get(card, 0) < version for card, version in wanted.items()):
+        received.append(await communicator.receive_from(timeout=TIMEOUT))
+        for card, version in card_versions(received[-1]).items():
+            shown[card] = max(shown.get(card, 0), version)
+    assert shown == wanted  # every round, at its latest version (the first version coalesced)
+    assert [seq(message) for message in received] == list(range(1, len(received) + 1))
+    assert all(len(card_ids(message)) <= 3 for message in received)
+    assert not any("data-caught-up" in message for message in received)
+    assert f'<b id="count-rounds">{len(wanted)}</b>' in received[-1]
+
+
+async def test_a_viewer_further_behind_than_a_catch_up_holds_is_told_what_was_left_out(
+    sockets: list[Any], user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(stream, "CATCH_UP_MAX", 2)
     for number in range(3):
         await ingest_async(HandRound(turn_id=f"t-{number}").started().events)
     communicator = await open_socket(sockets, user, "since=0")
@@ -219,14 +287,7 @@ async def test_a_viewer_far_behind_gets_the_newest_changes_not_a_reload(
     newest = [f"round-{await round_pk('main', f't-{number}')}" for number in (1, 2)]
     assert card_ids(message) == newest
     assert 'data-seq="1" data-caught-up="1"' in message
-    assert "data-resync" not in message
     assert '<b id="count-rounds">3</b>' in message
-    # The stream goes on from the newest version: the next change is sent normally.
-    await ingest_async(HandRound(turn_id="t-next").started().events)
-    message = await communicator.receive_from(timeout=TIMEOUT)
-    assert card_ids(message) == [f"round-{await round_pk('main', 't-next')}"]
-    assert seq(message) == 2
-    assert '<b id="count-rounds">4</b>' in message
 
 
 async def test_a_missing_batch_is_caught_up_when_the_next_one_shows_the_gap(
