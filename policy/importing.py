@@ -11,7 +11,9 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
+from policy.caps import web_caps
 from policy.domain.analysis import Analysis
+from policy.domain.caps import refuse_over_caps
 from policy.domain.yaml_io import WEB_MAX_BYTES, export_text
 from policy.selectors import DraftState, draft_state, text_analysis
 
@@ -58,8 +60,14 @@ def import_diff(draft: DraftState, new_text: str) -> str:
     )
 
 
-def import_preview(text: str | bytes, *, max_bytes: int = WEB_MAX_BYTES) -> ImportPreview:
-    """Analyse ``text`` as an import into the current draft; changes nothing."""
+def import_preview(
+    text: str | bytes, *, max_bytes: int = WEB_MAX_BYTES, uncapped: bool = False
+) -> ImportPreview:
+    """Analyse ``text`` as an import into the current draft; changes nothing. Over one of the
+    web's caps it is refused (``policy-too-large``) unless ``uncapped`` (management commands)."""
     analysis = text_analysis(text, max_bytes=max_bytes)
+    draft = draft_state()
+    if not uncapped:
+        analysis = refuse_over_caps(analysis, web_caps(), before=draft.data)
     new_text = None if analysis.refused else export_text(analysis.data)
-    return ImportPreview(analysis=analysis, draft=draft_state(), new_text=new_text)
+    return ImportPreview(analysis=analysis, draft=draft, new_text=new_text)

@@ -22,6 +22,10 @@ from policy.audit_notes import (
     agent_renamed,
     policy_replaced,
 )
+from policy.caps import web_caps
+from policy.domain.caps import CODE as CAPS_CODE
+from policy.domain.caps import over_caps
+from policy.domain.diagnostics import Diagnostic
 from policy.domain.edits import EditError, check_agent_name, remove_agent, rename_agent
 from policy.domain.manifest import parse_manifest
 from policy.domain.text import unencodable_path
@@ -49,6 +53,15 @@ class EditRefused(Exception):
     """The edit cannot apply (unknown agent, taken name…): a plain sentence for the user."""
 
 
+class PolicyTooLarge(EditRefused):
+    """The change would take the policy over one of the web's caps (``policy-too-large``)."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = diagnostics
+        reasons = "; ".join(d.message for d in diagnostics)
+        super().__init__(f"the change is refused ({CAPS_CODE}): {reasons}; nothing was saved")
+
+
 def _user(user: Any) -> User | None:
     return user if isinstance(user, User) and user.is_authenticated else None
 
@@ -65,14 +78,20 @@ def _locked_draft(base_revision: int | None) -> tuple[PolicyDraft | None, int]:
 
 @transaction.atomic
 def draft_change(
-    *, edit: Edit, base_revision: int | None, user: Any = None, audit: AuditNote | None = None
+    *,
+    edit: Edit,
+    base_revision: int | None,
+    user: Any = None,
+    audit: AuditNote | None = None,
+    uncapped: bool = False,
 ) -> DraftState:
     """Apply ``edit`` to the draft document and store the result as the next revision.
 
     ``base_revision`` None applies to whatever the current draft is (API calls without
     ``If-Match``). The row lock makes concurrent changes queue instead of overwriting.
     Records one audit entry as ``audit`` describes it (without one: the whole policy before
-    and after, as ``draft.edit``).
+    and after, as ``draft.edit``). A change over the web's caps raises ``PolicyTooLarge``
+    unless ``uncapped`` (management commands, which like the CLI have no caps).
     """
     draft, current = _locked_draft(base_revision)
     state = draft_state()
@@ -87,6 +106,10 @@ def draft_change(
             f"{where} holds text that cannot be encoded as UTF-8 (a lone surrogate); nothing was"
             " saved"
         )
+    if not uncapped:
+        over = over_caps(new_data, web_caps(), before=state.data)
+        if over:
+            raise PolicyTooLarge(over)
     body = dump_body(new_data)
     # Refuse to store anything the loader would not read back: the draft must stay importable.
     reloaded = load_policy(body, max_bytes=CLI_MAX_BYTES)
@@ -118,6 +141,7 @@ def draft_replace(
     base_revision: int | None,
     user: Any = None,
     audit: AuditNote | None = None,
+    uncapped: bool = False,
 ) -> DraftState:
     """Replace the whole draft (an applied import, unless ``audit`` says otherwise)."""
     return draft_change(
@@ -125,6 +149,7 @@ def draft_replace(
         base_revision=base_revision,
         user=user,
         audit=audit or policy_replaced(),
+        uncapped=uncapped,
     )
 
 

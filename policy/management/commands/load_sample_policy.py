@@ -37,5 +37,6 @@ class Command(BaseCommand):
             base_revision=0,
             user=cli_actor(options["actor"]),
             audit=policy_replaced(message="the sample policy"),
+            uncapped=True,
         )
         self.stdout.write(f"loaded the sample policy into the draft (revision {new.revision})")

@@ -84,7 +84,8 @@ class Command(BaseCommand):
         if options["publish"] and not (options["message"] or "").strip():
             raise CommandError("--publish needs --message", returncode=2)
         text = self._read(options["file"])
-        preview = import_preview(text, max_bytes=CLI_MAX_BYTES)
+        # Like the traitdeck CLI, commands have no size caps (they are the web's).
+        preview = import_preview(text, max_bytes=CLI_MAX_BYTES, uncapped=True)
         for diagnostic in preview.analysis.diagnostics:
             self.stderr.write(diagnostic.as_text())
         if preview.refused:
@@ -94,7 +95,7 @@ class Command(BaseCommand):
             raise CommandError(
                 "the policy has errors, which block publishing; nothing was changed", returncode=1
             )
-        state = draft_replace(data=preview.data, base_revision=None, user=actor)
+        state = draft_replace(data=preview.data, base_revision=None, user=actor, uncapped=True)
         self.stdout.write(f"imported into the draft (revision {state.revision})")
         if options["publish"]:
             self._publish(options)
