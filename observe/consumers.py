@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -37,6 +38,17 @@ logger = logging.getLogger(__name__)
 UNAUTHENTICATED = 4401
 #: Close code for a user without the viewer role (never had it, or it was taken away).
 FORBIDDEN = 4403
+#: Close code for a user who already holds ``TRAITDECK_MAX_WEBSOCKETS_PER_USER`` live streams.
+TOO_MANY_STREAMS = 4429
+#: Close code (RFC 6455 "unsupported data") for a client that sends anything: the stream is
+#: one-way, the page never sends.
+UNSUPPORTED_DATA = 1003
+
+#: Live streams open per user id, in this process: with several workers the cap holds per
+#: worker (a user may hold up to cap × workers in all). It bounds what one user can make one
+#: worker hold, which is the point; a shared count would need a store that forgets the streams
+#: of a worker that died.
+_open_streams: Counter[Any] = Counter()
 
 
 def _db[**P, T](func: Callable[P, T]) -> Callable[P, Awaitable[T]]:
@@ -69,6 +81,10 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
     ``#incoming``), ``#counters`` and ``#live-seq`` (``data-seq`` counts this connection's
     messages from 1). A refresh runs on connect, on every ``rounds.changed`` group message and
     every ``tick_seconds``.
+
+    The protocol is one-way (server → page): anything a client sends closes its stream with
+    1003 and is never parsed. One user holds at most ``TRAITDECK_MAX_WEBSOCKETS_PER_USER``
+    streams (per worker); one more is closed with 4429, which the page explains.
     """
 
     #: ``TRAITDECK_LIVE_TICK_SECONDS`` (the scale tests stretch it to prove the Redis path).
@@ -96,6 +112,8 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
         #: Whether a batch message came since the last tick.
         self._heard = False
         self._lock = asyncio.Lock()
+        #: The user id this stream is counted against (``None``: not counted).
+        self._stream_slot: Any = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -106,10 +124,19 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
             await self.close(code=UNAUTHENTICATED)
             return
         refusal = await _session_allows(user, self._session_key())
+        if refusal is None and not self._take_stream_slot(user.pk):
+            refusal = TOO_MANY_STREAMS
         if refusal is not None:
             await self.accept()
             await self.close(code=refusal)
             return
+        try:
+            await self._start()
+        except BaseException:
+            self._release_stream_slot()  # disconnect() is not called when connect fails
+            raise
+
+    async def _start(self) -> None:
         query = QueryDict(self.scope.get("query_string", b"").decode("utf-8", "replace"))
         self.round_filter = parse_filter(query).round_filter
         since = parse_since(query.get("since"))
@@ -124,18 +151,48 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
         self._ticker = asyncio.create_task(self._tick())
         self._watcher = asyncio.create_task(self._watch_session())
 
+    def _take_stream_slot(self, user_id: Any) -> bool:
+        """Count this stream against its user's cap; ``False`` when the user is at the cap."""
+        cap = settings.TRAITDECK_MAX_WEBSOCKETS_PER_USER
+        if 0 < cap <= _open_streams[user_id]:
+            return False
+        _open_streams[user_id] += 1
+        self._stream_slot = user_id
+        return True
+
+    def _release_stream_slot(self) -> None:
+        user_id, self._stream_slot = self._stream_slot, None
+        if user_id is not None:
+            _open_streams[user_id] -= 1
+            if _open_streams[user_id] <= 0:
+                del _open_streams[user_id]
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """The stream is one-way: the live page never sends. Anything a client sends (garbage
+        text, JSON, binary) closes that client's stream with 1003, unread; other viewers go on.
+        (Malformed frames and text that is not UTF-8 never get here: daphne's websocket layer
+        closes such a connection itself.)"""
+        await self._stop()
+        await self.close(code=UNSUPPORTED_DATA)
+
     def _session_key(self) -> str | None:
         session = self.scope.get("session")
         key = getattr(session, "session_key", None)
         return key if isinstance(key, str) else None
 
     async def disconnect(self, code: int) -> None:
+        await self._stop()
+
+    async def _stop(self) -> None:
+        """Stop sending: out of the group, no more ticks; the user's slot given back."""
+        self._release_stream_slot()
         for task in (self._ticker, self._watcher, self._healer):
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         if self._joined:
+            self._joined = False
             await self.channel_layer.group_discard(LIVE_GROUP, self.channel_name)
 
     async def rounds_changed(self, event: dict[str, Any]) -> None:

@@ -154,12 +154,17 @@
       const retried = detail.connection && detail.connection.config
         ? detail.connection.config.reconnectCodes : null;
       if (detail.reason === "removed") return;
-      if (detail.code === 4401 || detail.code === 4403) {
-        // The server ended the stream on purpose (session over, role gone): say why, and stop.
-        setStatus(detail.code === 4401 ? "signed out — log in again" : "no longer allowed", "closed");
+      if (detail.code === 4401 || detail.code === 4403 || detail.code === 4429) {
+        // The server ended the stream on purpose (session over, role gone, too many live pages
+        // open): say why, and stop.
+        const status = { 4401: "signed out — log in again", 4403: "no longer allowed",
+          4429: "too many live pages open" };
+        setStatus(status[detail.code], "closed");
         const ended = document.getElementById("stream-ended");
         if (ended) {
           ended.querySelector(".why").textContent = ended.dataset[String(detail.code)] || "";
+          const login = ended.querySelector(".login-link");
+          if (login) login.hidden = detail.code === 4429;
           ended.hidden = false;
         }
       } else if (retried && !retried.includes(detail.code)) setStatus("disconnected — reload the page", "closed");

@@ -1,0 +1,108 @@
+"""The live websocket against misbehaving clients: too many streams for one user, and clients
+that send anything at all (the stream is one-way). Others keep their updates."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from channels.db import database_sync_to_async
+from channels.layers import channel_layers
+from channels.testing import WebsocketCommunicator
+from django.test import override_settings
+
+from observe import consumers
+from observe.consumers import TOO_MANY_STREAMS, UNSUPPORTED_DATA, LiveRoundsConsumer
+from tests.conftest import make_user
+from tests.observe.live_support import HandRound, ingest
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+TIMEOUT = 5
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer() -> None:
+    # The in-memory layer's queues belong to the event loop that made them: one per test.
+    channel_layers.backends.clear()
+
+
+@pytest_asyncio.fixture
+async def users() -> tuple[Any, Any]:
+    ana = await database_sync_to_async(make_user)("ana", "viewer")
+    bo = await database_sync_to_async(make_user)("bo", "viewer")
+    return ana, bo
+
+
+@pytest_asyncio.fixture
+async def sockets() -> AsyncIterator[list[WebsocketCommunicator]]:
+    opened: list[WebsocketCommunicator] = []
+    yield opened
+    for communicator in opened:
+        await communicator.disconnect()
+    assert not consumers._open_streams, "every closed stream gives its slot back"
+
+
+async def connect(sockets: list[WebsocketCommunicator], user: Any) -> WebsocketCommunicator:
+    communicator = WebsocketCommunicator(LiveRoundsConsumer.as_asgi(), "/ws/live/?since=0")
+    communicator.scope["user"] = user
+    connected, _ = await communicator.connect(timeout=TIMEOUT)
+    assert connected
+    sockets.append(communicator)
+    return communicator
+
+
+async def closed_with(communicator: WebsocketCommunicator) -> int:
+    output = await communicator.receive_output(timeout=TIMEOUT)
+    assert output["type"] == "websocket.close", output
+    return int(output["code"])
+
+
+async def next_round_arrives(communicator: WebsocketCommunicator, turn_id: str) -> None:
+    await database_sync_to_async(ingest)(HandRound(turn_id=turn_id).started().events)
+    message = await communicator.receive_from(timeout=TIMEOUT)
+    assert 'class="round-card' in message
+
+
+@override_settings(TRAITDECK_MAX_WEBSOCKETS_PER_USER=2)
+async def test_a_stream_over_the_users_cap_is_closed_with_4429(
+    sockets: list[Any], users: tuple[Any, Any]
+) -> None:
+    ana, bo = users
+    first = await connect(sockets, ana)
+    await connect(sockets, ana)
+    third = await connect(sockets, ana)
+    assert await closed_with(third) == TOO_MANY_STREAMS
+    # Another user is not counted against ana's cap.
+    theirs = await connect(sockets, bo)
+    assert await theirs.receive_nothing(timeout=0.2)
+    # A closed stream frees its slot.
+    await first.disconnect()
+    sockets.remove(first)
+    again = await connect(sockets, ana)
+    assert await again.receive_nothing(timeout=0.2)
+    await next_round_arrives(again, "after-the-cap")
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        {"text_data": "{not json"},
+        {"text_data": '{"type": "rounds.changed", "first": 1, "version": 99}'},
+        {"text_data": "x" * 100_000},
+        {"bytes_data": b"\x00\xff\xfe garbage"},
+    ],
+    ids=["broken-json", "json-posing-as-a-group-message", "large-text", "binary"],
+)
+async def test_a_client_sending_anything_is_closed_and_others_keep_their_updates(
+    sockets: list[Any], users: tuple[Any, Any], garbage: dict[str, Any]
+) -> None:
+    ana, bo = users
+    rogue = await connect(sockets, ana)
+    viewer = await connect(sockets, bo)
+    await rogue.send_to(**garbage)
+    assert await closed_with(rogue) == UNSUPPORTED_DATA
+    await next_round_arrives(viewer, "after-the-garbage")
+    assert await rogue.receive_nothing(timeout=0.2)

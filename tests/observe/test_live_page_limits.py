@@ -1,0 +1,13 @@
+"""The live page tells why the server refused its stream (too many live pages open)."""
+
+from __future__ import annotations
+
+from django.test import Client
+
+
+def test_the_live_page_can_say_the_stream_was_refused_for_too_many_pages(
+    viewer_client: Client,
+) -> None:
+    page = viewer_client.get("/live/").content.decode()
+    assert 'data-4429="The live stream was refused: you already have as many live pages' in page
+    assert "(TRAITDECK_MAX_WEBSOCKETS_PER_USER)" in page
