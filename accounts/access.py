@@ -28,6 +28,9 @@ TOKEN: Final = "token"
 ANY_USER: Final = "any-user"
 #: Only superusers (the Django admin).
 SUPERUSER: Final = "superuser"
+#: The API's docs and OpenAPI schema: viewer, or anyone while ``DEBUG`` is on (a developer's
+#: machine). In production (``DEBUG`` off) they need a login like every other page.
+DOCS: Final = "docs"
 #: Imports: a preview (API ``dry_run`` true, its default; the import form's ``op`` other than
 #: ``apply``) is read-only, so viewer; replacing the draft is editor.
 EDITOR_TO_APPLY: Final = "editor-to-apply"
@@ -45,8 +48,8 @@ PAGES: dict[str, dict[str, str]] = {
     "password_reset_confirm": {"*": PUBLIC},
     "password_reset_complete": {"GET": PUBLIC},
     "admin:*": {"*": SUPERUSER},
-    "api:openapi-json": {"GET": VIEWER},
-    "api:openapi-view": {"GET": VIEWER},
+    "api:openapi-json": {"GET": DOCS},
+    "api:openapi-view": {"GET": DOCS},
     "api:api-root": {"GET": VIEWER},
     "policy:agents": {"GET": VIEWER},
     "policy:agent-add": {"POST": EDITOR},
@@ -80,6 +83,9 @@ PAGES: dict[str, dict[str, str]] = {
     "accounts:tokens": {"GET": PUBLISHER, "POST": PUBLISHER},
     "accounts:token-revoke": {"GET": PUBLISHER, "POST": PUBLISHER},
 }
+
+#: URL names outside ``API`` that answer JSON: their refusals are JSON too (401, not a redirect).
+JSON_PAGES: frozenset[str] = frozenset({"api:openapi-json"})
 
 #: (method, path template as in the OpenAPI schema) → required role.
 API: dict[tuple[str, str], str] = {

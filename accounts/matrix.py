@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from accounts.access import (
     ANY_USER,
+    DOCS,
     EDITOR,
     EDITOR_TO_APPLY,
     PUBLIC,
@@ -20,6 +21,7 @@ COLUMNS = ("anonymous", "no role", VIEWER, EDITOR, PUBLISHER, SUPERUSER)
 _FIRST = {
     PUBLIC: "anonymous",
     ANY_USER: "no role",
+    DOCS: VIEWER,  # as in production (DEBUG off); anyone with DEBUG on
     VIEWER: VIEWER,
     EDITOR: EDITOR,
     PUBLISHER: PUBLISHER,

@@ -23,8 +23,10 @@ from django_htmx.http import reswap, retarget
 from accounts.access import (
     ANY_USER,
     API,
+    DOCS,
     EDITOR,
     EDITOR_TO_APPLY,
+    JSON_PAGES,
     PAGES,
     PUBLIC,
     SUPERUSER,
@@ -76,7 +78,9 @@ def rule_for(request: HttpRequest, match: ResolverMatch) -> Rule:
         rules = PAGES.get(f"{match.namespace}:*")
     role = None if rules is None else rules.get(method, rules.get("*"))
     # A URL the table does not know, under /api/, still answers in JSON.
-    is_api = rules is None and request.path_info.startswith("/api/")
+    is_api = (rules is None and request.path_info.startswith("/api/")) or (
+        match.view_name in JSON_PAGES
+    )
     return Rule(role, api=is_api, route=f"{method} {match.view_name}")
 
 
@@ -97,6 +101,8 @@ def _applies(request: HttpRequest, api: bool) -> bool:
 
 
 def required_role(request: HttpRequest, rule: Rule) -> str | None:
+    if rule.role == DOCS:
+        return PUBLIC if settings.DEBUG else VIEWER
     if rule.role == EDITOR_TO_APPLY:
         return EDITOR if _applies(request, rule.api) else VIEWER
     return rule.role

@@ -21,8 +21,10 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from accounts.access import (
     ANY_USER,
     API,
+    DOCS,
     EDITOR,
     EDITOR_TO_APPLY,
+    JSON_PAGES,
     PAGES,
     PUBLIC,
     PUBLISHER,
@@ -46,6 +48,7 @@ RANK = {caller: i for i, caller in enumerate(CALLERS)}
 FIRST = {
     PUBLIC: ANONYMOUS,
     ANY_USER: NO_ROLE,
+    DOCS: VIEWER,  # the tests run with DEBUG off, as production does
     VIEWER: VIEWER,
     EDITOR: EDITOR,
     PUBLISHER: PUBLISHER,
@@ -132,7 +135,8 @@ def page_checks(missing: list[str]) -> list[Check]:
                     checks.append(Check(match.view_name, verb, url, VIEWER, False, {"op": "x"}))
                     checks.append(Check(match.view_name, verb, url, EDITOR, False, {"op": "apply"}))
                 else:
-                    checks.append(Check(match.view_name, verb, url, role, False))
+                    json = match.view_name in JSON_PAGES
+                    checks.append(Check(match.view_name, verb, url, role, json))
     return checks
 
 
