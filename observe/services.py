@@ -98,12 +98,7 @@ def _triage(raw_events: Sequence[Any], result: IngestResult) -> Fresh:
         except EventError as exc:
             result.rejected.append({"index": index, "error": str(exc)})
     ids = list({event.event_id for _, event, _ in parsed})
-    known: dict[str, Event] = {
-        event_id: _stored(data)
-        for event_id, data in StoredEvent.objects.filter(event_id__in=ids).values_list(
-            "event_id", "data"
-        )
-    }
+    known: dict[str, Event] = {event_id: _stored(data) for event_id, data in _stored_data(ids)}
     fresh: Fresh = {}
     for index, event, text in parsed:
         reference = known.get(event.event_id)
@@ -116,6 +111,34 @@ def _triage(raw_events: Sequence[Any], result: IngestResult) -> Fresh:
             result.rejected.append({"index": index, "error": REUSED_ID})
     result.rejected.sort(key=lambda item: item["index"])
     return fresh
+
+
+#: Ids per ``IN (…)`` list: well under every database's limit on statement parameters.
+_IDS_PER_QUERY = 500
+
+
+def _stored_data(ids: Sequence[str]) -> list[tuple[str, Any]]:
+    """``(event_id, data)`` of the stored events among ``ids``: plain SQL (a queryset costs more
+    to build than this query takes to run on every POST)."""
+    if not ids:
+        return []
+    data_field = StoredEvent._meta.get_field("data")
+    quote = connection.ops.quote_name
+    found: list[tuple[str, Any]] = []
+    with connection.cursor() as cursor:
+        for first in range(0, len(ids), _IDS_PER_QUERY):
+            chunk = ids[first : first + _IDS_PER_QUERY]
+            cursor.execute(
+                f"SELECT {quote('event_id')}, {quote('data')}"
+                f" FROM {quote(StoredEvent._meta.db_table)}"
+                f" WHERE {quote('event_id')} IN ({', '.join(['%s'] * len(chunk))})",
+                chunk,
+            )
+            found.extend(
+                (event_id, data_field.from_db_value(data, None, connection))  # type: ignore[arg-type]
+                for event_id, data in cursor.fetchall()
+            )
+    return found
 
 
 def _stored(data: Any) -> Event:
@@ -132,7 +155,8 @@ def _parse(raw: Any) -> Event:
     return _checked(raw)[0]
 
 
-_LONG_NUMBER = re.compile(r"\d{16}")
+#: 16 digits in a row: maybe an integer past 64 bits (JSON numbers are ASCII digits).
+_LONG_NUMBER = re.compile(r"[0-9]{16}")
 
 
 def _plain_json(data: Any) -> str | None:
@@ -295,29 +319,55 @@ class _Held:
     facts: Facts
 
 
+def _db_datetime(value: Any) -> datetime:
+    """A datetime column read with plain SQL, as the ORM returns it (aware, UTC)."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    parsed = datetime.fromisoformat(str(value))
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
 def _held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, _Held]:
-    """The rounds already stored, with their assembly and facts (one query)."""
+    """The rounds already stored, with their assembly and facts (one plain query: a queryset
+    costs more to build than the query takes to run on every POST)."""
     wanted = set(keys)
-    rows = Round.objects.filter(
-        agent__in={key[0] for key in keys}, turn_id__in={key[1] for key in keys}
-    ).values_list(
-        "pk",
-        "agent",
-        "turn_id",
-        "iteration",
-        "assembly",
-        "agent_in_policy",
-        "started_at",
-        *_KIND_COLUMNS,
-    )
+    agents = sorted({key[0] for key in keys})
+    turns = sorted({key[1] for key in keys})
+    quote = connection.ops.quote_name
+    columns = ("id", "agent", "turn_id", "iteration", "assembly", "agent_in_policy", "started_at")
+    assembly_field = Round._meta.get_field("assembly")
     held: dict[RoundKey, _Held] = {}
-    for pk, agent, turn_id, iteration, assembly, in_policy, started_at, *counts in rows:
-        key = (agent, turn_id, iteration)
-        if key in wanted:
-            tools = assembly.get("tools", []) if assembly else []
-            held[key] = _Held(
-                pk, assembly, in_policy, round_facts(agent, started_at, counts, tools)
+    with connection.cursor() as cursor:
+        for first in range(0, len(turns), _IDS_PER_QUERY):
+            chunk = turns[first : first + _IDS_PER_QUERY]
+            cursor.execute(
+                f"SELECT {', '.join(quote(c) for c in (*columns, *_KIND_COLUMNS))}"
+                f" FROM {quote(Round._meta.db_table)}"
+                f" WHERE {quote('agent')} IN ({', '.join(['%s'] * len(agents))})"
+                f" AND {quote('turn_id')} IN ({', '.join(['%s'] * len(chunk))})",
+                [*agents, *chunk],
             )
+            for (
+                pk,
+                agent,
+                turn_id,
+                iteration,
+                assembly,
+                in_policy,
+                started,
+                *counts,
+            ) in cursor.fetchall():
+                key = (agent, turn_id, iteration)
+                if key not in wanted:
+                    continue
+                state = assembly_field.from_db_value(assembly, None, connection)  # type: ignore[arg-type]
+                tools = state.get("tools", []) if state else []
+                held[key] = _Held(
+                    pk,
+                    state,
+                    bool(in_policy),
+                    round_facts(agent, _db_datetime(started), counts, tools),
+                )
     return held
 
 
@@ -332,11 +382,21 @@ class _JsonText(str):
         return made
 
 
+#: The last datetime converted and its text: a batch's rows share one ``received_at``/``now``.
+_last_datetime: tuple[datetime | None, str | None] = (None, None)
+
+
 def _sqlite_datetime(value: datetime | None) -> str | None:
     # What Django's SQLite backend stores for an aware datetime (UTC, naive, str()).
+    global _last_datetime
     if value is None:
         return None
-    return str(value.astimezone(UTC).replace(tzinfo=None))
+    last = _last_datetime  # one tuple, replaced whole: threads never see half of it
+    if value is last[0]:
+        return last[1]
+    text = str(value.astimezone(UTC).replace(tzinfo=None))
+    _last_datetime = (value, text)
+    return text
 
 
 def _sqlite_json(value: Any) -> str:
@@ -392,6 +452,19 @@ class _Writer:
                 cursor.executemany(sql, rows)
 
 
+_writers: dict[tuple[str, str, type[models.Model], tuple[str, ...]], _Writer] = {}
+
+
+def _writer(model: type[models.Model], names: Sequence[str]) -> _Writer:
+    """The writer of these columns, made once per database (per vendor: the conversions
+    differ)."""
+    key = (connection.alias, connection.vendor, model, tuple(names))
+    writer = _writers.get(key)
+    if writer is None:
+        writer = _writers[key] = _Writer(model, names)
+    return writer
+
+
 @dataclass
 class Change:
     """What a committed batch changed, for the live view: versions ``first``..``version`` (one
@@ -437,8 +510,8 @@ def _store(fresh: Fresh, known_agents: frozenset[str] | None) -> Change:
     created: list[list[Any]] = []
     updates: list[list[Any]] = []
     new_tools: dict[RoundKey, list[str]] = {}
-    round_writer = _Writer(Round, _ROUND_COLUMNS)
-    new_round_writer = _Writer(Round, ("agent", "turn_id", "iteration", *_ROUND_COLUMNS))
+    round_writer = _writer(Round, _ROUND_COLUMNS)
+    new_round_writer = _writer(Round, ("agent", "turn_id", "iteration", *_ROUND_COLUMNS))
     facts: dict[RoundKey, tuple[Facts | None, Facts]] = {}
     for key, version in zip(keys, versions, strict=True):
         row = held.get(key)
@@ -467,11 +540,17 @@ def _store(fresh: Fresh, known_agents: frozenset[str] | None) -> Change:
     pks = {key: row.pk for key, row in held.items()}
     if created:
         # Each round of the batch took one of its versions: they find the new rows' ids.
-        for pk, agent, turn_id, iteration in Round.objects.filter(
-            version__gte=versions[0], version__lte=versions[-1]
-        ).values_list("pk", "agent", "turn_id", "iteration"):
-            pks[(agent, turn_id, iteration)] = pk
-    event_writer = _Writer(StoredEvent, ("event_id", "round", "type", "ts", "data", "received_at"))
+        quote = connection.ops.quote_name
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {quote('id')}, {quote('agent')}, {quote('turn_id')},"
+                f" {quote('iteration')} FROM {quote(Round._meta.db_table)}"
+                f" WHERE {quote('version')} BETWEEN %s AND %s",
+                [versions[0], versions[-1]],
+            )
+            for pk, agent, turn_id, iteration in cursor.fetchall():
+                pks[(agent, turn_id, iteration)] = pk
+    event_writer = _writer(StoredEvent, ("event_id", "round", "type", "ts", "data", "received_at"))
     event_writer.insert(
         [
             event_writer.prepare((e.event_id, pks[key], e.type, e.ts, _data(e, texts), now))
@@ -479,7 +558,7 @@ def _store(fresh: Fresh, known_agents: frozenset[str] | None) -> Change:
             for e in events
         ]
     )
-    tool_writer = _Writer(RoundTool, ("round", "tool_id"))
+    tool_writer = _writer(RoundTool, ("round", "tool_id"))
     tool_writer.insert(
         [
             tool_writer.prepare((pks[key], tool_id))

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.urls import NoReverseMatch, reverse
 
 from policy.domain.analysis import Analysis, analyze_text
@@ -57,10 +58,17 @@ def draft_state() -> DraftState:
 def draft_agent_names() -> list[str]:
     """The draft's agent names, read from the cached document without copying it: ingest asks
     on every POST, and a deep copy of the whole policy there is pure waste."""
-    draft = PolicyDraft.objects.filter(pk=PolicyDraft.SINGLETON_ID).only("body").first()
-    if draft is None:
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {quote('body')} FROM {quote(PolicyDraft._meta.db_table)}"
+            f" WHERE {quote('id')} = %s",
+            [PolicyDraft.SINGLETON_ID],
+        )
+        row = cursor.fetchone()
+    if row is None:
         return []
-    return agent_names(_load_body(draft.body)[1])
+    return agent_names(_load_body(row[0])[1])
 
 
 def manifests() -> dict[str, Manifest]:

@@ -7,11 +7,12 @@ apart from the draft's own services, because they are one feature: what is in fo
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 
 from audit.services import actor_label, audit_record
@@ -273,12 +274,29 @@ def policy_rollback(
 
 def agents_in_force() -> frozenset[str]:
     """The agents runtimes can fetch: the published version's once one exists, else the
-    draft's (a fresh instance has only a draft)."""
-    published = PolicyVersion.objects.order_by("-number").values_list("agent_hashes", flat=True)
-    hashes = published.first()
-    if hashes is not None:
-        return frozenset(hashes) if isinstance(hashes, dict) else frozenset()
+    draft's (a fresh instance has only a draft).
+
+    Ingest asks on every POST: one plain query for the newest version's per-agent hashes, whose
+    agent names are read once per distinct value (a version never changes once stored)."""
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {quote('agent_hashes')} FROM {quote(PolicyVersion._meta.db_table)}"
+            f" ORDER BY {quote('number')} DESC LIMIT 1"
+        )
+        row = cursor.fetchone()
+    if row is not None:
+        value = row[0]
+        if isinstance(value, str):  # JSON text (SQLite; PostgreSQL through Django's loader)
+            return _agents_of_hashes(value)
+        return frozenset(value) if isinstance(value, dict) else frozenset()
     return frozenset(draft_agent_names())
+
+
+@lru_cache(maxsize=16)
+def _agents_of_hashes(text: str) -> frozenset[str]:
+    hashes = json.loads(text)
+    return frozenset(hashes) if isinstance(hashes, dict) else frozenset()
 
 
 def version_index() -> dict[tuple[str, str], int]:

@@ -60,6 +60,15 @@ _RFC3339 = re.compile(
     r"(?:([Zz])|([+-])(\d{2}):(\d{2}))"
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: The common shapes, checked first: the canonical UUID form (what ``str(uuid.UUID(…))`` gives)
+#: and an RFC 3339 time in ASCII digits with at most microseconds, which ``fromisoformat`` (C)
+#: reads as the full parser does. Anything else takes the full path, errors included.
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_PLAIN_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})"
+)
+#: The stored form of a time (see :func:`format_ts`): kept as sent when it already is.
+_STORED_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 
 class EventError(ValueError):
@@ -116,8 +125,11 @@ def parse_event(raw: Any) -> Event:
         )
     data: dict[str, Any] = dict(raw)
     data["event_id"] = _event_id(_required(raw, "event_id"))
-    ts = _timestamp(_required(raw, "ts"))
-    data["ts"] = format_ts(ts)
+    sent_ts = _required(raw, "ts")
+    ts = _timestamp(sent_ts)
+    if not (isinstance(sent_ts, str) and _STORED_TS.fullmatch(sent_ts)):
+        sent_ts = format_ts(ts)
+    data["ts"] = sent_ts
     data["agent"] = _text(raw, "agent")
     data["turn_id"] = _text(raw, "turn_id")
     data["iteration"] = _count(raw, "iteration")
@@ -186,6 +198,8 @@ def _is_int(value: Any) -> bool:
 
 
 def _event_id(value: Any) -> str:
+    if isinstance(value, str) and _CANONICAL_UUID.fullmatch(value):
+        return value
     if isinstance(value, str) and len(value) <= 45:
         try:
             return str(uuid.UUID(value))
@@ -201,7 +215,9 @@ _MAX_SAFE_NUMBER: Final = 2**53
 def _timestamp(value: Any) -> datetime:
     """An aware UTC datetime truncated to milliseconds, the precision that is stored."""
     if isinstance(value, str):
-        ts = _parse_rfc3339(value)
+        ts = _parse_plain(value) if _PLAIN_RFC3339.fullmatch(value) else None
+        if ts is None:
+            ts = _parse_rfc3339(value)
     elif isinstance(value, int | float) and not isinstance(value, bool):
         if isinstance(value, float) and not math.isfinite(value):
             raise EventError(f"ts must be finite epoch milliseconds, got {_show(value)}")
@@ -221,6 +237,17 @@ def _finite(value: float) -> bool:
     if isinstance(value, int):
         return abs(value) <= _MAX_SAFE_NUMBER
     return math.isfinite(value)
+
+
+def _parse_plain(value: str) -> datetime | None:
+    """A time of the common shape, in UTC; ``None`` when the full parser must decide (an
+    invalid date, an offset past 23:59, a result out of range: it names the error)."""
+    if value[-1] != "Z" and (int(value[-5:-3]) > 23 or int(value[-2:]) > 59):
+        return None
+    try:
+        return datetime.fromisoformat(value).astimezone(UTC)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _parse_rfc3339(value: str) -> datetime:
