@@ -13,6 +13,7 @@ import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Final, Literal
 
 Status = Literal["running", "consumed", "failed"]
@@ -28,8 +29,13 @@ def _slot_parts(turn_id: str, iteration: int, action_index: int) -> tuple[str, i
 
 def slot_id(turn_id: str, iteration: int, action_index: int) -> str:
     """The identity of one action slot: hex sha256 of ``"{turn}\\x1f{iteration}\\x1f{index}"``."""
-    turn, it, index = _slot_parts(turn_id, iteration, action_index)
-    return hashlib.sha256(f"{turn}\x1f{it}\x1f{index}".encode()).hexdigest()
+    return _slot_id(*_slot_parts(turn_id, iteration, action_index))
+
+
+@lru_cache(maxsize=4096)
+def _slot_id(turn: str, iteration: int, index: int) -> str:
+    # A pure function of the normalized slot, asked several times per action of a round.
+    return hashlib.sha256(f"{turn}\x1f{iteration}\x1f{index}".encode()).hexdigest()
 
 
 def action_key(turn_id: str, iteration: int, action_index: int) -> str:
@@ -147,15 +153,13 @@ class Ledger:
             return at_slot, "slot"
         turn, it, _ = _slot_parts(turn_id, iteration, action_index)
         tool = tool_id.strip()
-        mark = fingerprint(tool, params)
+        mark: str | None = None  # computed once a record of the same turn and tool asks for it
         for existing in self._records.values():
-            if (
-                existing.turn_id == turn
-                and existing.iteration == it
-                and existing.tool_id == tool
-                and existing.fingerprint == mark
-            ):
-                return existing, "fingerprint"
+            if existing.turn_id == turn and existing.iteration == it and existing.tool_id == tool:
+                if mark is None:
+                    mark = fingerprint(tool, params)
+                if existing.fingerprint == mark:
+                    return existing, "fingerprint"
         return None
 
     def _record(

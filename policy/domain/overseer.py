@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Final
 
 from policy.domain.traits import (
@@ -50,21 +51,24 @@ class Action:
     final_answer: str | None = None
     notes: str | None = None
 
-    @property
-    def is_final(self) -> bool:
-        return self.action.strip() in FINAL_ACTIONS
+    # The derived values below are read many times per action (overseer, ledger, backstop):
+    # computed once per action (the fields never change; equality still compares fields only).
 
-    @property
+    @cached_property
+    def is_final(self) -> bool:
+        return self.name in FINAL_ACTIONS
+
+    @cached_property
     def name(self) -> str:
         """The action word as the runtime compares it (stripped)."""
         return self.action.strip()
 
-    @property
+    @cached_property
     def tool(self) -> str:
         """The tool id as the runtime compares it (stripped, ``""`` when absent)."""
         return (self.tool_id or "").strip()
 
-    @property
+    @cached_property
     def identified(self) -> bool:
         """Whether the runtime's stream parser ever reports this action to the overseer: it does
         once the action word (and, for ``call_tool``, the tool id) has streamed."""
