@@ -18,6 +18,9 @@ from ninja.errors import HttpError
 from policy.domain.text import unencodable_path
 
 JSON_TYPES: Final = ("application/json",)
+#: The deepest nesting a JSON body may have: far past any policy, manifest or round (about ten
+#: levels), far short of what exhausts the stack of the code that stores or shows the value.
+MAX_DEPTH: Final = 64
 #: Seconds a client is told to wait when the store is busy (``Retry-After``).
 RETRY_AFTER_S: Final = 1
 
@@ -67,13 +70,32 @@ def parse_json(body: bytes) -> Any:
         raise HttpError(400, "The body is not valid JSON: it nests too deeply.") from None
 
 
+def nests_deeper(value: Any, limit: int) -> bool:
+    """Whether ``value`` has lists or objects nested more than ``limit`` levels (walked with a
+    stack, never recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping | list):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, Mapping) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def read_json(request: HttpRequest, *, limit: int, check_text: bool = True) -> Any:
-    """The decoded JSON body. With ``check_text`` (the default) a string that cannot be encoded
-    as UTF-8 anywhere in it (``"\\ud800"`` escapes decode to lone surrogates) is a 422: such text
-    could be stored but never shown. The event ingest passes ``check_text=False`` because it
+    """The decoded JSON body. With ``check_text`` (the default) a value that could be stored but
+    never shown is a 422: a string that cannot be encoded as UTF-8 anywhere in it (``"\\ud800"``
+    escapes decode to lone surrogates), or nesting past ``MAX_DEPTH`` (saving, exporting or
+    showing it would exhaust the stack). The event ingest passes ``check_text=False`` because it
     rejects such an event by index instead of refusing the batch."""
     data = parse_json(read_body(request, content_types=JSON_TYPES, limit=limit))
     if check_text:
+        if nests_deeper(data, MAX_DEPTH):
+            raise HttpError(
+                422, f"The body nests deeper than {MAX_DEPTH} levels; nothing was changed."
+            )
         where = unencodable_path(data)
         if where is not None:
             raise HttpError(

@@ -86,6 +86,10 @@ class ManifestForm(forms.Form):
                 f"The manifest is not valid JSON: {exc.msg} (line {exc.lineno}, column "
                 f"{exc.colno}). Nothing was stored."
             ) from None
+        except RecursionError:
+            raise forms.ValidationError(
+                "The manifest is not valid JSON: it nests too deeply. Nothing was stored."
+            ) from None
         try:
             parse_manifest(manifest)
         except ManifestError as exc:

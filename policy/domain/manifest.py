@@ -8,6 +8,7 @@ not name them (absent, or ``*``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -68,9 +69,11 @@ def parse_manifest(data: Any) -> Manifest:
             "The manifest must be a JSON object mapping tool ids to "
             '{"tool_traits": {...}} objects, not ' + json_kind(data) + "."
         )
-    if _has_nul(data):
-        # A database (PostgreSQL) cannot store "\u0000" in JSON: refuse it here, for every path.
-        raise ManifestError("The manifest contains a NUL character.")
+    problem = _unstorable(data)
+    if problem is not None:
+        # Refused here, for every path (API, forms, commands): the database could not store it,
+        # or the pages could not show it.
+        raise ManifestError(problem)
     where = unencodable_path(data, root="the manifest")
     if where is not None:
         raise ManifestError(
@@ -98,11 +101,28 @@ def parse_manifest(data: Any) -> Manifest:
     return Manifest(tools=MappingProxyType(tools))
 
 
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, Mapping):
-        return any(_has_nul(key) or _has_nul(item) for key, item in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(item) for item in value)
-    return False
+#: The deepest nesting a manifest may have (an entry's traits are three or four levels deep).
+MAX_DEPTH = 64
+
+
+def _unstorable(data: Any) -> str | None:
+    """Why the manifest cannot be stored as JSON and shown again, or ``None``: a NUL character
+    (PostgreSQL refuses it in JSON), NaN or Infinity (not JSON: SQLite's JSON check refuses them),
+    or nesting past ``MAX_DEPTH`` (encoding it again would exhaust the stack). Walks with a
+    stack, never recursion."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str) and "\x00" in value:
+            return "The manifest contains a NUL character."
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"The manifest holds the number {value}, which JSON cannot hold."
+        if isinstance(value, Mapping | list):
+            if depth >= MAX_DEPTH:
+                return f"The manifest nests deeper than {MAX_DEPTH} levels."
+            if isinstance(value, Mapping):
+                stack.extend((key, depth + 1) for key in value)
+                stack.extend((item, depth + 1) for item in value.values())
+            else:
+                stack.extend((item, depth + 1) for item in value)
+    return None

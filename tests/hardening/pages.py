@@ -19,7 +19,7 @@ from django.test import Client
 from observe.models import Round
 from observe.selectors import round_url
 from policy.models import PolicyVersion
-from policy.selectors import draft_state
+from policy.selectors import agent_url, draft_state
 
 #: Pages that exist whatever is stored (DESIGN §5: overview, policy, live, history, audit, tokens).
 FIXED_PAGES = (
@@ -57,8 +57,11 @@ def _segment(text: str) -> str:
 
 
 def agent_pages(agent: str) -> list[str]:
-    """The pages and API reads of one agent of the draft."""
-    base = f"/policy/agents/{_segment(agent)}/"
+    """The pages and API reads of one agent of the draft; none for a name no URL can hold (the
+    agents page lists it without a link, DESIGN §6)."""
+    base = agent_url(agent)
+    if base is None:
+        return []
     api = f"/api/v1/agents/{_segment(agent)}"
     return [
         base,
