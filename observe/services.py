@@ -10,9 +10,11 @@ import json
 import logging
 import math
 import re
+import threading
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,6 +25,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
+from config.api_io import StoreBusy
 from observe.domain.events import Event, EventError, parse_event, same_content, stored_event
 from observe.domain.kinds import COUNT_KEYS, ROUND_KINDS
 from observe.domain.rounds import (
@@ -84,19 +87,30 @@ def _next_versions(count: int) -> list[int]:
 Fresh = dict[str, tuple[int, Event, str | None]]
 
 
-def _triage(raw_events: Sequence[Any], result: IngestResult) -> Fresh:
-    """Parse every event; keep the new ones, count duplicates, report the invalid by index.
+#: Valid events of a batch: index in the batch, the event, its JSON text (see :data:`Fresh`).
+Parsed = list[tuple[int, Event, str | None]]
 
-    A repeated ``event_id`` is compared with the stored event when there is one, else with its
-    first valid occurrence in the batch: the stored content is the truth once it exists.
-    """
-    parsed: list[tuple[int, Event, str | None]] = []
+
+def _parse_all(raw_events: Sequence[Any]) -> tuple[Parsed, list[dict[str, Any]]]:
+    """Check every event (outside any transaction: this is most of a batch's work); the valid
+    ones, and the invalid ones reported by index."""
+    parsed: Parsed = []
+    rejected: list[dict[str, Any]] = []
     latest = _latest_allowed()
     for index, raw in enumerate(raw_events):
         try:
             parsed.append((index, *_checked(raw, latest)))
         except EventError as exc:
-            result.rejected.append({"index": index, "error": str(exc)})
+            rejected.append({"index": index, "error": str(exc)})
+    return parsed, rejected
+
+
+def _triage(parsed: Parsed, result: IngestResult) -> Fresh:
+    """Keep the new events, count duplicates, report a reused ``event_id`` by index.
+
+    A repeated ``event_id`` is compared with the stored event when there is one, else with its
+    first valid occurrence in the batch: the stored content is the truth once it exists.
+    """
     ids = list({event.event_id for _, event, _ in parsed})
     known: dict[str, Event] = {event_id: _stored(data) for event_id, data in _stored_data(ids)}
     fresh: Fresh = {}
@@ -573,6 +587,24 @@ def _store(fresh: Fresh, known_agents: frozenset[str] | None) -> Change:
     )
 
 
+#: One batch of this process writes at a time: the others wait here, in turn, rather than in
+#: SQLite's busy handler, which sleeps up to 100 ms between tries (a writer may sleep on while the
+#: lock is free). Several processes still take the database's own lock.
+_WRITE_LOCK = threading.Lock()
+#: How long a batch waits for its turn: the database's own lock wait (5 s), then 503.
+WRITE_WAIT_S = 5.0
+
+
+@contextmanager
+def _write_turn() -> Iterator[None]:
+    if not _WRITE_LOCK.acquire(timeout=WRITE_WAIT_S):
+        raise StoreBusy(f"ingest waited {WRITE_WAIT_S:g} s for the other batches being written")
+    try:
+        yield
+    finally:
+        _WRITE_LOCK.release()
+
+
 def events_ingest(
     raw_events: Sequence[Any], *, known_agents: frozenset[str] | None = None
 ) -> IngestResult:
@@ -580,11 +612,12 @@ def events_ingest(
 
     ``known_agents``: the agents of the policy in force, to mark rounds "agent not in policy".
     """
+    parsed, invalid = _parse_all(raw_events)
     for attempt in (1, 2):
-        result = IngestResult()
+        result = IngestResult(rejected=list(invalid))
         try:
-            with transaction.atomic():
-                fresh = _triage(raw_events, result)
+            with _write_turn(), transaction.atomic():
+                fresh = _triage(parsed, result)
                 if fresh:
                     result.change = _store(fresh, known_agents)
                 result.accepted = len(fresh)
