@@ -3,6 +3,7 @@ that send anything at all (the stream is one-way). Others keep their updates."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,6 +28,13 @@ TIMEOUT = 5
 def fresh_channel_layer() -> None:
     # The in-memory layer's queues belong to the event loop that made them: one per test.
     channel_layers.backends.clear()
+
+
+@pytest.fixture(autouse=True)
+def fresh_stream_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Other tests may end without a disconnect (daphne always sends one), and user ids repeat
+    # once the database is flushed: count this test's streams only.
+    monkeypatch.setattr(consumers, "_open_streams", Counter())
 
 
 @pytest_asyncio.fixture
