@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Router, Schema
 from ninja.errors import HttpError
 
 from accounts.auth import RuntimeTokenAuth
@@ -17,7 +17,36 @@ router = Router(tags=["bridge"])
 MAX_BYTES = 64 * 1024
 
 
-@router.post("/bridge/status", auth=RuntimeTokenAuth("events:write"))
+class StatusOut(Schema):
+    agents: list[str]
+
+
+STATUS_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": {
+                        "name": {"type": "string", "minLength": 1, "maxLength": 100},
+                        "last_envelope_ms": {"type": ["integer", "null"], "minimum": 0},
+                        "counts": {"type": ["object", "null"]},
+                    },
+                }
+            }
+        },
+    }
+}
+
+
+@router.post(
+    "/bridge/status",
+    auth=RuntimeTokenAuth("events:write"),
+    response={200: StatusOut},
+    openapi_extra=STATUS_BODY,
+)
 def bridge_status(request: HttpRequest) -> dict[str, Any]:
     """Store what the bridge saw (envelopes, mapped, inferred, skipped by reason, the time of
     its last envelope); the answer lists the policy's agents for its agent mapping."""

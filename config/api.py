@@ -17,6 +17,7 @@ from accounts.models import RuntimeToken
 from audit.api import router as audit_router
 from bridge.api import router as bridge_router
 from config.api_io import RETRY_AFTER_S, StoreBusy
+from config.api_schema import declare_shared_errors
 from observe.api import router as observe_router
 from observe.selectors import BadCursor
 from policy.api import router as policy_router
@@ -31,7 +32,20 @@ from policy.versions import ConfirmationNeeded, PublishRefused
 
 logger = logging.getLogger(__name__)
 
-api = NinjaAPI(
+
+class TraitdeckAPI(NinjaAPI):
+    """The API whose schema also declares the refusals every operation shares (401, 403, 404,
+    413, 415, 422, 503 …: ``config.api_schema``)."""
+
+    def get_openapi_schema(
+        self, *, path_prefix: str | None = None, path_params: dict[str, Any] | None = None
+    ) -> Any:
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        declare_shared_errors(schema)
+        return schema
+
+
+api = TraitdeckAPI(
     title="Traitdeck API",
     version="1",
     description=(
