@@ -5,16 +5,18 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 DOMAIN_TESTS := tests/policy/domain tests/observe/domain
-NOT_DJANGO := --ignore=tests/e2e --ignore=tests/conformance --ignore=tests/scale $(foreach d,$(DOMAIN_TESTS),--ignore=$(d))
+# Hypothesis over every door and schemathesis over the whole API: minutes, so a group of their own.
+HARDENING_TESTS := tests/hardening/test_fuzz.py tests/hardening/test_schema.py
+NOT_DJANGO := --ignore=tests/e2e --ignore=tests/conformance --ignore=tests/scale $(foreach d,$(DOMAIN_TESTS) $(HARDENING_TESTS),--ignore=$(d))
 # The runtime's package root (…/app/ai-app/src/kdcube-ai-app of a kdcube/kdcube-ai-app checkout).
 KDCUBE_SRC ?=
 KVENV := .venv-kdcube
 
-.PHONY: help venv demo test lint test-unit test-conformance test-django test-async test-scale test-browser system-deps bench clean conformance
+.PHONY: help venv demo test lint test-unit test-conformance test-django test-async test-hardening test-scale test-browser system-deps bench clean conformance
 
 help:
 	@echo "make demo   - install, migrate, load the sample policy, serve http://$(HOST):$(PORT)/ and run the simulator"
-	@echo "make test   - lint, then the unit, conformance, django, async, scale (PostgreSQL + Redis) and browser test groups"
+	@echo "make test   - lint, then the unit, conformance, django, async, hardening (fuzzing), scale (PostgreSQL + Redis) and browser test groups"
 	@echo "make bench  - measure speed targets"
 	@echo "make conformance KDCUBE_SRC=...  - re-record the runtime's answers, print the agreement table"
 
@@ -63,6 +65,10 @@ test-django: venv
 
 test-async: venv
 	@scripts/test-group async tests $(NOT_DJANGO) -m asyncio
+
+# Arbitrary input at every door (hypothesis, 200 examples each) and the OpenAPI schema (schemathesis).
+test-hardening: venv
+	@scripts/test-group hardening $(HARDENING_TESTS)
 
 # The Django, API and consumer tests again on a throw-away PostgreSQL + redis-server, and two real
 # daphne workers sharing both (scripts/test-scale starts and removes the servers).
