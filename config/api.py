@@ -27,7 +27,7 @@ from policy.api_versions import runtime_router
 from policy.domain.dryrun import RoundSpecError
 from policy.domain.edits import as_sentence
 from policy.domain.manifest import ManifestError
-from policy.services import EditRefused, StaleRevision
+from policy.services import EditRefused, PolicyTooLarge, StaleRevision
 from policy.versions import ConfirmationNeeded, PublishRefused
 
 logger = logging.getLogger(__name__)
@@ -105,6 +105,11 @@ def install_error_handlers(target: NinjaAPI) -> None:
     @target.exception_handler(EditRefused)
     def on_edit_refused(request: HttpRequest, exc: EditRefused) -> HttpResponse:
         return respond(request, 422, as_sentence(str(exc)))
+
+    @target.exception_handler(PolicyTooLarge)
+    def on_policy_too_large(request: HttpRequest, exc: PolicyTooLarge) -> HttpResponse:
+        diagnostics = [d.to_dict() for d in exc.diagnostics]
+        return respond(request, 422, as_sentence(str(exc)), diagnostics=diagnostics)
 
     @target.exception_handler(ManifestError)
     def on_bad_manifest(request: HttpRequest, exc: ManifestError) -> HttpResponse:

@@ -67,6 +67,7 @@ def test_an_api_edit_over_the_agents_cap_is_422_and_stores_nothing(admin_client:
     body = response.json()
     assert "policy-too-large" in body["error"]
     assert "TRAITDECK_MAX_AGENTS" in body["error"]
+    assert [d["code"] for d in body["diagnostics"]] == ["policy-too-large"]
     assert draft_state().revision == 1
     assert list(draft_state().agents) == ["main"]
 
