@@ -7,6 +7,7 @@ over HTTP, a published version and a runtime token. Screenshots go to
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Callable
@@ -93,6 +94,21 @@ def _pages(page: Page, live_server: LiveServer) -> dict[str, str]:
 #: Seeds no other browser test posts (the server is shared: a seed posts the same event ids).
 #: With the sample policy, seed 22 rejects in its first two rounds, seed 12 in its last two.
 LAYOUT_SEED = "22"
+#: One manifest entry the config overrides, one it leaves in effect, one for no tool of the policy.
+LAYOUT_MANIFEST = {
+    "workspace_jobs.search": {"tool_traits": {"strategy": ["neutral"]}},
+    "workspace_jobs.check_job_status": {
+        "tool_traits": {
+            "execution": {
+                "trigger": "tool_call_complete",
+                "concurrency": "parallel_with_generation",
+                "result_dependency": "detached",
+                "replay": "at_most_once_per_round",
+            }
+        }
+    },
+    "workspace_jobs.retired_export": {"tool_traits": {"strategy": ["exploitation"]}},
+}
 TIMELINE_SEED = "12"
 
 
@@ -129,14 +145,13 @@ def filled(
     return page
 
 
-def test_no_page_is_wider_than_the_window_at_1440_and_800(
-    filled: Page, live_server: LiveServer, browser: Browser
+def _visit_every_page(
+    page: Page,
+    pages: dict[str, str],
+    live_server: LiveServer,
+    missing: list[str],
+    failures: list[str],
 ) -> None:
-    page = filled
-    pages = _pages(page, live_server)
-    failures: list[str] = []
-    missing: list[str] = []
-    page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
     for name, path in pages.items():
         assert path, f"no link found for {name}"
         missing.clear()
@@ -151,6 +166,32 @@ def test_no_page_is_wider_than_the_window_at_1440_and_800(
                 _check(page, name, width)
             except AssertionError as problem:
                 failures.append(str(problem))
+
+
+def test_no_page_is_wider_than_the_window_at_1440_and_800(
+    filled: Page, live_server: LiveServer, browser: Browser
+) -> None:
+    page = filled
+    pages = _pages(page, live_server)
+    failures: list[str] = []
+    missing: list[str] = []
+    page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
+    csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    headers = {"X-CSRFToken": csrf, "Referer": f"{live_server.url}/"}
+    # A manifest with one entry of each kind, so the manifest page shows its marks.
+    manifest = page.request.put(
+        f"{live_server.url}/api/v1/agents/main/manifest",
+        data=json.dumps(LAYOUT_MANIFEST),
+        headers={**headers, "Content-Type": "application/json"},
+    )
+    assert manifest.ok, manifest.text()
+    page.goto(f"{live_server.url}/policy/agents/main/manifest/")
+    for status in ("overridden by config", "used", "unused"):
+        expect(page.locator(".entry-status", has_text=re.compile(f"^{status}"))).to_have_count(1)
+    try:
+        _visit_every_page(page, pages, live_server, missing, failures)
+    finally:
+        page.request.delete(f"{live_server.url}/api/v1/agents/main/manifest", headers=headers)
     # The login page, as someone not yet signed in sees it.
     anonymous = browser.new_context().new_page()
     anonymous.goto(f"{live_server.url}/accounts/login/")
