@@ -40,6 +40,7 @@ PAGES: dict[str, dict[str, str]] = {
     "overview": {"GET": VIEWER},
     "no-role": {"GET": ANY_USER},
     "login": {"*": PUBLIC},
+    "favicon": {"GET": PUBLIC},
     "logout": {"*": PUBLIC},
     "password_change": {"*": VIEWER},
     "password_change_done": {"GET": VIEWER},

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from accounts import views as account_views
 from config.api import api
@@ -16,4 +18,10 @@ urlpatterns = [
     path("audit/", include("audit.urls")),
     path("tokens/", include("accounts.urls")),
     path("api/", api.urls),
+    # Browsers and feed readers ask for /favicon.ico whatever the page links: send them the SVG.
+    path(
+        "favicon.ico",
+        RedirectView.as_view(url=static("favicon.svg"), permanent=True),
+        name="favicon",
+    ),
 ]

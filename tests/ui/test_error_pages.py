@@ -62,3 +62,9 @@ def test_the_api_keeps_its_json_not_found(viewer: Client) -> None:
     response = viewer.get("/api/v1/agents/nobody-here/effective")
     assert response.status_code == 404
     assert response["Content-Type"].startswith("application/json")
+
+
+def test_favicon_ico_leads_to_the_svg_icon_without_a_login() -> None:
+    response = Client().get("/favicon.ico")
+    assert response.status_code == 301
+    assert response["Location"].endswith("/favicon.svg")
