@@ -106,6 +106,7 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
         #: Batches that arrived ahead of a missing one: first version → message.
         self.pending: dict[int, dict[str, Any]] = {}
         self._joined = False
+        self._layer_warned = False
         self._ticker: asyncio.Task[None] | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._healer: asyncio.Task[None] | None = None
@@ -141,8 +142,7 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
         self.round_filter = parse_filter(query).round_filter
         since = parse_since(query.get("since"))
         # Join before reading anything, so a change in between is not missed.
-        await self.channel_layer.group_add(LIVE_GROUP, self.channel_name)
-        self._joined = True
+        await self._join()
         await self.accept()
         if since is None:
             since = await _latest_version()
@@ -150,6 +150,25 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
         await self.catch_up(quiet_if_nothing=True)
         self._ticker = asyncio.create_task(self._tick())
         self._watcher = asyncio.create_task(self._watch_session())
+
+    async def _join(self) -> None:
+        """Join the live group, again on every tick: joining is idempotent, and a channel layer
+        that was away (Redis restarted, its groups gone) gets this stream back without a
+        reconnect. A layer that cannot be reached now is logged, not a failed handshake: the
+        tick's database re-read keeps the page current until the layer is back."""
+        try:
+            await self.channel_layer.group_add(LIVE_GROUP, self.channel_name)
+        except Exception as exc:
+            if self._joined or not self._layer_warned:
+                logger.warning(
+                    "live stream: channel layer unreachable (%s); reading the database each tick",
+                    exc,
+                )
+            self._layer_warned = True
+            self._joined = False
+            return
+        self._joined = True
+        self._layer_warned = False
 
     def _take_stream_slot(self, user_id: Any) -> bool:
         """Count this stream against its user's cap; ``False`` when the user is at the cap."""
@@ -193,7 +212,10 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
                     await task
         if self._joined:
             self._joined = False
-            await self.channel_layer.group_discard(LIVE_GROUP, self.channel_name)
+            try:
+                await self.channel_layer.group_discard(LIVE_GROUP, self.channel_name)
+            except Exception as exc:  # the layer is away; its group entry expires by itself
+                logger.warning("live stream: could not leave the group (%s)", exc)
 
     async def rounds_changed(self, event: dict[str, Any]) -> None:
         """Group message from ingest (see :mod:`observe.live.stream`)."""
@@ -285,6 +307,7 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(self.tick_seconds)
+            await self._join()
             try:
                 await self.refresh()
             except Exception:

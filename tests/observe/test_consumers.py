@@ -21,6 +21,7 @@ from observe import live
 from observe.consumers import UNAUTHENTICATED, LiveRoundsConsumer
 from observe.live import stream
 from observe.models import Round
+from observe.services import LIVE_GROUP
 from observe.services import broadcast_change as real_broadcast
 from tests.conftest import make_user
 from tests.observe.live_support import HandRound, ingest, simulated
@@ -306,3 +307,27 @@ async def test_a_missing_batch_is_caught_up_when_the_next_one_shows_the_gap(
         received.append(await communicator.receive_from(timeout=TIMEOUT))
     assert '<b id="count-rounds">3</b>' in received[-1]
     assert [seq(message) for message in received] == list(range(1, len(received) + 1))
+
+
+async def test_a_channel_layer_that_is_away_at_connect_is_joined_on_a_later_tick(
+    sockets: list[Any], user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis restarting (its groups gone, the first call failing) must not fail the handshake:
+    the stream opens, reads the database each tick, and joins the group once the layer answers."""
+    layer = channel_layers["default"]
+    real_group_add = layer.group_add
+    failures = []
+
+    async def away_once(group: str, channel: str) -> None:
+        if not failures:
+            failures.append(group)
+            raise ConnectionError("Connection refused")
+        await real_group_add(group, channel)
+
+    monkeypatch.setattr(layer, "group_add", away_once)
+    communicator = await open_socket(sockets, user, consumer=FastTick)
+    assert failures == [LIVE_GROUP]
+    await ingest_async(HandRound(turn_id="t-away").started().events)
+    message = await communicator.receive_from(timeout=TIMEOUT)
+    assert card_ids(message) == [f"round-{await round_pk('main', 't-away')}"]
+    assert len(layer.groups[LIVE_GROUP]) == 1
