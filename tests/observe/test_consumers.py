@@ -316,7 +316,7 @@ async def test_a_channel_layer_that_is_away_at_connect_is_joined_on_a_later_tick
     the stream opens, reads the database each tick, and joins the group once the layer answers."""
     layer = channel_layers["default"]
     real_group_add = layer.group_add
-    failures = []
+    failures: list[str] = []
 
     async def away_once(group: str, channel: str) -> None:
         if not failures:
