@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 from django.templatetags.static import static
 from django.urls import include, path
@@ -7,6 +9,17 @@ from django.views.generic import RedirectView
 
 from accounts import views as account_views
 from config.api import api
+
+
+class FaviconRedirect(RedirectView):
+    """The SVG icon's static URL, looked up per request: with the manifest storage (``DEBUG``
+    off) it exists only after ``collectstatic``, which must not be needed to import the URLs."""
+
+    permanent = True
+
+    def get_redirect_url(self, *args: Any, **kwargs: Any) -> str:
+        return static("favicon.svg")
+
 
 urlpatterns = [
     path("", account_views.overview, name="overview"),
@@ -21,7 +34,7 @@ urlpatterns = [
     # Browsers and feed readers ask for /favicon.ico whatever the page links: send them the SVG.
     path(
         "favicon.ico",
-        RedirectView.as_view(url=static("favicon.svg"), permanent=True),
+        FaviconRedirect.as_view(),
         name="favicon",
     ),
 ]
