@@ -28,7 +28,7 @@ from policy.domain.caps import over_caps
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.edits import EditError, check_agent_name, remove_agent, rename_agent
 from policy.domain.manifest import parse_manifest
-from policy.domain.text import unencodable_path
+from policy.domain.text import find_nul, show_path, unencodable_path
 from policy.domain.yaml_io import CLI_MAX_BYTES, dump_body, load_policy
 from policy.models import AgentManifest, PolicyDraft
 from policy.selectors import DraftState, draft_state
@@ -105,6 +105,12 @@ def draft_change(
         raise EditRefused(
             f"{where} holds text that cannot be encoded as UTF-8 (a lone surrogate); nothing was"
             " saved"
+        )
+    nul = find_nul(new_data)
+    if nul is not None:
+        # Valid UTF-8, but PostgreSQL cannot store it (SQLite can: refused on both alike).
+        raise EditRefused(
+            f"{show_path(nul[0]) or 'the policy'} holds a NUL character; nothing was saved"
         )
     if not uncapped:
         over = over_caps(new_data, web_caps(), before=state.data)

@@ -8,7 +8,7 @@ check, so it is never stored.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 
@@ -21,26 +21,38 @@ def encodable(text: str) -> bool:
     return True
 
 
-def find_unencodable(value: Any) -> tuple[tuple[Any, ...], bool] | None:
-    """Where the first string of ``value`` (walked depth first, keys and values) that cannot be
-    encoded as UTF-8 is: its path of keys and indexes, and whether it is a key; ``None`` when
-    every string can be encoded. Walks with a stack, never recursion."""
+def find_string(value: Any, bad: Callable[[str], bool]) -> tuple[tuple[Any, ...], bool] | None:
+    """Where the first string of ``value`` (walked depth first, keys and values) for which
+    ``bad`` holds is: its path of keys and indexes, and whether it is a key; ``None`` when there
+    is none. Walks with a stack, never recursion."""
     stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
     while stack:
         path, item = stack.pop()
         if isinstance(item, str):
-            if not encodable(item):
+            if bad(item):
                 return path, False
         elif isinstance(item, Mapping):
             children = []
             for key, child in item.items():
-                if isinstance(key, str) and not encodable(key):
+                if isinstance(key, str) and bad(key):
                     return (*path, key), True
                 children.append(((*path, key), child))
             stack.extend(reversed(children))
         elif isinstance(item, list | tuple):
             stack.extend(reversed([((*path, i), child) for i, child in enumerate(item)]))
     return None
+
+
+def find_unencodable(value: Any) -> tuple[tuple[Any, ...], bool] | None:
+    """Where the first string of ``value`` that cannot be encoded as UTF-8 is (see
+    :func:`find_string`)."""
+    return find_string(value, lambda text: not encodable(text))
+
+
+def find_nul(value: Any) -> tuple[tuple[Any, ...], bool] | None:
+    """Where the first string of ``value`` holding a NUL character is (see :func:`find_string`):
+    valid UTF-8, but no PostgreSQL text or JSON column can store it."""
+    return find_string(value, lambda text: "\x00" in text)
 
 
 def show_path(path: tuple[Any, ...]) -> str:

@@ -28,7 +28,7 @@ from yaml.resolver import Resolver
 from policy.domain.diagnostics import Diagnostic, Severity
 from policy.domain.paths import AGENTS, Path, format_path
 from policy.domain.source import Mark, SourceMap
-from policy.domain.text import encodable, find_unencodable, show_path
+from policy.domain.text import encodable, find_nul, find_unencodable, show_path
 
 WEB_MAX_BYTES: Final = 1024 * 1024
 CLI_MAX_BYTES: Final = 64 * 1024 * 1024
@@ -552,8 +552,16 @@ def load_policy(
 
 def _encoding_errors(data: Any, source: SourceMap) -> list[Diagnostic]:
     """A ``"\\ud800"`` escape loads as a lone surrogate: text no page, export or database can
-    write. Such a policy is refused (``text-encoding``) rather than stored."""
+    write; a ``"\\0"`` escape loads as a NUL character, which PostgreSQL cannot store. Such a
+    policy is refused (``text-encoding``) rather than stored."""
     found = find_unencodable(data)
+    what = "text that cannot be encoded as UTF-8 (a lone surrogate, from an escape like \\ud800)"
+    hint = "write the character itself, or remove the escape"
+    if found is None:
+        # A "\\0" or "\\x00" escape: valid UTF-8, but no database text column can store it.
+        found = find_nul(data)
+        what = "a NUL character (from an escape like \\0), which the database cannot store"
+        hint = "remove the escape"
     if found is None:
         return []
     path, is_key = found
@@ -564,9 +572,8 @@ def _encoding_errors(data: Any, source: SourceMap) -> list[Diagnostic]:
     return [
         _diagnostic(
             "text-encoding",
-            f"the {'key' if is_key else 'value'} at {show_path(path) or 'the root'} holds text"
-            " that cannot be encoded as UTF-8 (a lone surrogate, from an escape like \\ud800)",
-            "write the character itself, or remove the escape",
+            f"the {'key' if is_key else 'value'} at {show_path(path) or 'the root'} holds {what}",
+            hint,
             shown,
             source.at_key(path) if is_key else source.at_value(path),
         )
