@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -20,6 +20,17 @@ from policy.domain.builtins import DEFAULT_ROLE, ROLES
 from policy.domain.catalog import catalog_entries, render_catalog
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.dryrun import RoundSpecError, describe, dry_run, parse_round_spec, resolve_mode
+from policy.domain.impact import (
+    ModeFor,
+    RecordedRound,
+    RecordedRoundError,
+    Resolver,
+    describe_report,
+    parse_recorded_round,
+    predict,
+    prediction_summary,
+    replay,
+)
 from policy.domain.jsonable import jsonable
 from policy.domain.manifest import Manifest, ManifestError, parse_manifest
 from policy.domain.multi_action import profile_mode
@@ -28,6 +39,7 @@ from policy.domain.resolution import (
     UnknownAgentError,
     effective_json,
     resolve_agent,
+    resolve_consumer,
 )
 from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
 
@@ -106,6 +118,27 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the agent's instruction_profiles.default)",
     )
     command("fmt", "Print the policy in Traitdeck's canonical export form.", formats=False)
+    replay = command(
+        "replay",
+        "Replay recorded rounds under the policy: with --against, what changes from OTHER to "
+        "FILE (newly rejected, early starts and dedups gained or lost); without, what FILE "
+        "predicts for them.",
+        formats=True,
+    )
+    replay.add_argument(
+        "--rounds",
+        required=True,
+        metavar="ROUNDS.jsonl",
+        help='one recorded round per line: a dry-run round (as dry-run --round) plus the "agent" '
+        "it ran as ('-' reads standard input)",
+    )
+    replay.add_argument("--against", metavar="OTHER", help="the baseline policy YAML")
+    replay.add_argument(
+        "--multi-action-mode",
+        metavar="MODE",
+        help="for rounds that did not record one, instead of each agent's default profile's",
+    )
+    _role_option(replay)
     return parser
 
 
@@ -272,12 +305,92 @@ def cmd_fmt(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: Text
     return _note_errors(args.file, analysis, err)
 
 
+def _recorded_rounds(path: str) -> Iterator[RecordedRound]:
+    """The rounds of a JSONL file, read line by line (a file of 100k rounds is not held twice)."""
+    try:
+        stream = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    except OSError as exc:
+        raise UsageError(f"cannot read rounds {path}: {exc.strerror or exc}") from exc
+    with stream:
+        try:
+            for number, line in enumerate(stream, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield parse_recorded_round(json.loads(line))
+                except (ValueError, RecordedRoundError) as exc:
+                    raise UsageError(f"{path}:{number}: not a recorded round: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"rounds {path} is not UTF-8 text") from exc
+
+
+def _side(analysis: Analysis, args: argparse.Namespace) -> tuple[Resolver, ModeFor]:
+    role = None if args.role == "none" else args.role
+
+    def resolver(agent: str) -> AgentResolution | None:
+        try:
+            return resolve_consumer(analysis.data, agent, args.manifest_data, role=role)
+        except UnknownAgentError:
+            return None
+
+    def mode(agent: str) -> str | None:
+        return (
+            args.multi_action_mode
+            or profile_mode(analysis.data, agent, None)
+            or os.environ.get("TRAITDECK_MULTI_ACTION_MODE")
+        )
+
+    return resolver, mode
+
+
+def cmd_replay(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
+    candidate, candidate_mode = _side(analysis, args)
+    if args.against is None:
+        prediction = predict(_recorded_rounds(args.rounds), policy=candidate, mode=candidate_mode)
+        if args.format == "json":
+            _print_json(prediction, out)
+        else:
+            out.write(prediction_summary(prediction) + "\n")
+        return _note_errors(args.file, analysis, err)
+    other = analyze_text(
+        _read(args.against, args.max_bytes, "file"),
+        manifest=args.manifest_data,
+        max_bytes=args.max_bytes,
+    )
+    if other.refused:
+        return _print_refused(args.against, other, err)
+    baseline, baseline_mode = _side(other, args)
+    progress = None
+    if err.isatty():
+
+        def progress(done: int) -> None:
+            err.write(f"\rreplayed {done:,} rounds")
+
+    report = replay(
+        _recorded_rounds(args.rounds),
+        candidate=candidate,
+        baseline=baseline,
+        candidate_mode=candidate_mode,
+        baseline_mode=baseline_mode,
+        progress=progress,
+    )
+    if progress is not None:
+        err.write("\n")
+    if args.format == "json":
+        _print_json(report.as_json(), out)
+    else:
+        for line in describe_report(report):
+            out.write(line + "\n")
+    return _note_errors(args.file, analysis, err)
+
+
 COMMANDS = {
     "validate": cmd_validate,
     "effective": cmd_effective,
     "catalog": cmd_catalog,
     "dry-run": cmd_dry_run,
     "fmt": cmd_fmt,
+    "replay": cmd_replay,
 }
 
 

@@ -1,0 +1,412 @@
+"""What a policy change does to recorded rounds (issue 13, "Impact of a change").
+
+Each recorded round (its attempts as the runtime streamed them: actions, tool ids, params) runs
+through the dry-run engine under a *baseline* policy and a *candidate*; per action, what differs
+between the two predictions is the impact: an action newly rejected (or no longer, or by another
+rule), an early start gained or lost, a ledger dedup gained or lost. Nothing here reads a database:
+the web and the CLI hand in rounds and a way to resolve an agent under each policy.
+
+A recorded round is the dry-run's round file plus the agent it ran as (one JSON object per line in
+``rounds.jsonl``)::
+
+    {"agent": "main", "turn_id": "t-1", "iteration": 0, "max_actions": 2,
+     "multi_action_mode": "on", "attempts": [[{"action": "call_tool", "tool_id": ..., ...}]]}
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from policy.domain.backstop import multi_action_enabled
+from policy.domain.dryrun import (
+    AgentResolutionLike,
+    RoundSpec,
+    RoundSpecError,
+    dry_run,
+    parse_round_spec,
+    resolve_mode,
+)
+from policy.domain.round_policy import RoundPolicy
+
+#: The kinds of change, in the order reports list them.
+NEWLY_REJECTED: Final = "newly_rejected"
+NO_LONGER_REJECTED: Final = "no_longer_rejected"
+OTHER_RULE: Final = "rejected_by_another_rule"
+#: Accepted while streaming but never executed (multi-action off runs only the first action).
+NEWLY_DROPPED: Final = "newly_dropped"
+NO_LONGER_DROPPED: Final = "no_longer_dropped"
+EARLY_GAINED: Final = "early_gained"
+EARLY_LOST: Final = "early_lost"
+DEDUP_GAINED: Final = "dedup_gained"
+DEDUP_LOST: Final = "dedup_lost"
+KINDS: Final = (
+    NEWLY_REJECTED,
+    NO_LONGER_REJECTED,
+    OTHER_RULE,
+    NEWLY_DROPPED,
+    NO_LONGER_DROPPED,
+    EARLY_GAINED,
+    EARLY_LOST,
+    DEDUP_GAINED,
+    DEDUP_LOST,
+)
+#: How a person reads each kind.
+LABELS: Final = {
+    NEWLY_REJECTED: "newly rejected",
+    NO_LONGER_REJECTED: "no longer rejected",
+    OTHER_RULE: "rejected by another rule",
+    NEWLY_DROPPED: "newly dropped (accepted, never run)",
+    NO_LONGER_DROPPED: "no longer dropped",
+    EARLY_GAINED: "early starts gained",
+    EARLY_LOST: "early starts lost",
+    DEDUP_GAINED: "dedups gained",
+    DEDUP_LOST: "dedups lost",
+}
+
+
+DROPPED: Final = "dropped"
+
+
+class RecordedRoundError(ValueError):
+    """A recorded round that cannot be replayed (the message says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRound:
+    agent: str
+    spec: RoundSpec
+
+
+def parse_recorded_round(data: Any) -> RecordedRound:
+    """A recorded round from its JSON form, or :class:`RecordedRoundError`."""
+    if not isinstance(data, Mapping):
+        raise RecordedRoundError("a recorded round is a JSON object")
+    agent = data.get("agent")
+    if not isinstance(agent, str) or not agent:
+        raise RecordedRoundError("agent must be a non-empty string")
+    try:
+        spec = parse_round_spec({k: v for k, v in data.items() if k != "agent"})
+    except RoundSpecError as exc:
+        raise RecordedRoundError(str(exc)) from exc
+    return RecordedRound(agent, spec)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The facts of one predicted action that a change can alter."""
+
+    verdict: str
+    code: str | None
+    early: bool
+    dedup: bool
+
+    @property
+    def rejected(self) -> bool:
+        return self.verdict == "rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class ActionChange:
+    kind: str
+    attempt: int  # 1-based, as people count attempts (DESIGN §6)
+    index: int
+    tool_id: str | None
+    before: Outcome
+    after: Outcome
+
+    @property
+    def rule(self) -> str | None:
+        """The rejection rule the change is about (the new one, else the old one)."""
+        return self.after.code if self.after.rejected else self.before.code
+
+
+@dataclass(frozen=True, slots=True)
+class RoundImpact:
+    agent: str
+    turn_id: str
+    iteration: int
+    changes: tuple[ActionChange, ...]
+
+
+@dataclass
+class ImpactReport:
+    rounds: int = 0
+    affected: list[RoundImpact] = field(default_factory=list)
+    totals: Counter[str] = field(default_factory=Counter)
+    per_tool: dict[str, Counter[str]] = field(default_factory=dict)
+    per_agent: dict[str, Counter[str]] = field(default_factory=dict)
+    #: (kind, rule) → actions, for the rejection kinds.
+    per_rule: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def add(self, impact: RoundImpact) -> None:
+        self.affected.append(impact)
+        for change in impact.changes:
+            self.totals[change.kind] += 1
+            self.per_tool.setdefault(change.tool_id or "—", Counter())[change.kind] += 1
+            self.per_agent.setdefault(impact.agent, Counter())[change.kind] += 1
+            if change.kind in _REJECTION_KINDS:
+                self.per_rule[(change.kind, change.rule or "—")] += 1
+
+    def summary(self) -> str:
+        """One line: "3 of 1,000 rounds change: 2 newly rejected, 1 early starts lost"."""
+        parts = [f"{self.totals[k]:,} {LABELS[k]}" for k in KINDS if self.totals[k]]
+        head = f"{len(self.affected):,} of {self.rounds:,} rounds change"
+        return f"{head}: {', '.join(parts)}" if parts else f"{head}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "rounds": self.rounds,
+            "affected_rounds": len(self.affected),
+            "totals": {k: self.totals[k] for k in KINDS},
+            "per_agent": {a: _kinds(c) for a, c in sorted(self.per_agent.items())},
+            "per_tool": {t: _kinds(c) for t, c in sorted(self.per_tool.items())},
+            "per_rule": [
+                {"kind": kind, "rule": rule, "actions": n}
+                for (kind, rule), n in sorted(self.per_rule.items())
+            ],
+            "affected": [_round_json(r) for r in self.affected],
+        }
+
+
+def _kinds(counts: Counter[str]) -> dict[str, int]:
+    return {k: counts[k] for k in KINDS if counts[k]}
+
+
+def _outcome_json(outcome: Outcome) -> dict[str, Any]:
+    return {
+        "verdict": outcome.verdict,
+        "code": outcome.code,
+        "early": outcome.early,
+        "dedup": outcome.dedup,
+    }
+
+
+def _round_json(impact: RoundImpact) -> dict[str, Any]:
+    return {
+        "agent": impact.agent,
+        "turn_id": impact.turn_id,
+        "iteration": impact.iteration,
+        "changes": [
+            {
+                "kind": c.kind,
+                "attempt": c.attempt,
+                "action_index": c.index,
+                "tool_id": c.tool_id,
+                "rule": c.rule,
+                "before": _outcome_json(c.before),
+                "after": _outcome_json(c.after),
+            }
+            for c in impact.changes
+        ],
+    }
+
+
+def outcomes(result: Mapping[str, Any]) -> dict[tuple[int, int], tuple[str | None, Outcome]]:
+    """(attempt, action index) → (tool id, outcome) of a dry-run result; attempts 1-based."""
+    found: dict[tuple[int, int], tuple[str | None, Outcome]] = {}
+    for number, attempt in enumerate(result["attempts"], start=1):
+        for row in attempt["actions"]:
+            outcome = Outcome(
+                verdict=row["verdict"],
+                code=row.get("code"),
+                early=bool(row.get("early")),
+                dedup=row.get("ledger") == "dedup",
+            )
+            found[(number, row["index"])] = (row.get("tool_id"), outcome)
+    return found
+
+
+def changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[ActionChange, ...]:
+    """What differs, action by action, between two dry-runs of the same round."""
+    old, new = outcomes(before), outcomes(after)
+    # The engine gives every streamed action a row (``not_observed`` included): both runs of a
+    # round have the same (attempt, index) keys.
+    found: list[ActionChange] = []
+    for key, (tool_id, was) in old.items():
+        now = new[key][1]
+        if was == now:
+            continue
+        kinds: list[str] = []
+        if now.rejected and not was.rejected:
+            kinds.append(NEWLY_REJECTED)
+        elif was.rejected and not now.rejected:
+            kinds.append(NO_LONGER_REJECTED)
+        elif was.rejected and now.rejected and was.code != now.code:
+            kinds.append(OTHER_RULE)
+        elif was.verdict != now.verdict and DROPPED in (was.verdict, now.verdict):
+            kinds.append(NEWLY_DROPPED if now.verdict == DROPPED else NO_LONGER_DROPPED)
+        if now.early != was.early:
+            kinds.append(EARLY_GAINED if now.early else EARLY_LOST)
+        if now.dedup != was.dedup:
+            kinds.append(DEDUP_GAINED if now.dedup else DEDUP_LOST)
+        found.extend(ActionChange(k, key[0], key[1], tool_id, was, now) for k in kinds)
+    return tuple(found)
+
+
+#: An agent's policy under one side of the comparison (``None``: the side has no such agent and
+#: no default to fall back to, so the round is predicted with no tools at all).
+Resolver = Callable[[str], RoundPolicy | AgentResolutionLike | None]
+#: The multi-action mode a round runs with under one side when the round did not record one
+#: (``None``: ``off``, as the runtime's default).
+ModeFor = Callable[[str], str | None]
+
+_NO_TOOLS: Final = RoundPolicy.of(())
+
+
+class _Policies:
+    """Each agent's round policy under one side, resolved once."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self.resolver = resolver
+        self.cache: dict[str, RoundPolicy] = {}
+
+    def __call__(self, agent: str) -> RoundPolicy:
+        found = self.cache.get(agent)
+        if found is None:
+            resolved = self.resolver(agent)
+            if resolved is None:
+                found = _NO_TOOLS
+            elif isinstance(resolved, RoundPolicy):
+                found = resolved
+            else:
+                found = RoundPolicy.of(resolved.tools)
+            self.cache[agent] = found
+        return found
+
+
+def _differing(before: RoundPolicy, after: RoundPolicy) -> frozenset[str]:
+    """The tool ids whose traits or namespace overrides differ between two round policies."""
+    ids = {*before.traits_by_id, *after.traits_by_id}
+    ids |= {*before.overrides_by_id, *after.overrides_by_id}
+    return frozenset(
+        tool
+        for tool in ids
+        if before.traits_by_id.get(tool) != after.traits_by_id.get(tool)
+        or before.overrides_by_id.get(tool) != after.overrides_by_id.get(tool)
+    )
+
+
+def _off(agent: str) -> str | None:
+    return None
+
+
+def replay(
+    rounds: Iterable[RecordedRound],
+    *,
+    candidate: Resolver,
+    baseline: Resolver,
+    candidate_mode: ModeFor = _off,
+    baseline_mode: ModeFor = _off,
+    progress: Callable[[int], None] | None = None,
+    every: int = 1000,
+) -> ImpactReport:
+    """Replay every round under both sides; a round whose predictions differ is *affected*.
+
+    A round's own ``multi_action_mode`` wins over the side's (so a mode difference is never
+    mistaken for a policy change). ``progress`` is called with the number of rounds done every
+    ``every`` rounds; it may raise to cancel."""
+    report = ImpactReport()
+    before_policy, after_policy = _Policies(baseline), _Policies(candidate)
+    differing: dict[str, frozenset[str]] = {}
+    for recorded in rounds:
+        spec, agent = recorded.spec, recorded.agent
+        report.rounds += 1
+        before_mode = resolve_mode(spec, baseline_mode(agent))
+        after_mode = resolve_mode(spec, candidate_mode(agent))
+        changed = differing.get(agent)
+        if changed is None:
+            changed = differing[agent] = _differing(before_policy(agent), after_policy(agent))
+        if multi_action_enabled(before_mode) == multi_action_enabled(after_mode) and not any(
+            action.tool in changed or action.tool_id in changed
+            for attempt in spec.attempts
+            for action in attempt
+        ):
+            # The engine reads a policy only through the traits of the round's own tools (and
+            # whether they exist): equal for all of them, the two predictions are equal too.
+            if progress is not None and report.rounds % every == 0:
+                progress(report.rounds)
+            continue
+        before = dry_run(spec, before_policy(agent), multi_action_mode=before_mode)
+        after = dry_run(spec, after_policy(agent), multi_action_mode=after_mode)
+        found = changes(before, after)
+        if found:
+            report.add(RoundImpact(agent, spec.turn_id, spec.iteration, found))
+        if progress is not None and report.rounds % every == 0:
+            progress(report.rounds)
+    return report
+
+
+def predict(
+    rounds: Iterable[RecordedRound], *, policy: Resolver, mode: ModeFor = _off
+) -> dict[str, Any]:
+    """What one policy predicts for the rounds, in totals (``traitdeck replay`` without a
+    baseline): rounds, final actions, rejections by rule, early starts, dedups."""
+    policies = _Policies(policy)
+    rounds_seen = actions = early = dedup = 0
+    rejected: Counter[str] = Counter()
+    with_kind: Counter[str] = Counter()
+    for recorded in rounds:
+        spec, agent = recorded.spec, recorded.agent
+        result = dry_run(spec, policies(agent), multi_action_mode=resolve_mode(spec, mode(agent)))
+        rounds_seen += 1
+        kinds: set[str] = set()
+        for _, outcome in outcomes(result).values():
+            actions += 1
+            if outcome.rejected:
+                rejected[outcome.code or "—"] += 1
+                kinds.add("rejection")
+            if outcome.early:
+                early += 1
+                kinds.add("early")
+            if outcome.dedup:
+                dedup += 1
+                kinds.add("dedup")
+        with_kind.update(kinds)
+    return {
+        "rounds": rounds_seen,
+        "actions": actions,
+        "rejected": dict(sorted(rejected.items())),
+        "early_starts": early,
+        "dedups": dedup,
+        "rounds_with": {k: with_kind[k] for k in ("rejection", "early", "dedup")},
+    }
+
+
+def prediction_summary(prediction: Mapping[str, Any]) -> str:
+    rejected = prediction["rejected"]
+    rules = ", ".join(f"{rule} {n:,}" for rule, n in rejected.items())
+    rejections = f"{sum(rejected.values()):,} rejected" + (f" ({rules})" if rules else "")
+    return (
+        f"{prediction['rounds']:,} rounds, {prediction['actions']:,} actions: {rejections}, "
+        f"{prediction['early_starts']:,} early starts, {prediction['dedups']:,} dedups"
+    )
+
+
+def _counts(counts: Counter[str]) -> str:
+    return ", ".join(f"{counts[k]:,} {LABELS[k]}" for k in KINDS if counts[k])
+
+
+def describe_report(report: ImpactReport) -> list[str]:
+    """The report as text: the summary, per agent, per tool, per rule, then every change."""
+    lines = [report.summary()]
+    if not report.affected:
+        return lines
+    lines += [f"  agent {agent}: {_counts(c)}" for agent, c in sorted(report.per_agent.items())]
+    lines += [f"  tool {tool}: {_counts(c)}" for tool, c in sorted(report.per_tool.items())]
+    lines += [
+        f"  {LABELS[kind]} by {rule}: {n:,}" for (kind, rule), n in sorted(report.per_rule.items())
+    ]
+    for impact in report.affected:
+        for change in impact.changes:
+            rule = f" ({change.rule})" if change.kind in _REJECTION_KINDS else ""
+            lines.append(
+                f"{impact.agent} {impact.turn_id}/{impact.iteration} attempt {change.attempt}"
+                f" #{change.index} {change.tool_id or '—'}: {LABELS[change.kind]}{rule}"
+            )
+    return lines
+
+
+_REJECTION_KINDS: Final = frozenset({NEWLY_REJECTED, NO_LONGER_REJECTED, OTHER_RULE})
