@@ -120,6 +120,7 @@ API: dict[tuple[str, str], str] = {
     ("POST", "/api/v1/events"): TOKEN,
     ("POST", "/api/v1/bridge/status"): TOKEN,
     ("GET", "/api/v1/rounds"): VIEWER,
+    ("GET", "/api/v1/rounds/export.jsonl"): VIEWER,
     ("GET", "/api/v1/rounds/{agent}/{turn_id_and_iteration}"): VIEWER,
     ("GET", "/api/v1/audit"): PUBLISHER,
 }

@@ -8,18 +8,21 @@ sentence, and so that one bad event never refuses the batch (it is reported by i
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from django.http import HttpRequest
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, StreamingHttpResponse
 from ninja import P, QueryEx, Router, Schema, Status
 from ninja.errors import HttpError
 
 from accounts.auth import RuntimeTokenAuth, session_auth
 from config.api_io import read_json
 from observe.domain.events import format_ts
-from observe.domain.rounds import round_detail_dict
+from observe.domain.rounds import recorded_round, round_detail_dict
 from observe.models import Round
 from observe.selectors import (
     KIND_COLUMNS,
@@ -230,6 +233,91 @@ def round_out(row: Round, versions: dict[tuple[str, str], int]) -> dict[str, Any
     }
 
 
+def _round_filter(
+    agent: str | None,
+    has: list[str],
+    tool: str | None,
+    turn: str | None,
+    outcome: str | None,
+    since: str | None,
+    until: str | None,
+) -> RoundFilter:
+    """The history's filters (DESIGN §6), shared by the listing and the export."""
+    return RoundFilter(
+        agent=agent or None,
+        has=parse_kinds(has),
+        tool=tool or None,
+        since=parse_time("since", since),
+        until=parse_time("until", until),
+        turn=turn or None,
+        outcome=parse_outcome(outcome),
+    )
+
+
+#: Rounds read per query while an export streams.
+EXPORT_PAGE: Final = 1000
+MAX_EXPORT: Final = 1_000_000
+
+
+@router.get(
+    "/rounds/export.jsonl",
+    auth=READ_AUTH,
+    response={200: None, 422: ErrorOut},
+    summary="Export rounds for replay",
+    openapi_extra={
+        "responses": {
+            "200": {
+                "description": "One recorded round per line (JSON Lines)",
+                "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+            }
+        }
+    },
+)
+def export_rounds(
+    request: HttpRequest,
+    agent: str | None = None,
+    has: QueryEx[
+        list[str], P(description="rejection, early, dedup or timeout; repeated: all must hold")
+    ] = [],  # noqa: B006 (ninja copies defaults; never mutated)
+    tool: QueryEx[str | None, P(description="case-insensitive substring of a tool id")] = None,
+    turn: QueryEx[str | None, P(description="substring of the turn_id")] = None,
+    outcome: QueryEx[str | None, P(description="ok, retried, failed or in_progress")] = None,
+    since: QueryEx[str | None, P(description="ISO 8601, or 15m / 1h / 24h / 7d before now")] = None,
+    until: QueryEx[str | None, P(description="ISO 8601, or 15m / 1h / 24h / 7d before now")] = None,
+    limit: QueryEx[int | None, P(description=f"the newest N (1 to {MAX_EXPORT:,})")] = None,
+) -> Any:
+    """The rounds the history's filters select, newest first, one JSON object per line as
+    `traitdeck replay --rounds` reads it: a dry-run round (`turn_id`, `iteration`,
+    `max_actions`, `multi_action_mode` when the round reported one, `attempts` of observed
+    actions with their tool ids and params) plus its `agent`. Rounds with no observed action
+    (nothing to replay) are left out."""
+    if limit is not None and not 1 <= limit <= MAX_EXPORT:
+        raise HttpError(422, f"limit must be between 1 and {MAX_EXPORT:,} (got {limit}).")
+    round_filter = _round_filter(agent, has, tool, turn, outcome, since, until)
+    wanted = limit if limit is not None else MAX_EXPORT
+
+    async def lines() -> AsyncIterator[bytes]:
+        cursor, left = None, wanted
+        while left > 0:
+            rows, cursor = await sync_to_async(rounds_page)(
+                round_filter, limit=min(EXPORT_PAGE, left), before=cursor
+            )
+            left -= len(rows)
+            chunk = []
+            for row in rows:
+                found = recorded_round((row.agent, row.turn_id, row.iteration), row.assembly)
+                if found is not None:
+                    chunk.append(json.dumps(found, ensure_ascii=False) + "\n")
+            if chunk:
+                yield "".join(chunk).encode("utf-8")
+            if cursor is None:
+                return
+
+    response = StreamingHttpResponse(lines(), content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="traitdeck-rounds.jsonl"'
+    return response
+
+
 @router.get("/rounds", auth=READ_AUTH, response={200: RoundsPageOut, 422: ErrorOut})
 def list_rounds(
     request: HttpRequest,
@@ -255,15 +343,7 @@ def list_rounds(
     """Past rounds, newest first, filtered; `next` continues after this page (null: the end)."""
     if not 1 <= limit <= MAX_LIMIT:
         raise HttpError(422, f"limit must be between 1 and {MAX_LIMIT} (got {limit}).")
-    round_filter = RoundFilter(
-        agent=agent or None,
-        has=parse_kinds(has),
-        tool=tool or None,
-        since=parse_time("since", since),
-        until=parse_time("until", until),
-        turn=turn or None,
-        outcome=parse_outcome(outcome),
-    )
+    round_filter = _round_filter(agent, has, tool, turn, outcome, since, until)
     rows, next_cursor = rounds_page(round_filter, limit=limit, before=before or None)
     versions = version_index()
     return Status(200, {"rounds": [round_out(row, versions) for row in rows], "next": next_cursor})

@@ -215,7 +215,8 @@ def assembly_merge(state: Assembly, events: Iterable[Event]) -> Assembly:
             if event_type == ACTION_OBSERVED and "params" in data:
                 _keep(slot, _PARAMS, [ts, event_id, data["params"]], latest=False)
         elif event_type == ROUND_STARTED:
-            mark = [ts, event_id, data["max_actions"], data.get("policy_hash")]
+            mode = data.get("multi_action_mode")
+            mark = [ts, event_id, data["max_actions"], data.get("policy_hash"), mode]
             _keep(state, "start", mark, latest=False)
         elif event_type == ROUND_FINISHED:
             _keep(state, "end", [ts, event_id, data["outcome"]], latest=True)
@@ -299,6 +300,62 @@ def assembly_params(state: Assembly) -> dict[tuple[int, int], Any]:
     return {
         _slot_key(key): slot[_PARAMS][2] for key, slot in state["slots"].items() if _PARAMS in slot
     }
+
+
+#: Protocol v1 does not carry an action's ``final_answer`` or ``notes`` (only whether the runtime
+#: accepted it): where the recorded verdict shows the runtime saw one, the replayable form holds
+#: this stand-in text, which the engine only tests for presence.
+PRESENT: Final = "(present: the event protocol does not carry the text)"
+_FINALS: Final = frozenset({"complete", "exit"})
+
+
+def _text_fields(action: str, slot: Mapping[str, Any]) -> dict[str, str]:
+    """``final_answer`` / ``notes`` as the recorded verdict shows them: a final action the runtime
+    did not refuse for a missing answer had one; one refused for notes had notes; a call
+    refused for carrying a final answer had one."""
+    rejected = slot.get(ACTION_REJECTED)
+    code = rejected[2] if rejected is not None else None
+    found: dict[str, str] = {}
+    name = action.strip()
+    if name in _FINALS and code != "final_answer_required":
+        found["final_answer"] = PRESENT
+    if name in _FINALS and code == "final_answer_with_notes":
+        found["notes"] = PRESENT
+    if name == "call_tool" and code == "final_answer_with_tool_call":
+        found["final_answer"] = PRESENT
+    return found
+
+
+def recorded_round(key: tuple[str, str, int], state: Assembly) -> dict[str, Any] | None:
+    """The round as the engine replays it (a dry-run round plus its ``agent``; impact, issue
+    13): per attempt, the observed actions in index order with their tool ids and params, the
+    round's ``max_actions`` and the ``multi_action_mode`` it reported. ``None`` when no action
+    was observed (nothing to replay: a round the bridge only inferred, or one just started)."""
+    attempts: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+    for slot_key, slot in state["slots"].items():
+        observed = slot.get(ACTION_OBSERVED)
+        if observed is None or not isinstance(observed[2], str):
+            continue
+        attempt, index = _slot_key(slot_key)
+        action: dict[str, Any] = {"action": observed[2]}
+        if observed[3] is not None:
+            action["tool_id"] = observed[3]
+        if _PARAMS in slot:
+            action["params"] = slot[_PARAMS][2]
+        action.update(_text_fields(observed[2], slot))
+        attempts.setdefault(attempt, []).append((index, action))
+    if not attempts:
+        return None
+    start = state["start"]
+    found: dict[str, Any] = {"agent": key[0], "turn_id": key[1], "iteration": key[2]}
+    if start is not None and isinstance(start[2], int):
+        found["max_actions"] = start[2]
+    if start is not None and len(start) > 4 and isinstance(start[4], str):
+        found["multi_action_mode"] = start[4]
+    found["attempts"] = [
+        [action for _, action in sorted(attempts[number])] for number in sorted(attempts)
+    ]
+    return found
 
 
 def assembly_round(
