@@ -23,6 +23,7 @@ from accounts.auth import RuntimeTokenAuth, session_auth
 from config.api_io import read_json
 from observe.domain.events import format_ts
 from observe.domain.rounds import recorded_round, round_detail_dict
+from observe.impact import DEFAULT_WINDOW, MAX_WINDOW, SideError, policy_impact, policy_side
 from observe.models import Round
 from observe.selectors import (
     KIND_COLUMNS,
@@ -369,3 +370,85 @@ def get_round(request: HttpRequest, agent: str, turn_id_and_iteration: str) -> A
     )
     detail["policy_version"] = version_index().get((row.agent, row.policy_hash or ""))
     return Status(200, detail)
+
+
+IMPACT_BODY: Final = {
+    "requestBody": {
+        "required": False,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "candidate": {"type": "string", "default": "draft"},
+                        "baseline": {"type": "string", "default": "published"},
+                        "limit": {"type": "integer", "default": DEFAULT_WINDOW},
+                        "agent": {"type": "string"},
+                        "has": {"type": "array", "items": {"type": "string"}},
+                        "tool": {"type": "string"},
+                        "turn": {"type": "string"},
+                        "outcome": {"type": "string"},
+                        "since": {"type": "string"},
+                        "until": {"type": "string"},
+                    },
+                }
+            }
+        },
+    }
+}
+#: Body fields of an impact request that are text (the history's filters and the two sides).
+_IMPACT_TEXT: Final = (
+    "candidate",
+    "baseline",
+    "agent",
+    "tool",
+    "turn",
+    "outcome",
+    "since",
+    "until",
+)
+
+
+@router.post(
+    "/policy/impact",
+    response={200: dict[str, Any], 422: ErrorOut},
+    openapi_extra=IMPACT_BODY,
+    summary="Impact of a policy change on recorded rounds",
+)
+def impact(request: HttpRequest) -> Any:
+    """Replay the newest `limit` recorded rounds (the history's filters narrow them) under the
+    `candidate` (default `draft`) and the `baseline` (default `published`; either may be a
+    version number) and list what changes: actions newly rejected or no longer (by rule),
+    dropped, early starts and dedups gained or lost, per tool, agent and rule, with every
+    affected round and its page."""
+    body = read_json(request, limit=64 * 1024) if request.body else {}
+    if not isinstance(body, dict):
+        raise HttpError(422, "The body is a JSON object (every field optional).")
+    for name in _IMPACT_TEXT:
+        if body.get(name) is not None and not isinstance(body[name], str):
+            raise HttpError(422, f"{name} must be a string.")
+    has = body.get("has") or []
+    if not isinstance(has, list) or not all(isinstance(kind, str) for kind in has):
+        raise HttpError(422, "has must be a list of kinds (rejection, early, dedup, timeout).")
+    limit = body.get("limit", DEFAULT_WINDOW)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_WINDOW:
+        raise HttpError(422, f"limit must be a whole number from 1 to {MAX_WINDOW:,}.")
+    try:
+        candidate = policy_side(body.get("candidate") or "draft")
+        baseline = policy_side(body.get("baseline") or "published")
+    except SideError as exc:
+        raise HttpError(422, str(exc)) from None
+    round_filter = _round_filter(
+        body.get("agent"),
+        has,
+        body.get("tool"),
+        body.get("turn"),
+        body.get("outcome"),
+        body.get("since"),
+        body.get("until"),
+    )
+    report = policy_impact(candidate, baseline, round_filter=round_filter, limit=limit)
+    found = report.as_json()
+    for item, affected in zip(found["affected"], report.affected, strict=True):
+        item["url"] = round_url(affected)  # type: ignore[arg-type]
+    return {"candidate": candidate.label, "baseline": baseline.label, **found}

@@ -118,8 +118,15 @@ class ActionChange:
     after: Outcome
 
     @property
+    def label(self) -> str:
+        return LABELS[self.kind]
+
+    @property
     def rule(self) -> str | None:
-        """The rejection rule the change is about (the new one, else the old one)."""
+        """The rejection rule a rejection change is about (the new one, else the old one);
+        ``None`` for the other kinds."""
+        if self.kind not in _REJECTION_KINDS:
+            return None
         return self.after.code if self.after.rejected else self.before.code
 
 
@@ -149,6 +156,11 @@ class ImpactReport:
             self.per_agent.setdefault(impact.agent, Counter())[change.kind] += 1
             if change.kind in _REJECTION_KINDS:
                 self.per_rule[(change.kind, change.rule or "—")] += 1
+
+    @property
+    def rows(self) -> list[tuple[str, str, int]]:
+        """(kind, label, actions) of every kind that occurred, in :data:`KINDS` order."""
+        return [(k, LABELS[k], self.totals[k]) for k in KINDS if self.totals[k]]
 
     def summary(self) -> str:
         """One line: "3 of 1,000 rounds change: 2 newly rejected, 1 early starts lost"."""
@@ -401,7 +413,7 @@ def describe_report(report: ImpactReport) -> list[str]:
     ]
     for impact in report.affected:
         for change in impact.changes:
-            rule = f" ({change.rule})" if change.kind in _REJECTION_KINDS else ""
+            rule = f" ({change.rule})" if change.rule else ""
             lines.append(
                 f"{impact.agent} {impact.turn_id}/{impact.iteration} attempt {change.attempt}"
                 f" #{change.index} {change.tool_id or '—'}: {LABELS[change.kind]}{rule}"

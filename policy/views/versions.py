@@ -93,6 +93,29 @@ def diff_view(request: HttpRequest) -> HttpResponse:
     )
 
 
+#: Affected rounds the publish page lists (the API lists them all).
+IMPACT_SHOWN = 20
+
+
+def _publish_impact() -> dict[str, Any] | None:
+    """What publishing the draft would change in the newest recorded rounds (issue 13)."""
+    from observe.impact import DEFAULT_WINDOW, SideError, policy_impact, policy_side
+    from observe.selectors import RoundFilter, round_url
+
+    try:
+        baseline = policy_side("published")
+    except SideError:
+        return None
+    report = policy_impact(
+        policy_side("draft"), baseline, round_filter=RoundFilter(), limit=DEFAULT_WINDOW
+    )
+    shown = [
+        {"round": impact, "url": round_url(impact)}  # type: ignore[arg-type]
+        for impact in report.affected[:IMPACT_SHOWN]
+    ]
+    return {"report": report, "baseline": baseline, "shown": shown, "window": DEFAULT_WINDOW}
+
+
 def publish_view(request: HttpRequest) -> HttpResponse:
     """Review the draft against what is in force, then publish it with a message."""
     state = draft_state()
@@ -105,6 +128,7 @@ def publish_view(request: HttpRequest) -> HttpResponse:
         "published": version_published(),
         "message": "",
         **_diff_context("published", "draft"),
+        "impact": _publish_impact(),
     }
     status = 200
     if request.method == "POST":

@@ -1,0 +1,118 @@
+"""What a policy change would do to the rounds this instance recorded (issue 13).
+
+The rounds come from the store (their replayable form, :func:`observe.domain.rounds.
+recorded_round`), the two policies from the draft or published versions, and the comparison is
+:func:`policy.domain.impact.replay`. Both sides use the agents' current manifests (versions do
+not keep manifests) and, for rounds that did not report a multi-action mode, each side's own
+default instruction profile, else the ``TRAITDECK_MULTI_ACTION_MODE`` setting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+from django.conf import settings
+
+from observe.domain.rounds import recorded_round
+from observe.selectors import RoundFilter, rounds_page
+from policy.domain.impact import (
+    ImpactReport,
+    ModeFor,
+    RecordedRound,
+    RecordedRoundError,
+    Resolver,
+    parse_recorded_round,
+    replay,
+)
+from policy.domain.multi_action import profile_mode
+from policy.domain.resolution import AgentResolution, UnknownAgentError, resolve_consumer
+from policy.selectors import draft_state, manifest_for
+from policy.versions import version_data, version_get, version_published
+
+#: The window when none is asked for: the newest rounds.
+DEFAULT_WINDOW: Final = 1000
+MAX_WINDOW: Final = 100_000
+_PAGE: Final = 1000
+
+
+class SideError(ValueError):
+    """A side that names no policy (no such version, nothing published); the message says so."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One policy of the comparison: ``draft``, or a version by number."""
+
+    ref: str
+    label: str
+    data: Any
+
+
+def policy_side(ref: str) -> Side:
+    """``draft``, ``published`` (the version in force) or a version number."""
+    text = ref.strip().lower()
+    if text == "draft":
+        state = draft_state()
+        return Side("draft", f"the draft (revision {state.revision})", state.data)
+    if text == "published":
+        found = version_published()
+        if found is None:
+            raise SideError("Nothing is published yet: compare with the draft or a version.")
+    elif text.isascii() and text.isdigit() and len(text) <= 9:
+        found = version_get(int(text))
+        if found is None:
+            raise SideError(f"There is no version {int(text)}.")
+    else:
+        raise SideError(f"A side is 'draft', 'published' or a version number (got {ref[:40]!r}).")
+    return Side(str(found.number), f"version {found.number}", version_data(found))
+
+
+def _resolver(data: Any) -> Resolver:
+    def resolve(agent: str) -> AgentResolution | None:
+        try:
+            return resolve_consumer(data, agent, manifest_for(agent))
+        except UnknownAgentError:
+            return None
+
+    return resolve
+
+
+def _mode(data: Any) -> ModeFor:
+    def mode(agent: str) -> str | None:
+        return profile_mode(data, agent, None) or settings.TRAITDECK_MULTI_ACTION_MODE
+
+    return mode
+
+
+def stored_rounds(round_filter: RoundFilter, limit: int) -> Iterator[RecordedRound]:
+    """The newest ``limit`` rounds the filter selects that have something to replay."""
+    cursor, left = None, limit
+    while left > 0:
+        rows, cursor = rounds_page(round_filter, limit=min(_PAGE, left), before=cursor)
+        left -= len(rows)
+        for row in rows:
+            found = recorded_round((row.agent, row.turn_id, row.iteration), row.assembly)
+            if found is None:
+                continue
+            try:
+                yield parse_recorded_round(found)
+            except RecordedRoundError:  # stored before ingest checked what it checks now
+                continue
+        if cursor is None:
+            return
+
+
+def policy_impact(
+    candidate: Side, baseline: Side, *, round_filter: RoundFilter, limit: int = DEFAULT_WINDOW
+) -> ImpactReport:
+    """Replay the window's rounds under both sides (``report.rounds`` counts the rounds with
+    something to replay)."""
+    return replay(
+        stored_rounds(round_filter, limit),
+        candidate=_resolver(candidate.data),
+        baseline=_resolver(baseline.data),
+        candidate_mode=_mode(candidate.data),
+        baseline_mode=_mode(baseline.data),
+    )

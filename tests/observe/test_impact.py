@@ -1,0 +1,123 @@
+"""The impact of a policy change on recorded rounds: ``POST /api/v1/policy/impact`` and the
+publish page's summary (issue 13)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from observe.models import Round
+from policy.domain.yaml_io import load_policy
+from policy.services import draft_change, draft_replace
+from policy.versions import policy_publish
+from tests.observe.live_support import ingest_simulated
+
+pytestmark = pytest.mark.django_db
+
+SAMPLE = Path(__file__).resolve().parents[2] / "policy" / "sample" / "sample-policy.yaml"
+IMPACT = "/api/v1/policy/impact"
+
+
+@pytest.fixture
+def recorded() -> None:
+    """The sample published as version 1, and 120 simulator rounds recorded under it."""
+    draft_replace(data=load_policy(SAMPLE.read_bytes()).data, base_revision=None)
+    policy_publish(actor="cli", message="sample", confirm_warnings=True)
+    ingest_simulated(120, start=timezone.now() - timedelta(minutes=30))
+
+
+def launch_explores() -> None:
+    """The early tool stops being neutral: it can no longer start early."""
+
+    def edit(doc: dict[str, Any]) -> dict[str, Any]:
+        traits = doc["surfaces"]["as_consumer"]["agents"]["main"]["tools"][0]["tool_traits"]
+        traits["launch_background_job"]["strategy"] = ["exploration"]
+        return doc
+
+    draft_change(edit=edit, base_revision=None)
+
+
+def post(client: Client, body: dict[str, Any] | None = None) -> Any:
+    return client.post(IMPACT, body or {}, content_type="application/json")
+
+
+def test_an_unchanged_draft_changes_no_round(viewer_client: Client, recorded: None) -> None:
+    response = post(viewer_client)
+    assert response.status_code == 200, response.content
+    data = response.json()
+    assert data["candidate"].startswith("the draft")
+    assert data["baseline"] == "version 1"
+    assert data["rounds"] == Round.objects.count() == 120
+    assert data["affected_rounds"] == 0
+
+
+def test_a_trait_change_lists_every_affected_round_with_its_page(
+    viewer_client: Client, recorded: None
+) -> None:
+    launch_explores()
+    data = post(viewer_client).json()
+    assert data["totals"]["early_lost"] > 0
+    assert data["totals"]["early_gained"] == 0
+    lost = [c for r in data["affected"] for c in r["changes"] if c["kind"] == "early_lost"]
+    # Only the changed tool loses its early starts (react.delegate, a built-in, keeps its own).
+    assert {c["tool_id"] for c in lost} == {"workspace_jobs.launch_background_job"}
+    assert len(lost) == data["totals"]["early_lost"]
+    first = data["affected"][0]
+    page = viewer_client.get(first["url"])
+    assert page.status_code == 200
+    assert first["turn_id"].encode() in page.content
+    # The other way round the same rounds change back.
+    back = post(viewer_client, {"candidate": "1", "baseline": "draft"}).json()
+    assert back["affected_rounds"] == data["affected_rounds"]
+    assert back["totals"]["early_gained"] == data["totals"]["early_lost"]
+
+
+def test_the_window_and_filters_narrow_the_rounds(viewer_client: Client, recorded: None) -> None:
+    launch_explores()
+    assert post(viewer_client, {"limit": 10}).json()["rounds"] == 10
+    only = post(viewer_client, {"has": ["early"]}).json()
+    assert only["rounds"] == Round.objects.filter(early_starts__gt=0).count()
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({"baseline": "7"}, "There is no version 7."),
+        ({"candidate": "tomorrow"}, "A side is 'draft', 'published' or a version number"),
+        ({"limit": 0}, "limit must be a whole number"),
+        ({"has": "early"}, "has must be a list"),
+        ({"since": "yesterday"}, "since must be an ISO 8601"),
+        ({"agent": 3}, "agent must be a string"),
+    ],
+)
+def test_a_bad_request_is_422_with_the_reason(
+    viewer_client: Client, recorded: None, body: dict[str, Any], reason: str
+) -> None:
+    response = post(viewer_client, body)
+    assert response.status_code == 422
+    assert reason in response.json()["error"]
+
+
+def test_nothing_published_is_a_clear_refusal(viewer_client: Client) -> None:
+    response = post(viewer_client)
+    assert response.status_code == 422
+    assert "Nothing is published yet" in response.json()["error"]
+
+
+def test_the_publish_page_says_what_the_change_alters(
+    publisher_client: Client, recorded: None
+) -> None:
+    page = publisher_client.get("/policy/publish/")
+    assert b"This change alters none of the last 120 recorded rounds" in page.content
+    launch_explores()
+    page = publisher_client.get("/policy/publish/")
+    text = page.content.decode()
+    affected = post(publisher_client).json()["affected_rounds"]
+    assert f"This change alters <strong>{affected}</strong> of the last 120" in text
+    assert "early starts lost" in text
+    assert 'id="publish-impact"' in text
