@@ -1,0 +1,140 @@
+"""Drift: a runtime that stops doing what its policy says (issue 13).
+
+A recorded round names the policy it ran under (its ``policy_hash``); predicting the round under
+that version and comparing, action by action, what the runtime reported with what the engine
+predicts finds the runtime that was upgraded, misconfigured or runs a policy nobody published.
+Only what the round's events carry is compared: an action whose verdict was never reported (an
+inferred round from the KDCube bridge) is not compared on its verdict, and dedups are compared
+only when the round's events can show them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from observe.domain.rounds import Assembly, assembly_actions, recorded_round
+from policy.domain.dryrun import AgentResolutionLike, dry_run, resolve_mode
+from policy.domain.impact import outcomes, parse_recorded_round
+from policy.domain.round_policy import RoundPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class Discrepancy:
+    """One action where the runtime and the prediction disagree, in words."""
+
+    attempt: int  # 1-based
+    index: int
+    tool_id: str | None
+    what: str
+
+
+def _name(tool_id: str | None, action: str | None) -> str:
+    return tool_id or action or "the action"
+
+
+def round_drift(
+    key: tuple[str, str, int],
+    state: Assembly,
+    policy: RoundPolicy | AgentResolutionLike,
+    *,
+    policy_label: str,
+    mode: str | None = None,
+    dedups_reported: bool = True,
+) -> tuple[Discrepancy, ...]:
+    """Every disagreement between the round as recorded and its prediction under ``policy``
+    (empty: the runtime did what the policy says). ``mode``: the multi-action mode to use when
+    the round did not report one (DESIGN §2.10 item 6)."""
+    found = recorded_round(key, state)
+    if found is None:
+        return ()
+    spec = parse_recorded_round(found).spec
+    predicted = outcomes(dry_run(spec, policy, multi_action_mode=resolve_mode(spec, mode)))
+    drift: list[Discrepancy] = []
+    for (attempt, index), action in assembly_actions(state).items():
+        entry = predicted.get((attempt + 1, index))
+        if entry is None:  # not observed, so not in the replayable round either
+            continue
+        _, outcome = entry
+        name = _name(action.tool_id, action.action)
+        place = f"(attempt {attempt + 1}, #{index})"
+        words = _verdict_words(
+            action.verdict,
+            action.code,
+            outcome.verdict,
+            outcome.code,
+            name=name,
+            place=place,
+            policy=policy_label,
+        )
+        if words is not None:
+            drift.append(Discrepancy(attempt + 1, index, action.tool_id, words))
+        recorded_dedup = action.ledger == "dedup"
+        recorded_early = action.early and not recorded_dedup
+        if recorded_early != outcome.early:
+            drift.append(
+                Discrepancy(
+                    attempt + 1,
+                    index,
+                    action.tool_id,
+                    f"the runtime {'started' if recorded_early else 'did not start'} {name} early"
+                    f" {place}; {policy_label} predicts "
+                    f"{'an early start' if outcome.early else 'no early start'}",
+                )
+            )
+        if dedups_reported and recorded_dedup != outcome.dedup:
+            drift.append(
+                Discrepancy(
+                    attempt + 1,
+                    index,
+                    action.tool_id,
+                    f"the runtime {'reused' if recorded_dedup else 'did not reuse'} an earlier call"
+                    f" for {name} {place}; {policy_label} predicts "
+                    f"{'a ledger dedup' if outcome.dedup else 'no dedup'}",
+                )
+            )
+    return tuple(drift)
+
+
+def _verdict_words(
+    recorded: str | None,
+    recorded_code: str | None,
+    predicted: str,
+    predicted_code: str | None,
+    *,
+    name: str,
+    place: str,
+    policy: str,
+) -> str | None:
+    """How the recorded verdict and the prediction disagree (``None``: they do not, or the
+    round never reported a verdict for the action)."""
+    if recorded is None:
+        return None
+    was_rejected, is_rejected = recorded == "rejected", predicted == "rejected"
+    if was_rejected and not is_rejected:
+        return (
+            f"the runtime rejected {name} {place} ({recorded_code}); {policy} predicts it is"
+            " accepted"
+        )
+    if is_rejected and not was_rejected:
+        return (
+            f"the runtime accepted {name} {place}; {policy} predicts a rejection ({predicted_code})"
+        )
+    if was_rejected and recorded_code != predicted_code:
+        return (
+            f"the runtime rejected {name} {place} by {recorded_code}; {policy} predicts"
+            f" {predicted_code}"
+        )
+    return None
+
+
+def summary(discrepancies: tuple[Discrepancy, ...]) -> Mapping[str, Any]:
+    """The JSON a round keeps: whether it drifted and each disagreement in words."""
+    return {
+        "drift": bool(discrepancies),
+        "discrepancies": [
+            {"attempt": d.attempt, "action_index": d.index, "tool_id": d.tool_id, "what": d.what}
+            for d in discrepancies
+        ],
+    }

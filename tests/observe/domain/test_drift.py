@@ -1,0 +1,112 @@
+"""Drift (issue 13): a round as the runtime reported it against its prediction under the policy
+it names."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from observe.domain.drift import round_drift, summary
+from observe.domain.events import parse_event
+from observe.domain.rounds import Assembly, assembly_merge, assembly_new
+from observe.domain.simulator import Simulator
+from policy.domain.resolution import AgentResolution, resolve_consumer
+from policy.domain.yaml_io import load_policy
+
+ROOT = Path(__file__).resolve().parents[3]
+SAMPLE = (ROOT / "policy" / "sample" / "sample-policy.yaml").read_text(encoding="utf-8")
+LAUNCH_EXPLORES = SAMPLE.replace(
+    "launch_background_job:\n                strategy: [neutral]",
+    "launch_background_job:\n                strategy: [exploration]",
+    1,
+)
+EXPORT_EXPLORES = SAMPLE.replace(
+    "export_report:\n                strategy: [exploitation]",
+    "export_report:\n                strategy: [exploration]",
+    1,
+)
+START = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+def data(text: str) -> Any:
+    loaded = load_policy(text)
+    assert not loaded.refused
+    return loaded.data
+
+
+def resolution(text: str) -> AgentResolution:
+    return resolve_consumer(data(text), "main")
+
+
+def simulated(count: int, seed: int = 5) -> list[tuple[tuple[str, str, int], Assembly]]:
+    """``count`` rounds the simulator plays under the sample, each as its assembly."""
+    simulator = Simulator(data(SAMPLE), seed=seed)
+    rounds = []
+    for number in range(count):
+        _, events = simulator.next_round(START + timedelta(seconds=10 * number))
+        parsed = [parse_event(raw) for raw in events]
+        first = parsed[0].data
+        key = (first["agent"], first["turn_id"], first["iteration"])
+        rounds.append((key, assembly_merge(assembly_new(), parsed)))
+    return rounds
+
+
+ROUNDS = simulated(150)
+
+
+def test_a_runtime_that_follows_its_policy_shows_no_drift() -> None:
+    policy = resolution(SAMPLE)
+    for key, state in ROUNDS:
+        assert round_drift(key, state, policy, policy_label="version 1") == (), key
+
+
+def test_rounds_run_under_another_policy_drift_and_say_how_in_words() -> None:
+    """Rounds the runtime ran under the sample, checked against a policy where the early tool is
+    not neutral: its early starts contradict that policy."""
+    policy = resolution(LAUNCH_EXPLORES)
+    drifted = [
+        d for key, state in ROUNDS for d in round_drift(key, state, policy, policy_label="v2")
+    ]
+    assert drifted
+    early = [d for d in drifted if "early" in d.what]
+    assert early
+    assert all(d.tool_id == "workspace_jobs.launch_background_job" for d in early)
+    assert (
+        "the runtime started workspace_jobs.launch_background_job early (attempt 1, #"
+        in early[0].what
+    )
+    assert early[0].what.endswith("v2 predicts no early start")
+
+
+def test_a_rejection_the_policy_does_not_predict_is_named_with_the_rule() -> None:
+    """Recorded under the sample (export_report may not follow an exploration), checked against
+    a policy where export_report explores: 'the runtime rejected … (rule); … predicts it is
+    accepted'."""
+    policy = resolution(EXPORT_EXPLORES)
+    found = [
+        d
+        for key, state in simulated(400, seed=7)
+        for d in round_drift(key, state, policy, policy_label="version 12")
+    ]
+    rejected = [d for d in found if d.what.startswith("the runtime rejected")]
+    assert rejected
+    for d in rejected:
+        assert d.tool_id == "workspace_jobs.export_report"
+        assert "(multi_action_bundle_strategy_incompatible); version 12 predicts it is" in d.what
+
+
+def test_dedups_are_compared_only_when_the_events_can_show_them() -> None:
+    policy = resolution(LAUNCH_EXPLORES)
+    everything = [
+        d for key, state in ROUNDS for d in round_drift(key, state, policy, policy_label="v")
+    ]
+    without = [
+        d
+        for key, state in ROUNDS
+        for d in round_drift(key, state, policy, policy_label="v", dedups_reported=False)
+    ]
+    assert any("reused an earlier call" in d.what for d in everything)
+    assert not any("earlier call" in d.what for d in without)
+    assert summary(tuple(without))["drift"] is True
+    assert summary(())["drift"] is False
