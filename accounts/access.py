@@ -72,6 +72,7 @@ PAGES: dict[str, dict[str, str]] = {
     "policy:versions": {"GET": VIEWER},
     "policy:version": {"GET": VIEWER},
     "policy:diff": {"GET": VIEWER},
+    "policy:impact": {"GET": VIEWER},
     "policy:publish": {"GET": PUBLISHER, "POST": PUBLISHER},
     "policy:rollback": {"POST": PUBLISHER},
     "observe:live": {"GET": VIEWER},

@@ -7,6 +7,7 @@ from policy.views import agents, connections, inspect, manifest, tools, transfer
 app_name = "policy"
 
 urlpatterns = [
+    path("impact/", versions.impact_view, name="impact"),
     path("", agents.agent_list, name="agents"),
     path("agents/add/", agents.agent_add, name="agent-add"),
     path("agents/<str:agent>/", agents.agent_detail, name="agent"),

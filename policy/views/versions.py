@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 
 from policy.domain.diagnostics import Severity
 from policy.domain.version_diff import tool_changes, unified_diff
@@ -93,27 +94,64 @@ def diff_view(request: HttpRequest) -> HttpResponse:
     )
 
 
-#: Affected rounds the publish page lists (the API lists them all).
-IMPACT_SHOWN = 20
+#: Affected rounds a page lists (the API lists them all).
+IMPACT_SHOWN = 100
+
+
+def _impact_context(
+    candidate_ref: str, baseline_ref: str, *, limit: int, shown: int
+) -> dict[str, Any]:
+    """What replaying the newest ``limit`` recorded rounds under both sides changes (issue 13).
+    Raises ``SideError`` for a side that names no policy."""
+    from observe.impact import policy_impact, policy_side
+    from observe.selectors import RoundFilter, round_url
+
+    candidate, baseline = policy_side(candidate_ref), policy_side(baseline_ref)
+    report = policy_impact(candidate, baseline, round_filter=RoundFilter(), limit=limit)
+    rows = [
+        {"round": impact, "url": round_url(impact)}  # type: ignore[arg-type]
+        for impact in report.affected[:shown]
+    ]
+    return {"report": report, "candidate": candidate, "baseline": baseline, "shown": rows}
 
 
 def _publish_impact() -> dict[str, Any] | None:
-    """What publishing the draft would change in the newest recorded rounds (issue 13)."""
-    from observe.impact import DEFAULT_WINDOW, SideError, policy_impact, policy_side
-    from observe.selectors import RoundFilter, round_url
+    """What publishing the draft would change in the newest 1,000 recorded rounds."""
+    from observe.impact import DEFAULT_WINDOW, SideError
 
     try:
-        baseline = policy_side("published")
-    except SideError:
+        found = _impact_context("draft", "published", limit=DEFAULT_WINDOW, shown=20)
+    except SideError:  # nothing published yet: nothing to compare with
         return None
-    report = policy_impact(
-        policy_side("draft"), baseline, round_filter=RoundFilter(), limit=DEFAULT_WINDOW
-    )
-    shown = [
-        {"round": impact, "url": round_url(impact)}  # type: ignore[arg-type]
-        for impact in report.affected[:IMPACT_SHOWN]
-    ]
-    return {"report": report, "baseline": baseline, "shown": shown, "window": DEFAULT_WINDOW}
+    return {**found, "page_url": reverse("policy:impact") + "?baseline=published&candidate=draft"}
+
+
+def impact_view(request: HttpRequest) -> HttpResponse:
+    """Any two sides (``draft``, ``published`` or a version number) over the newest ``limit``
+    recorded rounds."""
+    from observe.impact import DEFAULT_WINDOW, MAX_WINDOW, SideError
+
+    candidate = request.GET.get("candidate", "draft")
+    baseline = request.GET.get("baseline", "published")
+    raw_limit = request.GET.get("limit", str(DEFAULT_WINDOW))
+    context: dict[str, Any] = {
+        "candidate_ref": candidate,
+        "baseline_ref": baseline,
+        "limit": raw_limit,
+        "versions": version_list(),
+        "max_window": MAX_WINDOW,
+    }
+    if not (raw_limit.isascii() and raw_limit.isdigit() and 1 <= int(raw_limit) <= MAX_WINDOW):
+        context["refusal"] = f"The window is a whole number of rounds from 1 to {MAX_WINDOW:,}."
+        return render(request, "policy/impact.html", context, status=422)
+    try:
+        context["impact"] = _impact_context(
+            candidate, baseline, limit=int(raw_limit), shown=IMPACT_SHOWN
+        )
+    except SideError as exc:
+        context["refusal"] = str(exc)
+        return render(request, "policy/impact.html", context, status=422)
+    return render(request, "policy/impact.html", context)
 
 
 def publish_view(request: HttpRequest) -> HttpResponse:

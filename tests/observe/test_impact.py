@@ -120,4 +120,18 @@ def test_the_publish_page_says_what_the_change_alters(
     affected = post(publisher_client).json()["affected_rounds"]
     assert f"This change alters <strong>{affected}</strong> of the last 120" in text
     assert "early starts lost" in text
-    assert 'id="publish-impact"' in text
+    assert 'id="impact"' in text
+
+
+def test_the_impact_page_compares_any_two_sides(viewer_client: Client, recorded: None) -> None:
+    launch_explores()
+    page = viewer_client.get("/policy/impact/?baseline=1&candidate=draft&limit=50")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "of the last 50 recorded rounds" in text
+    assert "early starts lost" in text
+    assert "under version 1 and under the draft (revision" in text
+    refused = viewer_client.get("/policy/impact/?baseline=9")
+    assert refused.status_code == 422
+    assert b"There is no version 9." in refused.content
+    assert viewer_client.get("/policy/impact/?limit=abc").status_code == 422
