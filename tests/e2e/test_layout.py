@@ -82,6 +82,7 @@ def _pages(page: Page, live_server: LiveServer) -> dict[str, str]:
         "versions": "/policy/versions/",
         "version": f"/policy/versions/{number}/",
         "diff": f"/policy/diff/?from={number}&to=draft",
+        "impact": f"/policy/impact/?baseline={number}&candidate=draft",
         "live": "/live/",
         "history": "/live/history/",
         "round": round_href or "",
