@@ -26,7 +26,7 @@ from observe.domain.rounds import recorded_round, round_detail_dict
 from observe.impact import DEFAULT_WINDOW, MAX_WINDOW, SideError, policy_impact, policy_side
 from observe.models import Round
 from observe.selectors import (
-    KIND_COLUMNS,
+    HAS_NAMES,
     OUTCOMES,
     RELATIVE_SPANS,
     RoundFilter,
@@ -85,6 +85,9 @@ class RoundOut(Schema):
     policy_hash: str | None
     policy_version: int | None
     agent_in_policy: bool
+    #: null: not checked (unfinished, no hash, or a hash no version has: see unknown_policy).
+    drift: bool | None
+    unknown_policy: bool
     counts: CountsOut
     url: str
 
@@ -200,13 +203,18 @@ def parse_outcome(value: str | None) -> str | None:
 
 
 def parse_kinds(values: list[str]) -> frozenset[str]:
-    unknown = [value for value in values if value not in KIND_COLUMNS]
+    unknown = [value for value in values if value not in HAS_NAMES]
     if unknown:
         raise HttpError(
             422,
-            f"has must be one of {', '.join(KIND_COLUMNS)} (got {unknown[0][:60]!r}).",
+            f"has must be one of {', '.join(HAS_NAMES)} (got {unknown[0][:60]!r}).",
         )
     return frozenset(values)
+
+
+def _unknown_policy(row: Round, versions: dict[tuple[str, str], int]) -> bool:
+    """The round names a policy hash that no published version has for its agent."""
+    return row.policy_hash is not None and (row.agent, row.policy_hash) not in versions
 
 
 def round_out(row: Round, versions: dict[tuple[str, str], int]) -> dict[str, Any]:
@@ -223,6 +231,8 @@ def round_out(row: Round, versions: dict[tuple[str, str], int]) -> dict[str, Any
         "policy_hash": row.policy_hash,
         "policy_version": versions.get((row.agent, row.policy_hash or "")),
         "agent_in_policy": row.agent_in_policy,
+        "drift": row.drift,
+        "unknown_policy": _unknown_policy(row, versions),
         "counts": {
             "actions": row.actions,
             "rejections": row.rejections,
@@ -278,7 +288,7 @@ def export_rounds(
     request: HttpRequest,
     agent: str | None = None,
     has: QueryEx[
-        list[str], P(description="rejection, early, dedup or timeout; repeated: all must hold")
+        list[str], P(description="rejection, early, dedup, timeout or drift; repeated: AND")
     ] = [],  # noqa: B006 (ninja copies defaults; never mutated)
     tool: QueryEx[str | None, P(description="case-insensitive substring of a tool id")] = None,
     turn: QueryEx[str | None, P(description="substring of the turn_id")] = None,
@@ -324,7 +334,7 @@ def list_rounds(
     request: HttpRequest,
     agent: str | None = None,
     has: QueryEx[
-        list[str], P(description="rejection, early, dedup or timeout; repeated: all must hold")
+        list[str], P(description="rejection, early, dedup, timeout or drift; repeated: AND")
     ] = [],  # noqa: B006 (ninja copies defaults; never mutated)
     tool: QueryEx[
         str | None, P(description="case-insensitive substring of a tool id the round used")
@@ -368,7 +378,11 @@ def get_round(request: HttpRequest, agent: str, turn_id_and_iteration: str) -> A
     detail = round_detail_dict(
         round_assembled(row), round_url(row), agent_in_policy=row.agent_in_policy
     )
-    detail["policy_version"] = version_index().get((row.agent, row.policy_hash or ""))
+    versions = version_index()
+    detail["policy_version"] = versions.get((row.agent, row.policy_hash or ""))
+    detail["drift"] = row.drift
+    detail["drift_notes"] = row.drift_notes
+    detail["unknown_policy"] = _unknown_policy(row, versions)
     return Status(200, detail)
 
 

@@ -33,6 +33,13 @@ class Round(models.Model):
     #: per action slot the deciding events' fields, tool ids and params. Ingest reads and writes
     #: this instead of the round's events; lists and cards are built from it alone.
     assembly = models.JSONField(default=dict)
+    #: The round against its prediction under the version its ``policy_hash`` names (issue 13):
+    #: ``None`` not checked (unfinished, no hash, a hash no version has: "unknown policy"),
+    #: ``False`` the runtime did what that version says, ``True`` it did not (``drift_notes``
+    #: says where, in words).
+    drift = models.BooleanField(null=True, default=None)
+    #: NULL unless ``drift`` (ingest inserts rows without it).
+    drift_notes = models.JSONField(null=True, blank=True, default=None)
     version = models.PositiveBigIntegerField(unique=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -49,6 +56,8 @@ class Round(models.Model):
                 fields=["agent", "rejections", "early_starts", "dedups", "timeouts", "started_at"],
                 name="round_counters",
             ),
+            # The history's has=drift: drifted rounds, newest first, without a scan of the rest.
+            models.Index(fields=["drift", "-started_at"], name="round_drift_newest"),
         ]
 
     def __str__(self) -> str:

@@ -7,7 +7,7 @@ import binascii
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import F, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.urls import reverse
 
 from observe.domain.events import stored_event
@@ -18,6 +18,10 @@ from observe.models import Round
 
 #: "only rounds with …" kinds and the counter column each one reads.
 KIND_COLUMNS = {name: kind.counter for name, kind in KINDS.items()}
+#: ``has=drift``: the runtime did not do what the version its round names says (issue 13).
+DRIFT = "drift"
+#: Every name ``has`` takes (DESIGN §6): the round kinds, then drift.
+HAS_NAMES = (*KIND_COLUMNS, DRIFT)
 
 
 #: The largest id a row can have (a signed 64-bit column).
@@ -67,7 +71,10 @@ class RoundFilter:
         if self.agent:
             rounds = rounds.filter(agent=self.agent)
         for kind in sorted(self.has):
-            rounds = rounds.filter(**{f"{KIND_COLUMNS[kind]}__gt": 0})
+            if kind == DRIFT:
+                rounds = rounds.filter(drift=True)
+            else:
+                rounds = rounds.filter(**{f"{KIND_COLUMNS[kind]}__gt": 0})
         if self.tool:
             rounds = rounds.filter(tools__tool_id__icontains=self.tool)
         if self.turn:
@@ -180,6 +187,8 @@ class RoundsOverview:
     rounds: int
     last_started_at: datetime | None
     last_hour: int
+    #: Per published version, newest first: (version, rounds checked, rounds that drifted).
+    drift_by_version: tuple[tuple[int, int, int], ...] = ()
 
 
 def rounds_overview(now: datetime) -> RoundsOverview:
@@ -188,4 +197,25 @@ def rounds_overview(now: datetime) -> RoundsOverview:
         rounds=Round.objects.count(),
         last_started_at=newest,
         last_hour=Round.objects.filter(started_at__gte=now - timedelta(hours=1)).count(),
+        drift_by_version=_drift_by_version(),
     )
+
+
+def _drift_by_version() -> tuple[tuple[int, int, int], ...]:
+    """How often the runtime did what each version says, over the rounds checked under it."""
+    from policy.versions import version_index
+
+    versions = version_index()
+    totals: dict[int, list[int]] = {}
+    checked = (
+        Round.objects.filter(drift__isnull=False)
+        .values("agent", "policy_hash")
+        .annotate(rounds=Count("id"), drifted=Count("id", filter=Q(drift=True)))
+    )
+    for row in checked:
+        number = versions.get((row["agent"], row["policy_hash"] or ""))
+        if number is not None:
+            total = totals.setdefault(number, [0, 0])
+            total[0] += row["rounds"]
+            total[1] += row["drifted"]
+    return tuple((number, *totals[number]) for number in sorted(totals, reverse=True))  # type: ignore[misc]

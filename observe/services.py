@@ -35,6 +35,7 @@ from observe.domain.rounds import (
     assembly_new,
     assembly_summary,
 )
+from observe.drift import check_drift_after_ingest
 from observe.live.counters import Facts, round_facts
 from observe.models import Event as StoredEvent
 from observe.models import Round, RoundTool, StreamCounter
@@ -628,6 +629,9 @@ def events_ingest(
             continue
         break
     if result.change is not None:
+        # After storing (a failure there loses nothing), before telling the viewers (their
+        # cards then show the drift chip of a round that just finished).
+        check_drift_after_ingest(pk for pk, _, _ in result.change.rounds)
         broadcast_change(result.change)
     return result
 

@@ -33,6 +33,7 @@ from observe.live import (
 from observe.live.stream import cards_html
 from observe.models import Round, RoundTool
 from observe.selectors import (
+    DRIFT,
     OUTCOMES,
     BadCursor,
     latest_version,
@@ -151,7 +152,7 @@ def history(request: HttpRequest) -> HttpResponse:
         {
             "round_filter": round_filter,
             "agents": known_agents([round_filter.agent or ""]),
-            "kinds": list(KIND_LABELS.items()),
+            "kinds": [*KIND_LABELS.items(), (DRIFT, "drift")],
             "rows": [
                 HistoryRow(
                     row=row,

@@ -62,6 +62,10 @@ class Card:
     agent_in_policy: bool
     url: str | None
     attempts: tuple[AttemptRows, ...]
+    #: Drift against the version the round names (issue 13): ``None`` not checked.
+    drift: bool | None = None
+    #: The first disagreement in words (the round page lists them all).
+    drift_note: str | None = None
 
     @property
     def multi_attempt(self) -> bool:
@@ -168,6 +172,8 @@ def card_for(row: Round) -> Card:
         agent_in_policy=row.agent_in_policy,
         url=safe_round_url(row),
         attempts=attempts,
+        drift=row.drift,
+        drift_note=row.drift_notes[0]["what"] if row.drift and row.drift_notes else None,
     )
 
 

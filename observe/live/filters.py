@@ -12,7 +12,13 @@ from django.utils import timezone
 
 from observe.domain.kinds import ROUND_KINDS
 from observe.models import Round
-from observe.selectors import KIND_COLUMNS, OUTCOMES, RELATIVE_SPANS, RoundFilter, relative_time
+from observe.selectors import (
+    HAS_NAMES,
+    OUTCOMES,
+    RELATIVE_SPANS,
+    RoundFilter,
+    relative_time,
+)
 from policy.selectors import draft_agent_names
 
 MAX_CARDS: Final = 200
@@ -39,7 +45,7 @@ def parse_filter(query: QueryDict, *, full: bool = False) -> ParsedFilter:
     reported and ignored rather than failing the page.
     """
     agent = query.get("agent", "").strip() or None
-    has = frozenset(kind for kind in query.getlist("has") if kind in KIND_COLUMNS)
+    has = frozenset(kind for kind in query.getlist("has") if kind in HAS_NAMES)
     if not full:
         return ParsedFilter(RoundFilter(agent=agent, has=has))
     errors: list[str] = []

@@ -43,6 +43,8 @@ ROUND_KEYS = {
     "policy_hash",
     "policy_version",
     "agent_in_policy",
+    "drift",
+    "unknown_policy",
     "counts",
     "url",
 }
@@ -418,7 +420,7 @@ def forged(text: str) -> str:
         ("limit=ten", "limit"),
         (
             "has=rejections",
-            "has must be one of rejection, early, dedup, timeout (got 'rejections')",
+            "has must be one of rejection, early, dedup, timeout, drift (got 'rejections')",
         ),
         ("has=early&has=bogus", "(got 'bogus')"),
         ("since=yesterday", "since must be an ISO 8601 date or date-time"),

@@ -1,0 +1,92 @@
+"""Drift on ingest (issue 13): each finished round whose ``policy_hash`` names a published
+version is predicted under that version; a disagreement marks the round ``drift`` with the
+disagreements in words (:mod:`observe.domain.drift`).
+
+It runs after the batch is stored (its own short transaction, one UPDATE per batch), so a
+failure here never loses an event: the round stays unchecked and the error is logged. Versions
+are parsed and resolved once per process (a version never changes); manifests are the agents'
+current ones.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from observe.domain.drift import round_drift, summary
+from observe.models import Round
+from policy.domain.multi_action import profile_mode
+from policy.domain.resolution import UnknownAgentError, resolve_consumer
+from policy.domain.round_policy import RoundPolicy
+from policy.selectors import manifest_for
+from policy.versions import version_data, version_get, version_index
+
+logger = logging.getLogger(__name__)
+
+_NO_TOOLS = RoundPolicy.of(())
+
+
+@lru_cache(maxsize=64)
+def _version_policy(number: int, agent: str) -> tuple[RoundPolicy, str | None]:
+    """The round policy and default multi-action mode of ``agent`` under version ``number``."""
+    found = version_get(number)
+    if found is None:
+        return _NO_TOOLS, None
+    data = version_data(found)
+    try:
+        policy = RoundPolicy.of(resolve_consumer(data, agent, manifest_for(agent)).tools)
+    except UnknownAgentError:
+        policy = _NO_TOOLS
+    return policy, profile_mode(data, agent, None)
+
+
+def rounds_check_drift(pks: Iterable[int]) -> int:
+    """Check the finished rounds among ``pks``; returns how many drifted."""
+    rows = list(
+        Round.objects.filter(pk__in=list(pks), outcome__isnull=False, policy_hash__isnull=False)
+    )
+    if not rows:
+        return 0
+    versions = version_index()
+    now = timezone.now()
+    changed: list[Round] = []
+    drifted = 0
+    for row in rows:
+        number = versions.get((row.agent, row.policy_hash or ""))
+        if number is None:  # "unknown policy": nothing to predict with
+            verdict: tuple[bool | None, list[Any] | None] = (None, None)
+        else:
+            policy, mode = _version_policy(number, row.agent)
+            found = round_drift(
+                (row.agent, row.turn_id, row.iteration),
+                row.assembly,
+                policy,
+                policy_label=f"policy v{number}",
+                mode=mode or settings.TRAITDECK_MULTI_ACTION_MODE,
+                dedups_reported=not row.assembly.get("inferred", False),
+            )
+            result = summary(found)
+            verdict = (True, list(result["discrepancies"])) if result["drift"] else (False, None)
+        if (row.drift, row.drift_notes) != verdict:
+            row.drift, row.drift_notes = verdict
+            row.updated_at = now  # a new card: cards are kept per (round, version, updated_at)
+            changed.append(row)
+        drifted += verdict[0] is True
+    if changed:
+        with transaction.atomic():
+            Round.objects.bulk_update(changed, ["drift", "drift_notes", "updated_at"])
+    return drifted
+
+
+def check_drift_after_ingest(pks: Iterable[int]) -> None:
+    """:func:`rounds_check_drift`, never failing the batch that was stored."""
+    try:
+        rounds_check_drift(pks)
+    except Exception:
+        logger.exception("drift check failed; the rounds stay unchecked")

@@ -1,0 +1,103 @@
+"""Drift on ingest (issue 13): finished rounds are predicted under the version their
+``policy_hash`` names; the runtime that did something else is flagged, in words, everywhere a
+round shows."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from observe.domain.simulator import Simulator
+from observe.models import Round
+from policy.domain.yaml_io import load_policy
+from policy.services import draft_replace
+from policy.versions import agent_hashes, policy_publish
+from tests.observe.live_support import ingest
+
+pytestmark = pytest.mark.django_db
+
+SAMPLE = (
+    Path(__file__).resolve().parents[2] / "policy" / "sample" / "sample-policy.yaml"
+).read_text(encoding="utf-8")
+#: What a misconfigured runtime runs: the early tool is not neutral there.
+LAUNCH_EXPLORES = SAMPLE.replace(
+    "launch_background_job:\n                strategy: [neutral]",
+    "launch_background_job:\n                strategy: [exploration]",
+    1,
+)
+
+
+def data(text: str) -> Any:
+    return load_policy(text).data
+
+
+@pytest.fixture
+def v1_hash() -> str:
+    draft_replace(data=data(SAMPLE), base_revision=None)
+    policy_publish(actor="cli", message="sample", confirm_warnings=True)
+    return agent_hashes(data(SAMPLE))["main"]
+
+
+def run(policy_text: str, claimed_hash: str, count: int, seed: int = 4) -> None:
+    """``count`` rounds a runtime plays under ``policy_text`` while reporting ``claimed_hash``."""
+    simulator = Simulator(data(policy_text), seed=seed, policy_hashes={"main": claimed_hash})
+    start = timezone.now() - timedelta(minutes=30)
+    for number in range(count):
+        ingest(simulator.next_round(start + timedelta(seconds=10 * number))[1])
+
+
+def test_a_runtime_that_follows_its_version_shows_no_drift(v1_hash: str) -> None:
+    run(SAMPLE, v1_hash, 60)
+    finished = Round.objects.filter(outcome__isnull=False)
+    assert finished.count() == 60
+    assert set(finished.values_list("drift", flat=True)) == {False}
+
+
+def test_a_runtime_running_something_else_is_flagged_in_words_everywhere(
+    v1_hash: str, viewer_client: Client
+) -> None:
+    run(LAUNCH_EXPLORES, v1_hash, 80)
+    drifted = Round.objects.filter(drift=True)
+    assert drifted.exists()
+    row = drifted.first()
+    assert row is not None
+    note = row.drift_notes[0]["what"]
+    assert note.startswith("the runtime did not start workspace_jobs.launch_background_job early")
+    assert note.endswith("policy v1 predicts an early start")
+    # API: the flag, the filter and the notes.
+    listed = viewer_client.get("/api/v1/rounds?has=drift&limit=500").json()["rounds"]
+    assert len(listed) == drifted.count()
+    assert all(r["drift"] is True and r["policy_version"] == 1 for r in listed)
+    detail = viewer_client.get(f"/api/v1/rounds/main/{row.turn_id}/{row.iteration}").json()
+    assert detail["drift"] is True
+    assert detail["drift_notes"][0]["what"] == note
+    # Pages: the round page lists the notes, the history and the live card show the chip.
+    page = viewer_client.get(f"/live/rounds/main/{row.turn_id}/{row.iteration}/").content.decode()
+    assert "the runtime did not do what version 1 says" in page
+    assert note in page
+    history = viewer_client.get("/live/history/?has=drift").content.decode()
+    assert history.count('data-kind="drift"') == min(drifted.count(), 50)
+    live = viewer_client.get("/live/").content.decode()
+    assert 'class="chip drift"' in live
+    overview = viewer_client.get("/").content.decode()
+    finished = Round.objects.filter(outcome__isnull=False).count()
+    assert f"{drifted.count()} drifted</span></a> of {finished} finished rounds checked" in overview
+
+
+def test_a_hash_no_version_has_is_an_unknown_policy_not_drift(
+    v1_hash: str, viewer_client: Client
+) -> None:
+    run(LAUNCH_EXPLORES, "0" * 64, 10)
+    assert set(Round.objects.values_list("drift", flat=True)) == {None}
+    listed = viewer_client.get("/api/v1/rounds").json()["rounds"]
+    assert all(r["unknown_policy"] is True for r in listed)
+    row = Round.objects.filter(outcome__isnull=False).first()
+    assert row is not None
+    page = viewer_client.get(f"/live/rounds/main/{row.turn_id}/{row.iteration}/").content
+    assert b"unknown policy" in page
+    assert b"not checked (no published version to predict with)" in page
