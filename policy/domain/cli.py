@@ -41,6 +41,8 @@ from policy.domain.resolution import (
     resolve_agent,
     resolve_consumer,
 )
+from policy.domain.suites import SuiteError, load_suite, run_suite
+from policy.domain.suites import summary as suite_summary
 from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
 
 EXIT_OK = 0
@@ -139,6 +141,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="for rounds that did not record one, instead of each agent's default profile's",
     )
     _role_option(replay)
+    suite = command(
+        "test",
+        "Run a regression suite (SUITE.yaml: cases with the verdicts each round must get) under "
+        "the policy; exit 1 when a case fails.",
+        formats=True,
+    )
+    suite.add_argument("suite", metavar="SUITE.yaml", help="the suite (cases of one agent)")
+    suite.add_argument(
+        "--multi-action-mode",
+        metavar="MODE",
+        help="for cases whose round sets none, instead of the agent's default profile's",
+    )
+    _role_option(suite)
     return parser
 
 
@@ -384,6 +399,39 @@ def cmd_replay(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: T
     return _note_errors(args.file, analysis, err)
 
 
+def cmd_test(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
+    try:
+        suite = load_suite(_read(args.suite, args.max_bytes, "suite"))
+    except SuiteError as exc:
+        raise UsageError(f"suite {args.suite} is malformed: {exc}") from exc
+    resolver, mode = _side(analysis, args)
+    resolution = resolver(suite.agent)
+    if resolution is None:
+        err.write(f"traitdeck: {args.file} has no agent {suite.agent!r} (nor a default agent)\n")
+        return EXIT_NEGATIVE
+    results = run_suite(suite, resolution, mode=mode(suite.agent))
+    if args.format == "json":
+        _print_json(
+            {
+                "agent": suite.agent,
+                "cases": [
+                    {"name": r.name, "passed": r.passed, "failures": list(r.failures)}
+                    for r in results
+                ],
+                "failed": sum(not r.passed for r in results),
+            },
+            out,
+        )
+    else:
+        for result in results:
+            out.write(f"{'ok  ' if result.passed else 'FAIL'} {result.name}\n")
+            for failure in result.failures:
+                out.write(f"       {failure}\n")
+        out.write(suite_summary(results) + "\n")
+    errors = _note_errors(args.file, analysis, err)
+    return EXIT_NEGATIVE if any(not r.passed for r in results) else errors
+
+
 COMMANDS = {
     "validate": cmd_validate,
     "effective": cmd_effective,
@@ -391,6 +439,7 @@ COMMANDS = {
     "dry-run": cmd_dry_run,
     "fmt": cmd_fmt,
     "replay": cmd_replay,
+    "test": cmd_test,
 }
 
 
