@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from accounts.access import API as ACCESS
+from accounts.access import DOCS, PUBLIC, TOKEN
+
 #: ``{"error": "<plain sentence>", …details}`` (DESIGN §6).
 ERROR_SCHEMA: Final = {
     "type": "object",
@@ -50,12 +53,17 @@ def _shared_errors(operation: dict[str, Any]) -> dict[int, str]:
 
 def declare_shared_errors(schema: dict[str, Any]) -> dict[str, Any]:
     """Add to each operation of ``schema`` the error statuses it can answer and does not declare
-    itself (an operation's own declaration, with its richer body, wins)."""
-    for path_item in schema.get("paths", {}).values():
+    itself (an operation's own declaration, with its richer body, wins). An operation whose
+    handler takes no ninja auth but which the access table (``accounts.access``) gives a role
+    is declared as needing the session: the access middleware asks for one."""
+    for path, path_item in schema.get("paths", {}).items():
         for method in _METHODS:
             operation = path_item.get(method)
             if operation is None:
                 continue
+            role = ACCESS.get((method.upper(), path))
+            if not operation.get("security") and role not in (None, PUBLIC, TOKEN, DOCS):
+                operation["security"] = [{"SessionAuth": []}]
             responses = operation.setdefault("responses", {})
             for status, description in sorted(_shared_errors(operation).items()):
                 responses.setdefault(

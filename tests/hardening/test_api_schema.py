@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from accounts.access import API as ACCESS
+from accounts.access import DOCS, PUBLIC
 from config.api import api
 
 METHODS = ("get", "put", "post", "delete", "patch")
@@ -53,3 +55,12 @@ def test_the_served_schema_has_them_too(admin_client: Client) -> None:
     whoami = served["paths"]["/api/v1/whoami"]["get"]["responses"]
     assert {"401", "403", "503"} <= set(whoami)
     assert whoami["401"]["content"]["application/json"]["schema"]["required"] == ["error"]
+
+
+def test_each_operation_the_access_table_guards_declares_its_credential() -> None:
+    # Some handlers take no ninja auth: the access middleware asks for the session (or a token).
+    for method, path, operation in operations():
+        role = ACCESS.get((method.upper(), path))
+        if role not in (None, PUBLIC, DOCS):
+            assert operation.get("security"), f"{method.upper()} {path}"
+            assert {401, 403} <= declared(operation)
