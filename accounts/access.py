@@ -58,6 +58,7 @@ PAGES: dict[str, dict[str, str]] = {
     "policy:agent-rename": {"POST": EDITOR},
     "policy:agent-remove": {"POST": EDITOR},
     "policy:manifest": {"GET": VIEWER, "POST": EDITOR},
+    "policy:suite": {"GET": VIEWER, "POST": EDITOR},
     "policy:connection-add": {"GET": VIEWER, "POST": EDITOR},
     "policy:connection-edit": {"GET": VIEWER, "POST": EDITOR},
     "policy:connection-remove": {"POST": EDITOR},

@@ -28,7 +28,7 @@ from policy.domain.dryrun import RoundSpecError
 from policy.domain.edits import as_sentence
 from policy.domain.manifest import ManifestError
 from policy.services import EditRefused, PolicyTooLarge, StaleRevision
-from policy.versions import ConfirmationNeeded, PublishRefused
+from policy.versions import ConfirmationNeeded, PublishRefused, SuitesFailing
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +119,10 @@ def install_error_handlers(target: NinjaAPI) -> None:
     def on_needs_confirmation(request: HttpRequest, exc: ConfirmationNeeded) -> HttpResponse:
         diagnostics = [d.to_dict() for d in exc.diagnostics]
         return respond(request, 422, str(exc), needs_confirmation=True, diagnostics=diagnostics)
+
+    @target.exception_handler(SuitesFailing)
+    def on_suites_failing(request: HttpRequest, exc: SuitesFailing) -> HttpResponse:
+        return respond(request, 422, str(exc), needs_confirmation=True, failing_cases=exc.failing)
 
     @target.exception_handler(PublishRefused)
     def on_publish_refused(request: HttpRequest, exc: PublishRefused) -> HttpResponse:

@@ -7,6 +7,7 @@ page fetches to resync after a gap in the stream.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from urllib.parse import urlencode
@@ -18,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from observe.domain.rounds import recorded_round
 from observe.history_chart import rounds_chart
 from observe.live import (
     KIND_LABELS,
@@ -118,8 +120,19 @@ def round_page(request: HttpRequest, agent: str, turn_id: str, iteration: int) -
             "actions": action_details(assembled),
             "events": event_rows(assembled),
             "policy_version": version_index().get((row.agent, row.policy_hash or "")),
+            "case_round": _case_round(row),
         },
     )
+
+
+def _case_round(row: Round) -> str | None:
+    """The round as a regression case would hold it (JSON), when the draft has its agent."""
+    from policy.selectors import draft_state
+
+    if row.agent not in draft_state().agents:
+        return None
+    found = recorded_round((row.agent, row.turn_id, row.iteration), row.assembly)
+    return json.dumps(found, ensure_ascii=False) if found is not None else None
 
 
 @require_GET

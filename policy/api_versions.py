@@ -50,6 +50,8 @@ class VersionsOut(Schema):
 class PublishIn(Schema):
     message: str = Field(max_length=2000)
     confirm_warnings: bool = False
+    #: Publish although regression cases fail (the audit log records it).
+    override_failing_cases: bool = False
 
 
 class RollbackIn(Schema):
@@ -169,6 +171,7 @@ def publish(request: HttpRequest, body: PublishIn) -> Any:
         message=body.message,
         base_revision=if_match_revision(request),
         confirm_warnings=body.confirm_warnings,
+        override_failing_cases=body.override_failing_cases,
     )
     return Status(201, _out(created, created.number))
 

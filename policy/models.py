@@ -67,3 +67,25 @@ class PolicyVersion(models.Model):
 
     def __str__(self) -> str:
         return f"version {self.number}"
+
+
+class SuiteCase(models.Model):
+    """One case of an agent's regression suite (issue 13): a round and, per action, what it must
+    get (``policy.domain.suites``). The suite is every case of the agent; the draft is checked
+    against it on every change and publishing with a failing case needs an override."""
+
+    agent = models.CharField(max_length=100)
+    name = models.CharField(max_length=200)
+    round = models.JSONField()
+    expect = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["agent", "created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["agent", "name"], name="suite_case_name")]
+
+    def __str__(self) -> str:
+        return f"{self.agent}: {self.name}"

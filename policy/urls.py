@@ -2,7 +2,16 @@ from __future__ import annotations
 
 from django.urls import path
 
-from policy.views import agents, connections, inspect, manifest, tools, transfer, versions
+from policy.views import (
+    agents,
+    connections,
+    inspect,
+    manifest,
+    suites,
+    tools,
+    transfer,
+    versions,
+)
 
 app_name = "policy"
 
@@ -14,6 +23,7 @@ urlpatterns = [
     path("agents/<str:agent>/rename/", agents.agent_rename, name="agent-rename"),
     path("agents/<str:agent>/remove/", agents.agent_remove, name="agent-remove"),
     path("agents/<str:agent>/manifest/", manifest.manifest_view, name="manifest"),
+    path("agents/<str:agent>/suite/", suites.suite_view, name="suite"),
     path("agents/<str:agent>/connections/new/", connections.connection_add, name="connection-add"),
     path(
         "agents/<str:agent>/connections/<int:index>/edit/",

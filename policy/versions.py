@@ -123,6 +123,15 @@ class PublishRefused(Exception):
     """Publishing (or rolling back) cannot happen as asked; the message says why."""
 
 
+class SuitesFailing(Exception):
+    """Regression cases fail under the draft: publishing needs an explicit override, which the
+    audit log records."""
+
+    def __init__(self, message: str, failing: list[str]) -> None:
+        super().__init__(message)
+        self.failing = failing
+
+
 class ConfirmationNeeded(Exception):
     """The change is allowed but needs an explicit confirmation (warnings, errors in an old
     version, unpublished draft changes that a rollback would replace)."""
@@ -167,6 +176,7 @@ def policy_publish(
     message: str,
     base_revision: int | None = None,
     confirm_warnings: bool = False,
+    override_failing_cases: bool = False,
 ) -> PolicyVersion:
     """Publish the draft as the next version.
 
@@ -196,6 +206,15 @@ def policy_publish(
         raise ConfirmationNeeded(
             f"The draft has {len(warnings)} warning(s): confirm to publish it anyway.", warnings
         )
+    from policy.suites import failing_summary, suites_check
+
+    failing = failing_summary(suites_check(state))
+    if failing and not override_failing_cases:
+        raise SuitesFailing(
+            f"{len(failing)} regression case(s) fail under the draft: fix the draft, or publish"
+            " with the override (the audit log records it).",
+            failing,
+        )
     version = _create(data=state.data, actor=actor, message=message, revision=state.revision)
     audit_record(
         actor=actor,
@@ -205,6 +224,14 @@ def policy_publish(
         before=_summary(published),
         after=_summary(version),
     )
+    if failing:
+        audit_record(
+            actor=actor,
+            action="suite.override",
+            target=f"version {version.number}",
+            message=f"published with {len(failing)} failing regression case(s)",
+            after={"failing": failing},
+        )
     return version
 
 

@@ -46,6 +46,7 @@ from policy.selectors import (
 from policy.services import StaleRevision, manifest_upload
 from policy.services import agent_remove as agent_remove_service
 from policy.services import agent_rename as agent_rename_service
+from policy.suites import suite_check
 from policy.views.common import (
     apply_change,
     apply_edit,
@@ -370,6 +371,7 @@ def agent_context(state: DraftState, agent: str, **extra: Any) -> dict[str, Any]
         "manifest_tools": len(row.data) if row is not None and isinstance(row.data, dict) else 0,
         "manifest_form": ManifestForm(),
         "kinds": list(CONNECTION_FORMS),
+        "suite": suite_check(agent, state),
     }
     context.update(extra)
     return context

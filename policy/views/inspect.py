@@ -295,6 +295,7 @@ def playground(request: HttpRequest, agent: str) -> HttpResponse:
     default_choice = _default_choice(resolution, request.GET.get("tool"))
     result: dict[str, Any] | None = None
     round_json = ""
+    case_json = ""
     status = 200
     if request.method == "POST":
         composition = Composition.from_post(request.POST)
@@ -319,6 +320,8 @@ def playground(request: HttpRequest, agent: str) -> HttpResponse:
                         profile=None,
                     )
                     result = dry_run(parsed, resolution, multi_action_mode=mode)
+                    # A saved case keeps the mode the round ran with.
+                    case_json = json.dumps({**spec, "multi_action_mode": mode}, ensure_ascii=False)
         else:
             composition.apply(op, default_choice)
     else:
@@ -336,6 +339,7 @@ def playground(request: HttpRequest, agent: str) -> HttpResponse:
         "result": result,
         "result_json": json_text(result) if result is not None else "",
         "round_json": round_json,
+        "case_json": case_json,
         "default_cap": DEFAULT_MAX_ACTIONS,
         "max_attempts": MAX_ATTEMPTS,
         "max_actions_per_attempt": MAX_ACTIONS_PER_ATTEMPT,

@@ -13,9 +13,11 @@ from policy.domain.diagnostics import Severity
 from policy.domain.version_diff import tool_changes, unified_diff
 from policy.selectors import draft_analysis, draft_state
 from policy.services import StaleRevision
+from policy.suites import failing_summary, suites_check
 from policy.versions import (
     ConfirmationNeeded,
     PublishRefused,
+    SuitesFailing,
     policy_publish,
     policy_rollback,
     version_data,
@@ -167,6 +169,7 @@ def publish_view(request: HttpRequest) -> HttpResponse:
         "message": "",
         **_diff_context("published", "draft"),
         "impact": _publish_impact(),
+        "failing_cases": failing_summary(suites_check(state)),
     }
     status = 200
     if request.method == "POST":
@@ -178,10 +181,15 @@ def publish_view(request: HttpRequest) -> HttpResponse:
                 message=message,
                 base_revision=base_revision(request),
                 confirm_warnings=request.POST.get("confirm_warnings") == "on",
+                override_failing_cases=request.POST.get("override_failing_cases") == "on",
             )
         except StaleRevision as exc:
             context["refusal"] = str(exc)
             status = 409
+        except SuitesFailing as exc:
+            context["refusal"] = str(exc)
+            context["needs_override"] = True
+            status = 422
         except ConfirmationNeeded as exc:
             context["refusal"] = str(exc)
             context["needs_confirmation"] = True

@@ -564,3 +564,20 @@ def test_the_effective_view_lists_where_a_named_service_tool_applies(web: Client
     text = page(web.get("/policy/agents/main/effective/"))
     row = text.split('data-tool="named_services.search_objects"')[1].split("</tr>")[0]
     assert "namespaces applicable: task" in row
+
+
+def test_a_playground_round_can_be_saved_as_a_regression_case(web: Client) -> None:
+    response = web.post(PLAYGROUND, form([("workspace_jobs.search", "{}")]))
+    text = page(response)
+    assert 'id="save-case"' in text
+    assert 'action="/policy/agents/main/suite/"' in text
+    saved = re.search(r'name="round" value="([^"]+)"', text)
+    assert saved is not None
+    case_round = json.loads(html.unescape(saved.group(1)))
+    assert case_round["multi_action_mode"] == "off"
+    response = web.post(
+        "/policy/agents/main/suite/",
+        {"op": "add", "name": "one search", "round": json.dumps(case_round)},
+    )
+    assert response.status_code == 302
+    assert "all pass under the draft" in page(web.get("/policy/agents/main/suite/"))

@@ -22,6 +22,7 @@ from policy.services import draft_replace
 from policy.versions import (
     ConfirmationNeeded,
     PublishRefused,
+    SuitesFailing,
     policy_publish,
     version_get,
     version_published,
@@ -49,6 +50,11 @@ class Command(BaseCommand):
         pub = sub.add_parser("publish", help="publish the draft as the next version")
         pub.add_argument("--message", required=True, help="what changes and why")
         pub.add_argument("--yes", action="store_true", help="publish although it has warnings")
+        pub.add_argument(
+            "--override-failing-cases",
+            action="store_true",
+            help="publish although regression cases fail (the audit log records it)",
+        )
         pub.add_argument(
             "--if-unpublished",
             action="store_true",
@@ -106,7 +112,13 @@ class Command(BaseCommand):
                 actor=cli_actor(options["actor"]),
                 message=options["message"] or "",
                 confirm_warnings=options["yes"],
+                override_failing_cases=options.get("override_failing_cases", False),
             )
+        except SuitesFailing as exc:
+            failing = "".join(f"\n  {line}" for line in exc.failing)
+            raise CommandError(
+                f"{exc} (pass --override-failing-cases){failing}", returncode=1
+            ) from None
         except ConfirmationNeeded as exc:
             raise CommandError(f"{exc} (pass --yes)", returncode=1) from None
         except PublishRefused as exc:

@@ -1,0 +1,180 @@
+"""Regression suites in the store (issue 13): cases per agent, checked against the draft.
+
+The engine part is :mod:`policy.domain.suites`; here the cases live in the database, a case is
+saved from a recorded or playground round with what the draft predicts for it now, the draft is
+checked on demand (the agent page, the suite page, publishing), and every change is audited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from audit.services import audit_record
+from policy.domain.dryrun import dry_run, parse_round_spec, resolve_mode
+from policy.domain.impact import outcomes
+from policy.domain.multi_action import profile_mode
+from policy.domain.resolution import UnknownAgentError, resolve_consumer
+from policy.domain.suites import (
+    Case,
+    CaseResult,
+    Suite,
+    SuiteError,
+    case_from_outcomes,
+    parse_suite,
+    run_suite,
+)
+from policy.models import SuiteCase
+from policy.selectors import DraftState, draft_state, manifest_for
+
+
+class CaseRefused(ValueError):
+    """A case that cannot be saved as asked (the message says why)."""
+
+
+@dataclass(frozen=True)
+class AgentSuiteResult:
+    agent: str
+    results: tuple[CaseResult, ...]
+    #: The agent is not in the draft (nor is a default agent): nothing could run.
+    missing: bool = False
+
+    @property
+    def failing(self) -> tuple[CaseResult, ...]:
+        return tuple(r for r in self.results if not r.passed)
+
+
+def suite_of(agent: str) -> Suite:
+    rows = SuiteCase.objects.filter(agent=agent)
+    return parse_suite(
+        {
+            "agent": agent,
+            "cases": [{"name": r.name, "round": r.round, "expect": r.expect} for r in rows],
+        }
+    )
+
+
+def suite_agents() -> list[str]:
+    return list(SuiteCase.objects.order_by("agent").values_list("agent", flat=True).distinct())
+
+
+def _mode(data: Any, agent: str) -> str | None:
+    return profile_mode(data, agent, None) or settings.TRAITDECK_MULTI_ACTION_MODE
+
+
+def suite_check(agent: str, state: DraftState | None = None) -> AgentSuiteResult:
+    """The agent's cases under the draft."""
+    data = (state or draft_state()).data
+    suite = suite_of(agent)
+    try:
+        resolution = resolve_consumer(data, agent, manifest_for(agent))
+    except UnknownAgentError:
+        return AgentSuiteResult(agent, (), missing=True)
+    return AgentSuiteResult(agent, run_suite(suite, resolution, mode=_mode(data, agent)))
+
+
+def suites_check(state: DraftState | None = None) -> list[AgentSuiteResult]:
+    state = state or draft_state()
+    return [suite_check(agent, state) for agent in suite_agents()]
+
+
+def failing_summary(results: list[AgentSuiteResult]) -> list[str]:
+    """One line per failing case (or agent the draft no longer has), for refusals and audit."""
+    lines = []
+    for result in results:
+        if result.missing:
+            lines.append(f"{result.agent}: the draft has no such agent (its cases cannot run)")
+        lines += [f"{result.agent}: {case.name}: {case.failures[0]}" for case in result.failing]
+    return lines
+
+
+def case_save(*, agent: str, name: str, round_data: Mapping[str, Any], actor: Any) -> Case:
+    """Save a round as a case that pins what the draft predicts for it now."""
+    name = name.strip()
+    if not name:
+        raise CaseRefused("A case needs a name: say what it guards.")
+    if len(name) > 200:
+        raise CaseRefused("A case name is at most 200 characters.")
+    data = dict(round_data)
+    data.pop("agent", None)
+    try:
+        spec = parse_round_spec(data)
+    except ValueError as exc:
+        raise CaseRefused(f"The round cannot be a case: {exc}") from None
+    draft = draft_state().data
+    try:
+        resolution = resolve_consumer(draft, agent, manifest_for(agent))
+    except UnknownAgentError:
+        raise CaseRefused(f"The draft has no agent {agent!r} (nor a default agent).") from None
+    result = dry_run(spec, resolution, multi_action_mode=resolve_mode(spec, _mode(draft, agent)))
+    case = case_from_outcomes(name, data, outcomes(result))
+    item = case.as_dict()
+    try:
+        with transaction.atomic():
+            SuiteCase.objects.create(
+                agent=agent,
+                name=case.name,
+                round=item["round"],
+                expect=item["expect"],
+                created_by=actor if getattr(actor, "pk", None) else None,
+            )
+            audit_record(
+                actor=actor,
+                action="suite.case_add",
+                target=f"suite {agent}",
+                message=name,
+                after=item,
+            )
+    except IntegrityError:
+        raise CaseRefused(f"The suite of {agent} already has a case named {name!r}.") from None
+    return case
+
+
+@transaction.atomic
+def case_remove(*, agent: str, name: str, actor: Any) -> bool:
+    found = SuiteCase.objects.filter(agent=agent, name=name).first()
+    if found is None:
+        return False
+    before = {"name": found.name, "round": found.round, "expect": found.expect}
+    found.delete()
+    audit_record(
+        actor=actor,
+        action="suite.case_remove",
+        target=f"suite {agent}",
+        message=name,
+        before=before,
+        after=None,
+    )
+    return True
+
+
+@transaction.atomic
+def suite_replace(*, agent: str, data: Any, actor: Any) -> Suite:
+    """Replace the agent's suite by an imported one (``SuiteError`` names a bad field)."""
+    suite = parse_suite(data)
+    if suite.agent != agent:
+        raise SuiteError(f"agent: this suite is for {suite.agent!r}, not {agent!r}")
+    before = suite_of(agent).as_dict()
+    SuiteCase.objects.filter(agent=agent).delete()
+    for case in suite.cases:
+        item = case.as_dict()
+        SuiteCase.objects.create(
+            agent=agent,
+            name=case.name,
+            round=item["round"],
+            expect=item["expect"],
+            created_by=actor if getattr(actor, "pk", None) else None,
+        )
+    audit_record(
+        actor=actor,
+        action="suite.import",
+        target=f"suite {agent}",
+        message=f"{len(suite.cases)} case(s)",
+        before=before,
+        after=suite.as_dict(),
+    )
+    return suite
