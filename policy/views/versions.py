@@ -146,6 +146,10 @@ def impact_view(request: HttpRequest) -> HttpResponse:
     if not (raw_limit.isascii() and raw_limit.isdigit() and 1 <= int(raw_limit) <= MAX_WINDOW):
         context["refusal"] = f"The window is a whole number of rounds from 1 to {MAX_WINDOW:,}."
         return render(request, "policy/impact.html", context, status=422)
+    if version_published() is None and "published" in (candidate.lower(), baseline.lower()):
+        # Not a bad request: there is just nothing to compare with yet.
+        context["note"] = "Nothing is published yet: compare the draft with a version instead."
+        return render(request, "policy/impact.html", context)
     try:
         context["impact"] = _impact_context(
             candidate, baseline, limit=int(raw_limit), shown=IMPACT_SHOWN

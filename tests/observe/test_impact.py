@@ -107,6 +107,9 @@ def test_nothing_published_is_a_clear_refusal(viewer_client: Client) -> None:
     response = post(viewer_client)
     assert response.status_code == 422
     assert "Nothing is published yet" in response.json()["error"]
+    page = viewer_client.get("/policy/impact/")
+    assert page.status_code == 200
+    assert b"Nothing is published yet" in page.content
 
 
 def test_the_publish_page_says_what_the_change_alters(
