@@ -317,19 +317,31 @@ class Delivery:
         self.warn = warn
 
     def run(
-        self, simulators: Sequence[tuple[str, Simulator]], limit: int | None, rate: float
+        self,
+        simulators: Sequence[tuple[str, Simulator]],
+        limit: int | None,
+        rate: float,
+        *,
+        refresh: Callable[[], Sequence[tuple[str, Simulator]] | None] | None = None,
+        refresh_every: float = 10.0,
     ) -> None:
+        """``refresh`` (called every ``refresh_every`` seconds, as a runtime polls its config)
+        returns new simulators when the policy in force changed, else ``None``."""
         queue: list[_Batch] = []
         order = itertools.count()
         interval = 1.0 / rate
         started = 0
         next_start = self.clock.monotonic()
+        next_refresh = next_start + refresh_every
         current: _Batch | None = None
         try:
             while True:
                 more = limit is None or started < limit
                 if more and (not queue or next_start <= queue[0].due):
                     self._sleep_until(next_start)
+                    if refresh is not None and self.clock.monotonic() >= next_refresh:
+                        next_refresh = self.clock.monotonic() + refresh_every
+                        simulators = refresh() or simulators
                     _, simulator = simulators[started % len(simulators)]
                     self._launch(simulator, queue, order)
                     started += 1

@@ -379,6 +379,10 @@ class Simulator:
         self._deck: list[str] = []
         self._count = 0
 
+    def policy_hash(self, agent: str) -> str | None:
+        """The ``policy_hash`` this simulator reports for ``agent``."""
+        return self._policy_hashes.get(agent)
+
     def next_round(self, now: datetime) -> tuple[str, list[dict[str, Any]]]:
         """The next round (agent name and its JSON events), starting at ``now``."""
         state = self._agents[self._count % len(self._agents)]

@@ -30,6 +30,7 @@ from observe.management.commands import simulate
 from observe.models import Round
 from policy.domain.yaml_io import agent_export_text, split_header
 from policy.selectors import draft_state
+from policy.services import draft_change
 from policy.versions import policy_publish
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -417,3 +418,39 @@ def test_plan_batches_spread_a_round_over_one_to_three_seconds() -> None:
     assert batches[-1][0] == pytest.approx(posting.MAX_ROUND_S)
     short = posting.plan_batches([event(0, "round.started"), event(100, "round.finished")])
     assert short[-1][0] == pytest.approx(posting.MIN_ROUND_S)
+
+
+def test_forever_follows_a_newly_published_policy_like_a_runtime_polling_its_config(
+    sample_policy: None, transport: Any, clock: FakeClock, token: str
+) -> None:
+    """The simulator polls config.yaml every 10 s: rounds after a publish carry the new
+    version's hash, and the runtime doing what that version says shows no drift."""
+    first = policy_publish(actor="cli", message="sample", confirm_warnings=True)
+    posts: list[int] = []
+    second: list[Any] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        response = django_handler(request)
+        if request.method == "POST":
+            posts.append(1)
+            if len(posts) == 10:
+
+                def edit(doc: dict[str, Any]) -> dict[str, Any]:
+                    tools = doc["surfaces"]["as_consumer"]["agents"]["main"]["tools"]
+                    tools[0]["tool_traits"]["launch_background_job"]["strategy"] = ["exploration"]
+                    return doc
+
+                draft_change(edit=edit, base_revision=None)
+                second.append(policy_publish(actor="cli", message="explore", confirm_warnings=True))
+            if len(posts) == 250:
+                raise KeyboardInterrupt
+        return response
+
+    transport(handler)
+    out, _ = run("--url", URL, "--token", token, "--forever", "--rate", "2", "--seed", "5")
+    new_hash = second[0].agent_hashes["main"]
+    assert f"agent main: the policy in force changed, now {new_hash}" in out
+    hashes = set(Round.objects.values_list("policy_hash", flat=True))
+    assert hashes == {first.agent_hashes["main"], new_hash}
+    finished = Round.objects.filter(outcome__isnull=False)
+    assert set(finished.values_list("drift", flat=True)) == {False}

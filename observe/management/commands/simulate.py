@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import logging
 import os
 import secrets
@@ -220,9 +221,29 @@ class Command(BaseCommand):
                 say=self._say,
                 warn=self.stderr.write,
             )
+            in_force = {name: simulator.policy_hash(name) for name, simulator in simulators}
+            generation = itertools.count(1)
+
+            def refresh() -> list[tuple[str, Simulator]] | None:
+                """The policy in force again, as a runtime polls its config.yaml: new
+                simulators when an agent's published hash changed."""
+                hashes = {name: server.fetch_config(name)[2] for name in chosen}
+                if all(h is None or h == in_force.get(name) for name, h in hashes.items()):
+                    return None
+                renewed = self._simulators(chosen, seed + next(generation), server)
+                for name, simulator in renewed:
+                    in_force[name] = simulator.policy_hash(name)
+                    self._say(f"agent {name}: the policy in force changed, now {in_force[name]}")
+                return renewed
+
             try:
                 with _sigterm_interrupts():
-                    delivery.run(simulators, limit, float(rate))
+                    delivery.run(
+                        simulators,
+                        limit,
+                        float(rate),
+                        refresh=refresh if limit is None else None,
+                    )
             finally:
                 self._summary(totals)
         finally:
