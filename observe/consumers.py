@@ -89,6 +89,8 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
 
     #: ``TRAITDECK_LIVE_TICK_SECONDS`` (the scale tests stretch it to prove the Redis path).
     tick_seconds: float = settings.TRAITDECK_LIVE_TICK_SECONDS
+    #: How often a stream that could not join the channel layer at connect tries again.
+    rejoin_seconds: float = 1.0
     #: How often the session and the role are checked again: a logout, an expired session or
     #: a role taken away ends the stream within this many seconds.
     session_check_seconds: float = 3.0
@@ -110,6 +112,7 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
         self._ticker: asyncio.Task[None] | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._healer: asyncio.Task[None] | None = None
+        self._rejoiner: asyncio.Task[None] | None = None
         #: Whether a batch message came since the last tick.
         self._heard = False
         self._lock = asyncio.Lock()
@@ -150,6 +153,19 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
         await self.catch_up(quiet_if_nothing=True)
         self._ticker = asyncio.create_task(self._tick())
         self._watcher = asyncio.create_task(self._watch_session())
+        if not self._joined:
+            self._rejoiner = asyncio.create_task(self._rejoin())
+
+    async def _rejoin(self) -> None:
+        """The layer was away at connect: try again every ``rejoin_seconds`` (not only each
+        tick, which may be minutes apart), then catch up with what changed meanwhile."""
+        while not self._joined:
+            await asyncio.sleep(self.rejoin_seconds)
+            await self._join()
+        try:
+            await self.catch_up(quiet_if_nothing=True)
+        except Exception:
+            logger.exception("live stream catch-up after rejoining failed; the tick heals it")
 
     async def _join(self) -> None:
         """Join the live group, again on every tick: joining is idempotent, and a channel layer
@@ -205,7 +221,7 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
     async def _stop(self) -> None:
         """Stop sending: out of the group, no more ticks; the user's slot given back."""
         self._release_stream_slot()
-        for task in (self._ticker, self._watcher, self._healer):
+        for task in (self._ticker, self._watcher, self._healer, self._rejoiner):
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -217,7 +217,10 @@ def assembly_merge(state: Assembly, events: Iterable[Event]) -> Assembly:
             if named:
                 _keep(slot, _TOOL, [ts, event_id, tool_id], latest=False)
             if event_type == ACTION_OBSERVED and "params" in data:
-                _keep(slot, _PARAMS, [ts, event_id, data["params"]], latest=False)
+                # As JSON text: a store may reorder an object's keys (PostgreSQL's jsonb does),
+                # and the runtime's rules read their order (``path`` must come first).
+                text = json.dumps(data["params"], ensure_ascii=False)
+                _keep(slot, _PARAMS, [ts, event_id, None, text], latest=False)
         elif event_type == ROUND_STARTED:
             mode = data.get("multi_action_mode")
             mark = [ts, event_id, data["max_actions"], data.get("policy_hash"), mode]
@@ -299,10 +302,18 @@ def assembly_actions(state: Assembly) -> dict[tuple[int, int], RoundAction]:
     return dict(sorted(actions.items()))
 
 
+def _params(mark: list[Any]) -> Any:
+    """The params a mark holds: as JSON text (key order kept), or, in assemblies stored before,
+    as the value itself."""
+    return json.loads(mark[3]) if len(mark) > 3 else mark[2]
+
+
 def assembly_params(state: Assembly) -> dict[tuple[int, int], Any]:
     """The params of each observed action that sent some, by (attempt, index)."""
     return {
-        _slot_key(key): slot[_PARAMS][2] for key, slot in state["slots"].items() if _PARAMS in slot
+        _slot_key(key): _params(slot[_PARAMS])
+        for key, slot in state["slots"].items()
+        if _PARAMS in slot
     }
 
 
@@ -345,7 +356,7 @@ def recorded_round(key: tuple[str, str, int], state: Assembly) -> dict[str, Any]
         if observed[3] is not None:
             action["tool_id"] = observed[3]
         if _PARAMS in slot:
-            action["params"] = slot[_PARAMS][2]
+            action["params"] = _params(slot[_PARAMS])
         action.update(_text_fields(observed[2], slot))
         attempts.setdefault(attempt, []).append((index, action))
     if not attempts:

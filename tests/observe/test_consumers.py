@@ -330,4 +330,5 @@ async def test_a_channel_layer_that_is_away_at_connect_is_joined_on_a_later_tick
     await ingest_async(HandRound(turn_id="t-away").started().events)
     message = await communicator.receive_from(timeout=TIMEOUT)
     assert card_ids(message) == [f"round-{await round_pk('main', 't-away')}"]
-    assert len(layer.groups[LIVE_GROUP]) == 1
+    if hasattr(layer, "groups"):  # the in-memory layer shows its members; Redis does not
+        assert len(layer.groups[LIVE_GROUP]) == 1
