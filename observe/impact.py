@@ -80,8 +80,12 @@ def _resolver(data: Any) -> Resolver:
 
 
 def _mode(data: Any) -> ModeFor:
+    modes: dict[str, str | None] = {}
+
     def mode(agent: str) -> str | None:
-        return profile_mode(data, agent, None) or settings.TRAITDECK_MULTI_ACTION_MODE
+        if agent not in modes:  # once per agent: a replay asks for every round
+            modes[agent] = profile_mode(data, agent, None) or settings.TRAITDECK_MULTI_ACTION_MODE
+        return modes[agent]
 
     return mode
 

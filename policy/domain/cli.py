@@ -348,12 +348,16 @@ def _side(analysis: Analysis, args: argparse.Namespace) -> tuple[Resolver, ModeF
         except UnknownAgentError:
             return None
 
+    modes: dict[str, str | None] = {}
+
     def mode(agent: str) -> str | None:
-        return (
-            args.multi_action_mode
-            or profile_mode(analysis.data, agent, None)
-            or os.environ.get("TRAITDECK_MULTI_ACTION_MODE")
-        )
+        if agent not in modes:  # once per agent: a replay asks for every round
+            modes[agent] = (
+                args.multi_action_mode
+                or profile_mode(analysis.data, agent, None)
+                or os.environ.get("TRAITDECK_MULTI_ACTION_MODE")
+            )
+        return modes[agent]
 
     return resolver, mode
 
@@ -392,7 +396,9 @@ def cmd_replay(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: T
     if progress is not None:
         err.write("\n")
     if args.format == "json":
-        _print_json(report.as_json(), out)
+        # One line, with the C encoder: a report over 100k rounds lists every affected one, and
+        # its values are plain JSON already.
+        out.write(json.dumps(report.as_json(), ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
         for line in describe_report(report):
             out.write(line + "\n")
