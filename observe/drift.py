@@ -46,17 +46,17 @@ def _version_policy(number: int, agent: str) -> tuple[RoundPolicy, str | None]:
     return policy, profile_mode(data, agent, None)
 
 
-def rounds_check_drift(pks: Iterable[int]) -> int:
-    """Check the finished rounds among ``pks``; returns how many drifted."""
+def rounds_check_drift(pks: Iterable[int]) -> dict[int, bool | None]:
+    """Check the finished rounds among ``pks``; returns each checked round's drift."""
     rows = list(
         Round.objects.filter(pk__in=list(pks), outcome__isnull=False, policy_hash__isnull=False)
     )
     if not rows:
-        return 0
+        return {}
     versions = version_index()
     now = timezone.now()
     changed: list[Round] = []
-    drifted = 0
+    checked: dict[int, bool | None] = {}
     for row in rows:
         number = versions.get((row.agent, row.policy_hash or ""))
         if number is None:  # "unknown policy": nothing to predict with
@@ -77,16 +77,17 @@ def rounds_check_drift(pks: Iterable[int]) -> int:
             row.drift, row.drift_notes = verdict
             row.updated_at = now  # a new card: cards are kept per (round, version, updated_at)
             changed.append(row)
-        drifted += verdict[0] is True
+        checked[row.pk] = verdict[0]
     if changed:
         with transaction.atomic():
             Round.objects.bulk_update(changed, ["drift", "drift_notes", "updated_at"])
-    return drifted
+    return checked
 
 
-def check_drift_after_ingest(pks: Iterable[int]) -> None:
+def check_drift_after_ingest(pks: Iterable[int]) -> dict[int, bool | None]:
     """:func:`rounds_check_drift`, never failing the batch that was stored."""
     try:
-        rounds_check_drift(pks)
+        return rounds_check_drift(pks)
     except Exception:
         logger.exception("drift check failed; the rounds stay unchecked")
+        return {}

@@ -349,7 +349,16 @@ def _held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, _Held]:
     agents = sorted({key[0] for key in keys})
     turns = sorted({key[1] for key in keys})
     quote = connection.ops.quote_name
-    columns = ("id", "agent", "turn_id", "iteration", "assembly", "agent_in_policy", "started_at")
+    columns = (
+        "id",
+        "agent",
+        "turn_id",
+        "iteration",
+        "assembly",
+        "agent_in_policy",
+        "started_at",
+        "drift",
+    )
     assembly_field = Round._meta.get_field("assembly")
     held: dict[RoundKey, _Held] = {}
     with connection.cursor() as cursor:
@@ -370,6 +379,7 @@ def _held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, _Held]:
                 assembly,
                 in_policy,
                 started,
+                drift,
                 *counts,
             ) in cursor.fetchall():
                 key = (agent, turn_id, iteration)
@@ -381,7 +391,7 @@ def _held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, _Held]:
                     pk,
                     state,
                     bool(in_policy),
-                    round_facts(agent, _db_datetime(started), counts, tools),
+                    round_facts(agent, _db_datetime(started), counts, tools, drift is True),
                 )
     return held
 
@@ -541,7 +551,14 @@ def _store(fresh: Fresh, known_agents: frozenset[str] | None) -> Change:
         counts = [summary.counts[column] for column in _KIND_COLUMNS]
         facts[key] = (
             row.facts if row is not None else None,
-            round_facts(key[0], summary.started_at, counts, state["tools"]),
+            # The drift the row has now; the check after storing may change it.
+            round_facts(
+                key[0],
+                summary.started_at,
+                counts,
+                state["tools"],
+                row is not None and row.facts[7] == 1,
+            ),
         )
         if row is None:
             created.append(new_round_writer.prepare([*key, *values.values()]))
@@ -631,7 +648,10 @@ def events_ingest(
     if result.change is not None:
         # After storing (a failure there loses nothing), before telling the viewers (their
         # cards then show the drift chip of a round that just finished).
-        check_drift_after_ingest(pk for pk, _, _ in result.change.rounds)
+        checked = check_drift_after_ingest(pk for pk, _, _ in result.change.rounds)
+        for entry in result.change.rounds:
+            if entry[0] in checked:
+                entry[2][7] = int(checked[entry[0]] is True)
         broadcast_change(result.change)
     return result
 

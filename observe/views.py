@@ -81,7 +81,7 @@ def live(request: HttpRequest) -> HttpResponse:
         {
             "round_filter": round_filter,
             "agents": known_agents([round_filter.agent or ""]),
-            "kinds": list(KIND_LABELS.items()),
+            "kinds": [*KIND_LABELS.items(), (DRIFT, "drift")],
             "counters": counters_for(round_filter),
             "card_html": cards,
             "since": since,

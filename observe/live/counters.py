@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from observe.domain.kinds import ROUND_KINDS
 from observe.models import Round
-from observe.selectors import RoundFilter
+from observe.selectors import DRIFT, RoundFilter
 
 RATE_WINDOW: Final = timedelta(seconds=60)
 
@@ -30,11 +30,14 @@ class Counters:
     early: int = 0
     dedups: int = 0
     timeouts: int = 0
+    #: Rounds whose runtime did not do what their version says (issue 13).
+    drift: int = 0
     rate_rounds: int = 0
     rate_rejections: int = 0
     rate_early: int = 0
     rate_dedups: int = 0
     rate_timeouts: int = 0
+    rate_drift: int = 0
 
 
 def _totals(rounds: QuerySet[Round]) -> dict[str, int]:
@@ -44,6 +47,7 @@ def _totals(rounds: QuerySet[Round]) -> dict[str, int]:
         early=Sum("early_starts"),
         dedups=Sum("dedups"),
         timeouts=Sum("timeouts"),
+        drift=Count("pk", filter=Q(drift=True)),
     )
     return {name: int(value or 0) for name, value in sums.items()}
 
@@ -66,24 +70,43 @@ def counters_for(round_filter: RoundFilter, *, now: datetime | None = None) -> C
 # add the difference each change makes to its filter: no viewer ever scans the rounds again.
 
 #: The facts of a round, JSON-ready (a list: it crosses Redis as msgpack, which has no tuples):
-#: [agent, started_at ISO, rejections, early starts, dedups, timeouts, tool ids].
+#: [agent, started_at ISO, rejections, early starts, dedups, timeouts, tool ids, drift (0/1)].
 Facts = list[Any]
 
 
 def round_facts(
-    agent: str, started_at: datetime, counts: Sequence[int], tools: Iterable[str]
+    agent: str,
+    started_at: datetime,
+    counts: Sequence[int],
+    tools: Iterable[str],
+    drift: bool | None = None,
 ) -> Facts:
     rejections, early, dedups, timeouts = counts
-    return [agent, started_at.isoformat(), rejections, early, dedups, timeouts, sorted(tools)]
+    return [
+        agent,
+        started_at.isoformat(),
+        rejections,
+        early,
+        dedups,
+        timeouts,
+        sorted(tools),
+        int(drift is True),
+    ]
+
+
+def _drift(facts: Sequence[Any]) -> int:
+    """The drift flag of facts (facts sent before it existed have none)."""
+    return int(facts[7]) if len(facts) > 7 else 0
 
 
 def admits(round_filter: RoundFilter, facts: Sequence[Any]) -> bool:
     """Whether a round with these facts passes the filter (as ``RoundFilter.apply`` would)."""
-    agent, started, rejections, early, dedups, timeouts, tools = facts
+    agent, started, rejections, early, dedups, timeouts, tools = facts[:7]
     if round_filter.agent and agent != round_filter.agent:
         return False
     if round_filter.has:
         present = dict(zip(KIND_NAMES, (rejections, early, dedups, timeouts), strict=True))
+        present[DRIFT] = _drift(facts)
         if not all(present[kind] > 0 for kind in round_filter.has):
             return False
     if round_filter.tool and round_filter.tool not in tools:
@@ -98,7 +121,7 @@ def admits(round_filter: RoundFilter, facts: Sequence[Any]) -> bool:
 
 
 KIND_NAMES: Final = tuple(kind.name for kind in ROUND_KINDS)
-_Sums = tuple[int, int, int, int, int]
+_Sums = tuple[int, int, int, int, int, int]
 
 
 class Tally:
@@ -116,7 +139,7 @@ class Tally:
         #: Rounds of the filter started within the rate window: pk → (started_at, sums), their
         #: sums, and a heap of (started_at, pk) to let them leave the window in time order.
         self.recent: dict[int, tuple[datetime, _Sums]] = {}
-        self.rates = [0, 0, 0, 0, 0]
+        self.rates = [0, 0, 0, 0, 0, 0]
         self.expiry: list[tuple[datetime, int]] = []
         for pk, (started, sums) in recent.items():
             self._enter(pk, started, sums)
@@ -136,11 +159,12 @@ class Tally:
     def apply(self, pk: int, old: Sequence[Any] | None, new: Sequence[Any] | None) -> None:
         for sign, facts in ((-1, old), (1, new)):
             if facts is not None and admits(self.round_filter, facts):
-                for position, value in enumerate((1, *facts[2:6])):
+                for position, value in enumerate((1, *facts[2:6], _drift(facts))):
                     self.totals[position] += sign * value
         self._leave(pk)
         if new is not None and admits(self.round_filter, new):
-            self._enter(pk, datetime.fromisoformat(new[1]), (1, *new[2:6]))
+            sums = (1, new[2], new[3], new[4], new[5], _drift(new))
+            self._enter(pk, datetime.fromisoformat(new[1]), sums)
 
     def counters(self, now: datetime | None = None) -> Counters:
         horizon = (now or timezone.now()) - RATE_WINDOW
@@ -149,7 +173,7 @@ class Tally:
             entry = self.recent.get(pk)
             if entry is not None and entry[0] == started:
                 self._leave(pk)
-        names = ("rounds", "rejections", "early", "dedups", "timeouts")
+        names = ("rounds", "rejections", "early", "dedups", "timeouts", "drift")
         return Counters(
             **dict(zip(names, self.totals, strict=True)),
             **{f"rate_{name}": value for name, value in zip(names, self.rates, strict=True)},
@@ -164,10 +188,12 @@ def tally_for(round_filter: RoundFilter, *, now: datetime | None = None) -> Tall
         matching = Round.objects.filter(pk__in=matching.values("pk"))
     totals = _totals(matching)
     recent = {
-        pk: (started, (1, rejections, early, dedups, timeouts))
-        for pk, started, rejections, early, dedups, timeouts in matching.filter(
+        pk: (started, (1, rejections, early, dedups, timeouts, int(drift is True)))
+        for pk, started, rejections, early, dedups, timeouts, drift in matching.filter(
             started_at__gte=now - RATE_WINDOW
-        ).values_list("pk", "started_at", "rejections", "early_starts", "dedups", "timeouts")
+        ).values_list(
+            "pk", "started_at", "rejections", "early_starts", "dedups", "timeouts", "drift"
+        )
     }
     sums = (
         totals["rounds"],
@@ -175,5 +201,6 @@ def tally_for(round_filter: RoundFilter, *, now: datetime | None = None) -> Tall
         totals["early"],
         totals["dedups"],
         totals["timeouts"],
+        totals["drift"],
     )
     return Tally(round_filter, sums, recent)

@@ -82,6 +82,7 @@ def render_fragments(rows: Sequence[Round]) -> list[Fragment]:
             row.started_at,
             [getattr(row, column) for column in counters],
             row.assembly.get("tools", []) if row.assembly else [],
+            row.drift,
         )
         fragments.append(Fragment(row.pk, row.version, facts, card_html(row)))
     return fragments

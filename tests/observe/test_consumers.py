@@ -332,3 +332,38 @@ async def test_a_channel_layer_that_is_away_at_connect_is_joined_on_a_later_tick
     assert card_ids(message) == [f"round-{await round_pk('main', 't-away')}"]
     if hasattr(layer, "groups"):  # the in-memory layer shows its members; Redis does not
         assert len(layer.groups[LIVE_GROUP]) == 1
+
+
+async def test_a_round_that_drifts_counts_on_the_live_bar_and_shows_its_chip(
+    sockets: list[Any], user: Any
+) -> None:
+    """A runtime claiming the published sample but starting an early call that the sample does
+    not let start early: the stream's card says drift and the bar counts it."""
+
+    def publish_sample() -> str:
+        from policy.domain.yaml_io import load_policy
+        from policy.services import draft_replace
+        from policy.versions import agent_hashes, policy_publish
+        from tests.observe.live_support import SAMPLE, sample_policy
+
+        draft_replace(data=load_policy(SAMPLE.read_bytes()).data, base_revision=None)
+        policy_publish(actor="cli", message="sample", confirm_warnings=True)
+        return agent_hashes(sample_policy())["main"]
+
+    policy_hash = await database_sync_to_async(publish_sample)()
+    communicator = await open_socket(sockets, user)
+    hand = HandRound(turn_id="t-drift").started(policy_hash)
+    hand.call(0, "workspace_jobs.search")
+    hand.add(
+        "tool.early_started",
+        action_index=0,
+        tool_id="workspace_jobs.search",
+        tool_call_id="tc_000000000001",
+        fingerprint="a" * 64,
+    )
+    await ingest_async(hand.generation().finished().events)
+    message = await communicator.receive_from(timeout=TIMEOUT)
+    while '<b id="count-drift">1</b>' not in message:
+        message = await communicator.receive_from(timeout=TIMEOUT)
+    assert 'class="chip drift"' in message
+    assert "the runtime started workspace_jobs.search early" in message

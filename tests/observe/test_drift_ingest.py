@@ -84,6 +84,7 @@ def test_a_runtime_running_something_else_is_flagged_in_words_everywhere(
     assert history.count('data-kind="drift"') == min(drifted.count(), 50)
     live = viewer_client.get("/live/").content.decode()
     assert 'class="chip drift"' in live
+    assert f'<b id="count-drift">{drifted.count()}</b>' in live
     overview = viewer_client.get("/").content.decode()
     finished = Round.objects.filter(outcome__isnull=False).count()
     assert f"{drifted.count()} drifted</span></a> of {finished} finished rounds checked" in overview
@@ -101,3 +102,13 @@ def test_a_hash_no_version_has_is_an_unknown_policy_not_drift(
     page = viewer_client.get(f"/live/rounds/main/{row.turn_id}/{row.iteration}/").content
     assert b"unknown policy" in page
     assert b"not checked (no published version to predict with)" in page
+
+
+def test_the_live_page_filters_on_drift(v1_hash: str, viewer_client: Client) -> None:
+    run(LAUNCH_EXPLORES, v1_hash, 80)
+    drifted = Round.objects.filter(drift=True).count()
+    assert drifted > 0
+    page = viewer_client.get("/live/?has=drift").content.decode()
+    assert 'name="has" value="drift" checked' in page
+    assert page.count('<p class="drift-note">') == drifted
+    assert f'<b id="count-rounds">{drifted}</b>' in page

@@ -78,7 +78,7 @@ def test_counters_follow_each_change_without_counting_again() -> None:
     from observe.selectors import RoundFilter
 
     now = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
-    tally = Tally(RoundFilter(has=frozenset({"rejection"})), (5, 7, 0, 0, 0), {})
+    tally = Tally(RoundFilter(has=frozenset({"rejection"})), (5, 7, 0, 0, 0, 0), {})
     new = round_facts("main", now - timedelta(seconds=10), [0, 1, 0, 0], ["a.search"])
     rejected = round_facts("main", now - timedelta(seconds=10), [1, 1, 0, 0], ["a.search"])
     tally.apply(1, None, new)  # no rejection: not in the filter

@@ -169,7 +169,7 @@ def test_it_tells_the_live_group_the_versions_and_facts_of_the_batch() -> None:
     assert message["first"] == message["version"] == result.version == row.version
     # The facts before (none: a new round) and after, from which viewers keep their counters.
     assert message["rounds"] == [
-        [row.pk, None, ["main", row.started_at.isoformat(), 0, 0, 0, 0, []]]
+        [row.pk, None, ["main", row.started_at.isoformat(), 0, 0, 0, 0, [], 0]]
     ]
 
 
