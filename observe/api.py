@@ -23,7 +23,14 @@ from accounts.auth import RuntimeTokenAuth, session_auth
 from config.api_io import read_json
 from observe.domain.events import format_ts
 from observe.domain.rounds import recorded_round, round_detail_dict
-from observe.impact import DEFAULT_WINDOW, MAX_WINDOW, SideError, policy_impact, policy_side
+from observe.impact import (
+    DEFAULT_WINDOW,
+    MAX_WINDOW,
+    RoundWindow,
+    SideError,
+    policy_impact,
+    policy_side,
+)
 from observe.models import Round
 from observe.selectors import (
     HAS_NAMES,
@@ -404,6 +411,7 @@ IMPACT_BODY: Final = {
                         "outcome": {"type": "string"},
                         "since": {"type": "string"},
                         "until": {"type": "string"},
+                        "before": {"type": "string"},
                     },
                 }
             }
@@ -420,6 +428,7 @@ _IMPACT_TEXT: Final = (
     "outcome",
     "since",
     "until",
+    "before",
 )
 
 
@@ -461,8 +470,17 @@ def impact(request: HttpRequest) -> Any:
         body.get("since"),
         body.get("until"),
     )
-    report = policy_impact(candidate, baseline, round_filter=round_filter, limit=limit)
+    window = RoundWindow(round_filter, limit, body.get("before") or None)
+    report = policy_impact(candidate, baseline, round_filter=round_filter, window=window)
     found = report.as_json()
     for item, affected in zip(found["affected"], report.affected, strict=True):
         item["url"] = round_url(affected)  # type: ignore[arg-type]
-    return {"candidate": candidate.label, "baseline": baseline.label, **found}
+    return {
+        "candidate": candidate.label,
+        "baseline": baseline.label,
+        **found,
+        # Rounds read (with or without something to replay), and the cursor to continue after
+        # them as "before" (null: no older rounds): a long window in steps, with progress.
+        "read": window.read,
+        "next": window.next,
+    }

@@ -90,31 +90,52 @@ def _mode(data: Any) -> ModeFor:
     return mode
 
 
+class RoundWindow:
+    """The newest ``limit`` rounds the filter selects (after cursor ``before``) that have
+    something to replay; after iterating, ``read`` is how many rows were read and ``next`` the
+    cursor that continues after them (``None``: no more rounds)."""
+
+    def __init__(self, round_filter: RoundFilter, limit: int, before: str | None = None) -> None:
+        self.round_filter, self.limit, self.before = round_filter, limit, before
+        self.read = 0
+        self.next: str | None = None
+
+    def __iter__(self) -> Iterator[RecordedRound]:
+        cursor, left = self.before, self.limit
+        while left > 0:
+            rows, cursor = rounds_page(self.round_filter, limit=min(_PAGE, left), before=cursor)
+            left -= len(rows)
+            self.read += len(rows)
+            self.next = cursor
+            for row in rows:
+                found = recorded_round((row.agent, row.turn_id, row.iteration), row.assembly)
+                if found is None:
+                    continue
+                try:
+                    yield parse_recorded_round(found)
+                except RecordedRoundError:  # stored before ingest checked what it checks now
+                    continue
+            if cursor is None:
+                return
+
+
 def stored_rounds(round_filter: RoundFilter, limit: int) -> Iterator[RecordedRound]:
     """The newest ``limit`` rounds the filter selects that have something to replay."""
-    cursor, left = None, limit
-    while left > 0:
-        rows, cursor = rounds_page(round_filter, limit=min(_PAGE, left), before=cursor)
-        left -= len(rows)
-        for row in rows:
-            found = recorded_round((row.agent, row.turn_id, row.iteration), row.assembly)
-            if found is None:
-                continue
-            try:
-                yield parse_recorded_round(found)
-            except RecordedRoundError:  # stored before ingest checked what it checks now
-                continue
-        if cursor is None:
-            return
+    return iter(RoundWindow(round_filter, limit))
 
 
 def policy_impact(
-    candidate: Side, baseline: Side, *, round_filter: RoundFilter, limit: int = DEFAULT_WINDOW
+    candidate: Side,
+    baseline: Side,
+    *,
+    round_filter: RoundFilter,
+    limit: int = DEFAULT_WINDOW,
+    window: RoundWindow | None = None,
 ) -> ImpactReport:
     """Replay the window's rounds under both sides (``report.rounds`` counts the rounds with
-    something to replay)."""
+    something to replay). Pass ``window`` to read where it stopped (its ``next`` cursor)."""
     return replay(
-        stored_rounds(round_filter, limit),
+        window if window is not None else stored_rounds(round_filter, limit),
         candidate=_resolver(candidate.data),
         baseline=_resolver(baseline.data),
         candidate_mode=_mode(candidate.data),

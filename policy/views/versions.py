@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from policy.domain.diagnostics import Severity
+from policy.domain.impact import LABELS
 from policy.domain.version_diff import tool_changes, unified_diff
 from policy.selectors import draft_analysis, draft_state
 from policy.services import StaleRevision
@@ -98,6 +99,8 @@ def diff_view(request: HttpRequest) -> HttpResponse:
 
 #: Affected rounds a page lists (the API lists them all).
 IMPACT_SHOWN = 100
+#: Rounds per request when the browser replays a larger window step by step (``?chunk=``).
+IMPACT_STEP = 5000
 
 
 def _impact_context(
@@ -136,12 +139,17 @@ def impact_view(request: HttpRequest) -> HttpResponse:
     candidate = request.GET.get("candidate", "draft")
     baseline = request.GET.get("baseline", "published")
     raw_limit = request.GET.get("limit", str(DEFAULT_WINDOW))
+    raw_chunk = request.GET.get("chunk", "")
+    chunk = int(raw_chunk) if raw_chunk.isascii() and raw_chunk.isdigit() else IMPACT_STEP
     context: dict[str, Any] = {
         "candidate_ref": candidate,
         "baseline_ref": baseline,
         "limit": raw_limit,
         "versions": version_list(),
         "max_window": MAX_WINDOW,
+        # Windows larger than one step replay a step at a time in the browser (progress, cancel).
+        "chunk": max(1, min(chunk, MAX_WINDOW)),
+        "labels": dict(LABELS),
     }
     if not (raw_limit.isascii() and raw_limit.isdigit() and 1 <= int(raw_limit) <= MAX_WINDOW):
         context["refusal"] = f"The window is a whole number of rounds from 1 to {MAX_WINDOW:,}."

@@ -9,7 +9,7 @@ import re
 import subprocess
 from collections.abc import Callable
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from tests.e2e.conftest import LiveServer
 
@@ -108,3 +108,41 @@ def test_a_trait_change_shows_its_impact_and_a_failing_case_needs_the_override(
             headers=headers,
             max_redirects=0,
         )
+
+
+def test_a_large_window_replays_step_by_step_with_progress_and_can_be_cancelled(
+    signed_in_page: Page, live_server: LiveServer, sample_draft: str, start_simulator: Simulator
+) -> None:
+    page, url = signed_in_page, live_server.url
+    process = start_simulator("--rounds", "9", "--rate", "10", "--seed", "34", "--quiet")
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+
+    # Steps of 3 rounds: the bar fills, then the whole window's summary is shown.
+    page.goto(f"{url}/policy/impact/?baseline=draft&candidate=draft&chunk=3")
+    page.get_by_label("Newest rounds").fill("9")
+    page.get_by_role("button", name="Replay").click()
+    expect(page.locator("#impact-status")).to_have_text("Done: 9 rounds read.")
+    expect(page.locator("#impact-bar")).to_have_attribute("max", "9")
+    assert page.locator("#impact-bar").evaluate("bar => bar.value") == 9
+    expect(page.locator("#impact-summary")).to_contain_text("This change alters none of the last")
+
+    # The second step never answers: Cancel stops the run and says how far it got.
+    answered: list[str] = []
+
+    def hold_after_first(route: Route) -> None:
+        if answered:
+            return  # left pending: the page's Cancel aborts it
+        answered.append(route.request.url)
+        route.continue_()
+
+    page.route("**/api/v1/policy/impact", hold_after_first)
+    page.goto(f"{url}/policy/impact/?baseline=draft&candidate=draft&chunk=3")
+    page.get_by_label("Newest rounds").fill("9")
+    page.get_by_role("button", name="Replay").click()
+    expect(page.locator("#impact-status")).to_have_text("Replayed 3 of 9 rounds.")
+    page.get_by_role("button", name="Cancel").click()
+    expect(page.locator("#impact-status")).to_have_text(
+        "Cancelled after 3 rounds: the figures below cover those."
+    )
+    page.unroute("**/api/v1/policy/impact")

@@ -138,3 +138,29 @@ def test_the_impact_page_compares_any_two_sides(viewer_client: Client, recorded:
     assert refused.status_code == 422
     assert b"There is no version 9." in refused.content
     assert viewer_client.get("/policy/impact/?limit=abc").status_code == 422
+
+
+def test_a_window_replayed_in_steps_adds_up_to_the_whole(
+    viewer_client: Client, recorded: None
+) -> None:
+    launch_explores()
+    whole = post(viewer_client, {"limit": 120}).json()
+    assert whole["read"] == 120
+    steps, before, totals, affected = 0, None, {}, []
+    while True:
+        body: dict[str, Any] = {"limit": 50}
+        if before:
+            body["before"] = before
+        step = post(viewer_client, body).json()
+        steps += 1
+        for kind, count in step["totals"].items():
+            totals[kind] = totals.get(kind, 0) + count
+        affected += [r["turn_id"] for r in step["affected"]]
+        before = step["next"]
+        if before is None:
+            break
+    assert steps == 3
+    assert totals == whole["totals"]
+    assert affected == [r["turn_id"] for r in whole["affected"]]
+    bad = post(viewer_client, {"before": "not-a-cursor"})
+    assert bad.status_code == 422
