@@ -104,15 +104,23 @@ IMPACT_STEP = 5000
 
 
 def _impact_context(
-    candidate_ref: str, baseline_ref: str, *, limit: int, shown: int
+    candidate_ref: str,
+    baseline_ref: str,
+    *,
+    limit: int,
+    shown: int,
+    round_filter: Any = None,
 ) -> dict[str, Any]:
-    """What replaying the newest ``limit`` recorded rounds under both sides changes (issue 13).
-    Raises ``SideError`` for a side that names no policy."""
+    """What replaying the newest ``limit`` recorded rounds (of ``round_filter``: an agent, a
+    time range) under both sides changes (issue 13). Raises ``SideError`` for a side that names
+    no policy."""
     from observe.impact import policy_impact, policy_side
     from observe.selectors import RoundFilter, round_url
 
     candidate, baseline = policy_side(candidate_ref), policy_side(baseline_ref)
-    report = policy_impact(candidate, baseline, round_filter=RoundFilter(), limit=limit)
+    report = policy_impact(
+        candidate, baseline, round_filter=round_filter or RoundFilter(), limit=limit
+    )
     rows = [
         {"round": impact, "url": round_url(impact)}  # type: ignore[arg-type]
         for impact in report.affected[:shown]
@@ -135,6 +143,7 @@ def impact_view(request: HttpRequest) -> HttpResponse:
     """Any two sides (``draft``, ``published`` or a version number) over the newest ``limit``
     recorded rounds."""
     from observe.impact import DEFAULT_WINDOW, MAX_WINDOW, SideError
+    from observe.live import known_agents, parse_filter
 
     candidate = request.GET.get("candidate", "draft")
     baseline = request.GET.get("baseline", "published")
@@ -158,9 +167,17 @@ def impact_view(request: HttpRequest) -> HttpResponse:
         # Not a bad request: there is just nothing to compare with yet.
         context["note"] = "Nothing is published yet: compare the draft with a version instead."
         return render(request, "policy/impact.html", context)
+    parsed = parse_filter(request.GET, full=True)
+    context["round_filter"] = parsed.round_filter
+    context["filter_errors"] = parsed.errors
+    context["agents"] = known_agents([parsed.round_filter.agent or ""])
     try:
         context["impact"] = _impact_context(
-            candidate, baseline, limit=int(raw_limit), shown=IMPACT_SHOWN
+            candidate,
+            baseline,
+            limit=int(raw_limit),
+            shown=IMPACT_SHOWN,
+            round_filter=parsed.round_filter,
         )
     except SideError as exc:
         context["refusal"] = str(exc)

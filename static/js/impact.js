@@ -84,6 +84,10 @@
           baseline: form.elements.baseline.value,
           limit: Math.min(step, limit - state.read),
         };
+        for (const name of ["agent", "since", "until"]) {
+          const value = form.elements[name]?.value.trim();
+          if (value) request[name] = value;
+        }
         if (before) request.before = before;
         const response = await fetch(form.dataset.api, {
           method: "POST",

@@ -3,6 +3,7 @@ publish page's summary (issue 13)."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -164,3 +165,24 @@ def test_a_window_replayed_in_steps_adds_up_to_the_whole(
     assert affected == [r["turn_id"] for r in whole["affected"]]
     bad = post(viewer_client, {"before": "not-a-cursor"})
     assert bad.status_code == 422
+
+
+def test_the_impact_page_narrows_the_window_to_an_agent_and_a_time_range(
+    viewer_client: Client, recorded: None
+) -> None:
+    launch_explores()
+    everything = viewer_client.get("/policy/impact/?baseline=1&candidate=draft").content.decode()
+    assert "of the last 120 recorded rounds" in everything
+    recent = viewer_client.get(
+        "/policy/impact/?baseline=1&candidate=draft&since=15m"
+    ).content.decode()
+    found = re.search(r"of the last (\d+) recorded rounds", recent)
+    assert found is not None
+    assert 0 < int(found.group(1)) < 120
+    nobody = viewer_client.get(
+        "/policy/impact/?baseline=1&candidate=draft&agent=nobody"
+    ).content.decode()
+    assert "No recorded round to replay yet" in nobody
+    bad = viewer_client.get("/policy/impact/?baseline=1&since=yesterday")
+    assert bad.status_code == 200
+    assert '<ul class="messages"><li class="error">' in bad.content.decode()
