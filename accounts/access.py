@@ -74,6 +74,7 @@ PAGES: dict[str, dict[str, str]] = {
     "policy:version": {"GET": VIEWER},
     "policy:diff": {"GET": VIEWER},
     "policy:impact": {"GET": VIEWER},
+    "policy:impact-round": {"GET": VIEWER},
     "policy:publish": {"GET": PUBLISHER, "POST": PUBLISHER},
     "policy:rollback": {"POST": PUBLISHER},
     "observe:live": {"GET": VIEWER},

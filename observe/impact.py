@@ -17,6 +17,7 @@ from django.conf import settings
 
 from observe.domain.rounds import recorded_round
 from observe.selectors import RoundFilter, rounds_page
+from policy.domain.dryrun import AgentResolutionLike
 from policy.domain.impact import (
     ImpactReport,
     ModeFor,
@@ -28,6 +29,7 @@ from policy.domain.impact import (
 )
 from policy.domain.multi_action import profile_mode
 from policy.domain.resolution import AgentResolution, UnknownAgentError, resolve_consumer
+from policy.domain.round_policy import RoundPolicy
 from policy.selectors import draft_state, manifest_for
 from policy.versions import version_data, version_get, version_published
 
@@ -141,3 +143,10 @@ def policy_impact(
         candidate_mode=_mode(candidate.data),
         baseline_mode=_mode(baseline.data),
     )
+
+
+def side_policy(side: Side, agent: str) -> tuple[RoundPolicy | AgentResolutionLike, str | None]:
+    """One side's policy for ``agent`` (no tools when the side has no such agent nor a default)
+    and its default multi-action mode."""
+    found = _resolver(side.data)(agent)
+    return (found if found is not None else RoundPolicy.of(())), _mode(side.data)(agent)

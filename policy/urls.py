@@ -17,6 +17,11 @@ app_name = "policy"
 
 urlpatterns = [
     path("impact/", versions.impact_view, name="impact"),
+    path(
+        "impact/rounds/<str:agent>/<path:turn_id>/<int:iteration>/",
+        versions.impact_round_view,
+        name="impact-round",
+    ),
     path("", agents.agent_list, name="agents"),
     path("agents/add/", agents.agent_add, name="agent-add"),
     path("agents/<str:agent>/", agents.agent_detail, name="agent"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
@@ -121,11 +122,29 @@ def _impact_context(
     report = policy_impact(
         candidate, baseline, round_filter=round_filter or RoundFilter(), limit=limit
     )
+    sides = urlencode({"baseline": baseline.ref, "candidate": candidate.ref})
     rows = [
-        {"round": impact, "url": round_url(impact)}  # type: ignore[arg-type]
+        {
+            "round": impact,
+            "url": round_url(impact),  # type: ignore[arg-type]
+            "compare_url": _compare_url(impact, sides),
+        }
         for impact in report.affected[:shown]
     ]
     return {"report": report, "candidate": candidate, "baseline": baseline, "shown": rows}
+
+
+def _compare_url(impact: Any, sides: str) -> str:
+    """The side-by-side page of an affected round (none for a turn id with dot segments)."""
+    from policy.domain.text import dot_segment
+
+    if dot_segment(impact.turn_id):
+        return ""
+    path = reverse(
+        "policy:impact-round",
+        kwargs={"agent": impact.agent, "turn_id": impact.turn_id, "iteration": impact.iteration},
+    )
+    return f"{path}?{sides}"
 
 
 def _publish_impact() -> dict[str, Any] | None:
@@ -270,3 +289,56 @@ def rollback_view(request: HttpRequest, number: int) -> HttpResponse:
         "the draft is set to it.",
     )
     return redirect("policy:version", number=created.number)
+
+
+def impact_round_view(
+    request: HttpRequest, agent: str, turn_id: str, iteration: int
+) -> HttpResponse:
+    """One recorded round predicted under both sides, side by side: each action's outcome under
+    the baseline and under the candidate, the ones that differ marked."""
+    from observe.domain.rounds import recorded_round
+    from observe.impact import SideError, policy_side, side_policy
+    from observe.selectors import round_get, round_url
+    from policy.domain.dryrun import dry_run, resolve_mode
+    from policy.domain.impact import changes, outcomes, parse_recorded_round
+
+    row = round_get(agent, turn_id, iteration)
+    if row is None:
+        raise Http404("No round with this agent, turn and iteration.")
+    found = recorded_round((row.agent, row.turn_id, row.iteration), row.assembly)
+    if found is None:
+        raise Http404("This round has no observed action to replay.")
+    spec = parse_recorded_round(found).spec
+    try:
+        baseline = policy_side(request.GET.get("baseline", "published"))
+        candidate = policy_side(request.GET.get("candidate", "draft"))
+    except SideError as exc:
+        context = {"refusal": str(exc), "row": row, "round_url": round_url(row)}
+        return render(request, "policy/impact_round.html", context, status=422)
+    results = []
+    for side in (baseline, candidate):
+        policy, mode = side_policy(side, agent)
+        results.append(dry_run(spec, policy, multi_action_mode=resolve_mode(spec, mode)))
+    before, after = outcomes(results[0]), outcomes(results[1])
+    changed = {(c.attempt, c.index) for c in changes(results[0], results[1])}
+    rows = [
+        {
+            "attempt": attempt,
+            "index": index,
+            "tool_id": tool_id,
+            "before": before[(attempt, index)][1],
+            "after": after[(attempt, index)][1],
+            "changed": (attempt, index) in changed,
+        }
+        for (attempt, index), (tool_id, _) in sorted(before.items())
+    ]
+    context = {
+        "row": row,
+        "round_url": round_url(row),
+        "baseline": baseline,
+        "candidate": candidate,
+        "rows": rows,
+        "changed": len(changed),
+        "modes": (results[0]["multi_action_mode"], results[1]["multi_action_mode"]),
+    }
+    return render(request, "policy/impact_round.html", context)

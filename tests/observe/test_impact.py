@@ -3,6 +3,7 @@ publish page's summary (issue 13)."""
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -186,3 +187,20 @@ def test_the_impact_page_narrows_the_window_to_an_agent_and_a_time_range(
     bad = viewer_client.get("/policy/impact/?baseline=1&since=yesterday")
     assert bad.status_code == 200
     assert '<ul class="messages"><li class="error">' in bad.content.decode()
+
+
+def test_an_affected_round_shows_both_predictions_side_by_side(
+    viewer_client: Client, recorded: None
+) -> None:
+    launch_explores()
+    page = viewer_client.get("/policy/impact/?baseline=1&candidate=draft").content.decode()
+    link = re.search(r'<a class="compare" href="([^"]+)"', page)
+    assert link is not None
+    compare = viewer_client.get(html.unescape(link.group(1)))
+    assert compare.status_code == 200
+    text = compare.content.decode()
+    assert "between version 1 (multi-action" in text
+    assert '<tr class="changed"' in text
+    assert "started early" in text  # under version 1, the early tool still starts early
+    missing = viewer_client.get("/policy/impact/rounds/main/no-such-turn/0/")
+    assert missing.status_code == 404
