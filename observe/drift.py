@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from observe.domain.drift import round_drift, summary
@@ -79,9 +79,31 @@ def rounds_check_drift(pks: Iterable[int]) -> dict[int, bool | None]:
             changed.append(row)
         checked[row.pk] = verdict[0]
     if changed:
-        with transaction.atomic():
-            Round.objects.bulk_update(changed, ["drift", "drift_notes", "updated_at"])
+        _write(changed)
     return checked
+
+
+def _write(rows: list[Round]) -> None:
+    """One plain ``executemany`` (``bulk_update`` builds a CASE per row and costs more than
+    the check itself)."""
+    quote = connection.ops.quote_name
+    fields: list[Any] = [
+        Round._meta.get_field(name) for name in ("drift", "drift_notes", "updated_at")
+    ]
+    sql = (
+        f"UPDATE {quote(Round._meta.db_table)} SET "
+        + ", ".join(f"{quote(field.column)} = %s" for field in fields)
+        + f" WHERE {quote('id')} = %s"
+    )
+    params = [
+        [
+            *(field.get_db_prep_save(getattr(row, field.attname), connection) for field in fields),
+            row.pk,
+        ]
+        for row in rows
+    ]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.executemany(sql, params)
 
 
 def check_drift_after_ingest(pks: Iterable[int]) -> dict[int, bool | None]:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from observe.domain.rounds import Assembly, assembly_actions, recorded_round
+from observe.domain.rounds import Assembly, assembly_outcomes, recorded_round
 from policy.domain.dryrun import AgentResolutionLike, dry_run, resolve_mode
 from policy.domain.impact import outcomes, parse_recorded_round
 from policy.domain.round_policy import RoundPolicy
@@ -52,7 +52,7 @@ def round_drift(
     spec = parse_recorded_round(found).spec
     predicted = outcomes(dry_run(spec, policy, multi_action_mode=resolve_mode(spec, mode)))
     drift: list[Discrepancy] = []
-    for (attempt, index), action in assembly_actions(state).items():
+    for (attempt, index), action in assembly_outcomes(state).items():
         entry = predicted.get((attempt + 1, index))
         if entry is None:  # not observed, so not in the replayable round either
             continue
@@ -70,7 +70,7 @@ def round_drift(
         )
         if words is not None:
             drift.append(Discrepancy(attempt + 1, index, action.tool_id, words))
-        recorded_dedup = action.ledger == "dedup"
+        recorded_dedup = action.dedup
         recorded_early = action.early and not recorded_dedup
         if recorded_early != outcome.early:
             drift.append(

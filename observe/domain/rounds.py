@@ -302,6 +302,48 @@ def assembly_actions(state: Assembly) -> dict[tuple[int, int], RoundAction]:
     return dict(sorted(actions.items()))
 
 
+@dataclass(frozen=True, slots=True)
+class SlotOutcome:
+    """What the events reported for one action, in short: as :func:`assembly_actions` would
+    give it (the later of accepted/rejected decides, the later of early start/dedup is the
+    ledger), without building and explaining whole actions (the drift check after every batch)."""
+
+    action: str | None
+    tool_id: str | None
+    verdict: str | None
+    code: str | None
+    early: bool
+    dedup: bool
+
+
+def _later(first: list[Any] | None, second: list[Any] | None) -> list[Any] | None:
+    if first is None or second is None:
+        return first or second
+    return first if (first[0], first[1]) > (second[0], second[1]) else second
+
+
+def assembly_outcomes(state: Assembly) -> dict[tuple[int, int], SlotOutcome]:
+    found: dict[tuple[int, int], SlotOutcome] = {}
+    for key, slot in state["slots"].items():
+        accepted, rejected = slot.get(ACTION_ACCEPTED), slot.get(ACTION_REJECTED)
+        decided = _later(accepted, rejected)
+        started, dedup = slot.get(TOOL_EARLY_STARTED), slot.get(LEDGER_DEDUP)
+        ledger = _later(started, dedup)
+        observed, tool = slot.get(ACTION_OBSERVED), slot.get(_TOOL)
+        verdict = None
+        if decided is not None:
+            verdict = "rejected" if decided is rejected else "accepted"
+        found[_slot_key(key)] = SlotOutcome(
+            action=observed[2] if observed is not None else None,
+            tool_id=observed[3] if observed is not None else (tool[2] if tool else None),
+            verdict=verdict,
+            code=rejected[2] if decided is not None and decided is rejected else None,
+            early=ledger is not None,
+            dedup=ledger is not None and ledger is dedup,
+        )
+    return found
+
+
 def _params(mark: list[Any]) -> Any:
     """The params a mark holds: as JSON text (key order kept), or, in assemblies stored before,
     as the value itself."""
