@@ -38,3 +38,5 @@ urlpatterns = [
         name="favicon",
     ),
 ]
+
+handler400 = "config.errors.bad_request"
