@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from observe.domain.rounds import Assembly, assembly_outcomes, recorded_round
-from policy.domain.dryrun import AgentResolutionLike, dry_run, resolve_mode
-from policy.domain.impact import outcomes, parse_recorded_round
+from policy.domain.decide import decide_any, outcomes_by_slot
+from policy.domain.dryrun import AgentResolutionLike, resolve_mode
+from policy.domain.impact import parse_recorded_round
 from policy.domain.round_policy import RoundPolicy
 
 
@@ -50,7 +51,9 @@ def round_drift(
     if found is None:
         return ()
     spec = parse_recorded_round(found).spec
-    predicted = outcomes(dry_run(spec, policy, multi_action_mode=resolve_mode(spec, mode)))
+    predicted = outcomes_by_slot(
+        spec, decide_any(spec, policy, multi_action_mode=resolve_mode(spec, mode))
+    )
     drift: list[Discrepancy] = []
     for (attempt, index), action in assembly_outcomes(state).items():
         entry = predicted.get((attempt + 1, index))

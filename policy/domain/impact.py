@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from policy.domain.backstop import multi_action_enabled
+from policy.domain.decide import Outcome, decide, outcomes_by_slot
 from policy.domain.dryrun import (
     AgentResolutionLike,
     RoundSpec,
     RoundSpecError,
-    dry_run,
     parse_round_spec,
     resolve_mode,
 )
@@ -92,20 +92,6 @@ def parse_recorded_round(data: Any) -> RecordedRound:
     except RoundSpecError as exc:
         raise RecordedRoundError(str(exc)) from exc
     return RecordedRound(agent, spec)
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """The facts of one predicted action that a change can alter."""
-
-    verdict: str
-    code: str | None
-    early: bool
-    dedup: bool
-
-    @property
-    def rejected(self) -> bool:
-        return self.verdict == "rejected"
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +219,15 @@ def outcomes(result: Mapping[str, Any]) -> dict[tuple[int, int], tuple[str | Non
 
 def changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[ActionChange, ...]:
     """What differs, action by action, between two dry-runs of the same round."""
-    old, new = outcomes(before), outcomes(after)
+    return changes_between(outcomes(before), outcomes(after))
+
+
+Outcomes = Mapping[tuple[int, int], tuple[str | None, Outcome]]
+
+
+def changes_between(old: Outcomes, new: Outcomes) -> tuple[ActionChange, ...]:
+    """What differs, action by action, between two predictions of the same round (each as
+    :func:`outcomes` or :func:`~policy.domain.decide.outcomes_by_slot` gives it)."""
     # The engine gives every streamed action a row (``not_observed`` included): both runs of a
     # round have the same (attempt, index) keys.
     found: list[ActionChange] = []
@@ -341,9 +335,15 @@ def replay(
             if progress is not None and report.rounds % every == 0:
                 progress(report.rounds)
             continue
-        before = dry_run(spec, before_policy(agent), multi_action_mode=before_mode)
-        after = dry_run(spec, after_policy(agent), multi_action_mode=after_mode)
-        found = changes(before, after)
+        # Verdicts, rules, early starts and dedups are all a change can alter: the
+        # verdicts-only path answers them without the dry-run's words.
+        before = decide(spec, before_policy(agent), multi_action_mode=before_mode)
+        after = decide(spec, after_policy(agent), multi_action_mode=after_mode)
+        if before == after:
+            if progress is not None and report.rounds % every == 0:
+                progress(report.rounds)
+            continue
+        found = changes_between(outcomes_by_slot(spec, before), outcomes_by_slot(spec, after))
         if found:
             report.add(RoundImpact(agent, spec.turn_id, spec.iteration, found))
         if progress is not None and report.rounds % every == 0:
@@ -362,10 +362,10 @@ def predict(
     with_kind: Counter[str] = Counter()
     for recorded in rounds:
         spec, agent = recorded.spec, recorded.agent
-        result = dry_run(spec, policies(agent), multi_action_mode=resolve_mode(spec, mode(agent)))
+        decision = decide(spec, policies(agent), multi_action_mode=resolve_mode(spec, mode(agent)))
         rounds_seen += 1
         kinds: set[str] = set()
-        for _, outcome in outcomes(result).values():
+        for outcome in (outcome for attempt in decision for outcome in attempt):
             actions += 1
             if outcome.rejected:
                 rejected[outcome.code or "—"] += 1

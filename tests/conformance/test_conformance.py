@@ -40,3 +40,39 @@ def test_it_agrees_with_the_runtime_on_every_case(name: str) -> None:
     assert result.agreements == result.cases, (
         f"{result.cases - result.agreements} of {result.cases} {name} cases disagree:\n{shown}"
     )
+
+
+def test_the_verdicts_only_path_agrees_with_the_runtime_on_every_round() -> None:
+    """``decide`` (impact replay, drift, suites, the bench's decisions/s) against the runtime's
+    recorded rounds: verdict, rejection code, early start and dedup of every streamed action —
+    and it answers the recorded rounds itself, not by handing them to the full engine."""
+    from conformance import round_policies
+    from policy.domain.decide import Outcome, decide, handles
+    from policy.domain.dryrun import parse_round_spec
+    from policy.domain.manifest import parse_manifest
+    from policy.domain.resolution import resolve_agent
+    from policy.domain.round_policy import RoundPolicy
+
+    policies = {}
+    for name, entry in round_policies.policies().items():
+        resolution = resolve_agent(entry["policy"], "main", parse_manifest(entry["manifest"]))
+        policies[name] = RoundPolicy.of(resolution.tools)
+    cases = fixtures.read("rounds")["cases"]
+    disagree, handled = [], 0
+    for case in cases:
+        given = case["input"]
+        spec, policy = parse_round_spec(given["round"]), policies[given["policy"]]
+        handled += handles(spec, policy)
+        got = decide(spec, policy, multi_action_mode=given["multi_action_mode"])
+        runtime = tuple(
+            tuple(
+                Outcome(row["verdict"], row["code"], row["early"], row["ledger"] == "dedup")
+                for row in attempt
+            )
+            for attempt in case["runtime"]
+        )
+        if got != runtime:
+            disagree.append(case["id"])
+    assert not disagree, f"{len(disagree)} of {len(cases)} rounds disagree: {disagree[:5]}"
+    # Only ids and words the runtime strips first go to the full engine.
+    assert handled >= 0.9 * len(cases), f"{handled} of {len(cases)} answered by the fast path"
