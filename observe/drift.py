@@ -11,7 +11,8 @@ current ones.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -20,6 +21,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from observe.domain.drift import round_drift, summary
+from observe.domain.rounds import Assembly
 from observe.models import Round
 from policy.domain.multi_action import profile_mode
 from policy.domain.resolution import UnknownAgentError, resolve_consumer
@@ -46,14 +48,22 @@ def _version_policy(number: int, agent: str) -> tuple[RoundPolicy, str | None]:
     return policy, profile_mode(data, agent, None)
 
 
-def rounds_check_drift(pks: Iterable[int]) -> dict[int, bool | None]:
-    """Check the finished rounds among ``pks``; returns each checked round's drift."""
-    rows = list(
-        Round.objects.filter(pk__in=list(pks), outcome__isnull=False, policy_hash__isnull=False)
-    )
+def rounds_check_drift(
+    pks: Iterable[int],
+    *,
+    assemblies: Mapping[int, Assembly] | None = None,
+    versions: Mapping[tuple[str, str], int] | None = None,
+) -> dict[int, bool | None]:
+    """Check the finished rounds among ``pks``; returns each checked round's drift.
+    ``assemblies``: the rounds' assemblies when the caller has them (not read again)."""
+    query = Round.objects.filter(pk__in=list(pks), outcome__isnull=False, policy_hash__isnull=False)
+    if assemblies is not None:
+        query = query.defer("assembly")
+    rows = list(query)
     if not rows:
         return {}
-    versions = version_index()
+    if versions is None:
+        versions = version_index()
     now = timezone.now()
     changed: list[Round] = []
     checked: dict[int, bool | None] = {}
@@ -63,13 +73,14 @@ def rounds_check_drift(pks: Iterable[int]) -> dict[int, bool | None]:
             verdict: tuple[bool | None, list[Any] | None] = (None, None)
         else:
             policy, mode = _version_policy(number, row.agent)
+            assembly = assemblies[row.pk] if assemblies is not None else row.assembly
             found = round_drift(
                 (row.agent, row.turn_id, row.iteration),
-                row.assembly,
+                assembly,
                 policy,
                 policy_label=f"policy v{number}",
                 mode=mode or settings.TRAITDECK_MULTI_ACTION_MODE,
-                dedups_reported=not row.assembly.get("inferred", False),
+                dedups_reported=not assembly.get("inferred", False),
             )
             result = summary(found)
             verdict = (True, list(result["discrepancies"])) if result["drift"] else (False, None)
@@ -106,10 +117,43 @@ def _write(rows: list[Round]) -> None:
         cursor.executemany(sql, params)
 
 
-def check_drift_after_ingest(pks: Iterable[int]) -> dict[int, bool | None]:
-    """:func:`rounds_check_drift`, never failing the batch that was stored."""
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A round as a batch has just stored it: what the drift check needs, so that it reads
+    back only the rounds it can have something to say about."""
+
+    agent: str
+    policy_hash: str | None
+    finished: bool
+    #: The round's drift before the batch (``None``: never checked, or no version to check by).
+    drift: bool | None
+    assembly: Assembly
+
+
+def check_drift_after_ingest(stored: Mapping[int, Stored]) -> dict[int, bool | None]:
+    """:func:`rounds_check_drift` for the rounds a batch stored (by primary key), never failing
+    the batch. A finished round whose policy names no version gets no verdict (``None``); it is
+    read back only if it had one to clear."""
     try:
-        return rounds_check_drift(pks)
+        candidates = {pk: s for pk, s in stored.items() if s.finished and s.policy_hash}
+        if not candidates:
+            return {}
+        versions = version_index()
+        wanted = {
+            pk: s
+            for pk, s in candidates.items()
+            if (s.agent, s.policy_hash) in versions or s.drift is not None
+        }
+        checked: dict[int, bool | None] = dict.fromkeys(candidates)
+        if wanted:
+            checked.update(
+                rounds_check_drift(
+                    wanted,
+                    assemblies={pk: s.assembly for pk, s in wanted.items()},
+                    versions=versions,
+                )
+            )
+        return checked
     except Exception:
         logger.exception("drift check failed; the rounds stay unchecked")
         return {}
