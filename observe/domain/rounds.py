@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final
 
+import orjson
+
 from observe.domain.events import (
     ACTION_ACCEPTED,
     ACTION_EVENT_TYPES,
@@ -184,6 +186,13 @@ def _keep(holder: dict[str, Any], key: str, mark: list[Any], *, latest: bool) ->
         holder[key] = mark
 
 
+def _params_text(params: Any) -> str:
+    try:
+        return orjson.dumps(params).decode("utf-8")
+    except TypeError:  # beyond what ingest stores today (an integer past 64 bits)
+        return json.dumps(params, ensure_ascii=False)
+
+
 def assembly_merge(state: Assembly, events: Iterable[Event]) -> Assembly:
     """Fold ``events`` (of one round) into ``state`` in place and return it.
 
@@ -219,7 +228,7 @@ def assembly_merge(state: Assembly, events: Iterable[Event]) -> Assembly:
             if event_type == ACTION_OBSERVED and "params" in data:
                 # As JSON text: a store may reorder an object's keys (PostgreSQL's jsonb does),
                 # and the runtime's rules read their order (``path`` must come first).
-                text = json.dumps(data["params"], ensure_ascii=False)
+                text = _params_text(data["params"])
                 _keep(slot, _PARAMS, [ts, event_id, None, text], latest=False)
         elif event_type == ROUND_STARTED:
             mode = data.get("multi_action_mode")
