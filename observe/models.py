@@ -50,11 +50,20 @@ class Round(models.Model):
         indexes = [
             models.Index(fields=["-started_at", "-id"], name="round_newest"),
             models.Index(fields=["agent", "-started_at"], name="round_agent_newest"),
-            # Covers the live counters (totals per filter): a scan of this index instead of
-            # the rows, which are wide with their assembly.
+            # Covers the live counters (totals per filter, drift included): a scan of this index
+            # instead of the rows, which are wide with their assembly (the last minute's counters
+            # read a range of round_newest).
             models.Index(
-                fields=["agent", "rejections", "early_starts", "dedups", "timeouts", "started_at"],
-                name="round_counters",
+                fields=[
+                    "agent",
+                    "rejections",
+                    "early_starts",
+                    "dedups",
+                    "timeouts",
+                    "drift",
+                    "started_at",
+                ],
+                name="round_counters_drift",
             ),
             # The history's has=drift: drifted rounds, newest first, without a scan of the rest.
             models.Index(fields=["drift", "-started_at"], name="round_drift_newest"),
