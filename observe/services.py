@@ -141,6 +141,20 @@ def _stored_data(ids: Sequence[str]) -> list[tuple[str, Any]]:
     quote = connection.ops.quote_name
     found: list[tuple[str, Any]] = []
     with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            # The ids as one JSON list, joined in this order: each is a search of the unique
+            # index whatever the statistics say (after an ANALYZE of a small table, SQLite
+            # scanned the whole table for an IN list, so ingest slowed with the history).
+            cursor.execute(
+                f"SELECT e.{quote('event_id')}, e.{quote('data')} FROM json_each(%s) AS j"
+                f" CROSS JOIN {quote(StoredEvent._meta.db_table)} AS e"
+                f" ON e.{quote('event_id')} = j.value",
+                [json.dumps(list(ids))],
+            )
+            return [
+                (event_id, data_field.from_db_value(data, None, connection))  # type: ignore[arg-type]
+                for event_id, data in cursor.fetchall()
+            ]
         for first in range(0, len(ids), _IDS_PER_QUERY):
             chunk = ids[first : first + _IDS_PER_QUERY]
             cursor.execute(
