@@ -10,9 +10,11 @@ always gives an equal :class:`Round`.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import chain
 from typing import Any, Final
 
 import orjson
@@ -263,10 +265,12 @@ class AssemblySummary:
 def assembly_summary(state: Assembly) -> AssemblySummary:
     """The round-level facts of an assembly that holds at least one event."""
     start, end, generation = state["start"], state["end"], state["gen"]
-    slots = state["slots"].values()
+    # How many slots hold each event type (every key of a slot is a distinct type), counted
+    # in one pass.
+    held = Counter(chain.from_iterable(state["slots"].values()))
     counts = {"actions": len(state["slots"])}
     for kind in ROUND_KINDS:
-        counts[kind.counter] = sum(1 for slot in slots if kind.event_type in slot)
+        counts[kind.counter] = held[kind.event_type]
     last_attempt = max(generation, key=int) if generation else None
     return AssemblySummary(
         started_at=_time(start[0] if start is not None else state["first"][0]),

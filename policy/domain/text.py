@@ -85,5 +85,7 @@ def dot_segment(text: str) -> bool:
     """Whether ``text`` read as a URL path has a ``.`` or ``..`` segment. Browsers resolve those
     (also when written ``%2e``, and with ``\\`` as a separator), so a link built from such text
     would lead elsewhere in the site."""
+    if "." not in text and "%" not in text:
+        return False  # the common case: no dot in any spelling
     normalized = text.replace("\\", "/").lower().replace("%2e", ".")
     return any(segment in (".", "..") for segment in normalized.split("/"))
