@@ -1,8 +1,9 @@
 """Benchmark: observe under load, through a real daphne on a SQLite file, each figure beside its
 baseline measured in the same run.
 
-- ingest: ``POST /api/v1/events`` in batches of 1000 and of 100 (one client, keep-alive) against
-  raw ``sqlite3.executemany`` of the same rows into an identical fresh table; a 10-event batch
+- ingest: ``POST /api/v1/events`` in batches of 1000 and of 100 (one client, keep-alive; the best
+  of two passes) against raw ``sqlite3.executemany`` of the same rows into an identical fresh
+  table (the best of three); a 10-event batch
   into a round already holding 10k events against the same batch into a fresh round;
 - pages: ``/live/`` first render and ``GET /api/v1/rounds`` (each filter) with 100k rounds
   stored, against the equivalent raw SQL;
@@ -48,6 +49,8 @@ VIEWERS = int(os.environ.get("LIVE_VIEWERS", "10"))
 #: Targets of the performance issue.
 INGEST_SHARE, INGEST_RATE, FULL_ROUND_RATIO = 0.25, 20_000, 1.5
 LIVE_P99_MS, PAGE_MS, DRY_RUN_RATE = 250.0, 100.0, 250_000
+#: Passes of each ingest rate (the best is reported; raw executemany gets three).
+INGEST_PASSES = 2
 
 
 def _free_port() -> int:
@@ -260,13 +263,20 @@ def ingest(bench: Bench, token: str) -> dict[str, float]:
     import httpx
 
     now = datetime.now(UTC) - timedelta(days=1)
-    big = take_events(11, 30_000, now)
-    small = take_events(12, 10_000, now)
-    raw = raw_executemany(bench, big, 1000)
+    # Each rate is the best of its passes (fresh events each time, from simulator seeds no other
+    # part of the bench uses), the baseline's too: a single pass follows whatever else the
+    # machine did in those seconds.
+    raw = max(raw_executemany(bench, take_events(11, 30_000, now), 1000) for _ in range(3))
     with httpx.Client(base_url=bench.url, timeout=60) as client:
         post_all(client, token, take_events(13, 2000, now), 1000)  # warm up
-        per_1000 = post_all(client, token, big, 1000)
-        per_100 = post_all(client, token, small, 100)
+        per_1000 = max(
+            post_all(client, token, take_events(11 + 50 * n, 30_000, now), 1000)
+            for n in range(INGEST_PASSES)
+        )
+        per_100 = max(
+            post_all(client, token, take_events(12 + 50 * n, 10_000, now), 100)
+            for n in range(INGEST_PASSES)
+        )
         # A round that already holds 10k events, against fresh rounds.
         post_all(client, token, big_round_events(10_000, now), 1000)
         held, fresh = [], []
