@@ -200,6 +200,18 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
         f"-c lock_timeout={env_int('DATABASE_LOCK_TIMEOUT_MS', 5000)}"
     )
+    pool_max = env_int("DATABASE_POOL_MAX_SIZE", 20)
+    if pool_max > 0:
+        # Each request runs in a thread of its own (see above), so without a pool every request
+        # would connect and authenticate anew. A request that finds every connection busy for
+        # DATABASE_POOL_TIMEOUT_S gets 503 + Retry-After (the pool's timeout is an
+        # OperationalError). The pool replaces persistent connections: CONN_MAX_AGE is 0.
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASES["default"]["OPTIONS"]["pool"] = {
+            "min_size": min(2, pool_max),
+            "max_size": pool_max,
+            "timeout": env_int("DATABASE_POOL_TIMEOUT_S", 5),
+        }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
