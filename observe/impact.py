@@ -13,8 +13,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from django.conf import settings
-
 from observe.domain.rounds import recorded_round
 from observe.selectors import RoundFilter, rounds_page
 from policy.domain.dryrun import AgentResolutionLike
@@ -27,10 +25,9 @@ from policy.domain.impact import (
     parse_recorded_round,
     replay,
 )
-from policy.domain.multi_action import profile_mode
 from policy.domain.resolution import AgentResolution, UnknownAgentError, resolve_consumer
 from policy.domain.round_policy import RoundPolicy
-from policy.selectors import draft_state, manifest_for
+from policy.selectors import agent_default_mode, draft_state, manifest_for
 from policy.versions import version_data, version_get, version_published
 
 #: The window when none is asked for: the newest rounds.
@@ -86,7 +83,7 @@ def _mode(data: Any) -> ModeFor:
 
     def mode(agent: str) -> str | None:
         if agent not in modes:  # once per agent: a replay asks for every round
-            modes[agent] = profile_mode(data, agent, None) or settings.TRAITDECK_MULTI_ACTION_MODE
+            modes[agent] = agent_default_mode(data, agent)
         return modes[agent]
 
     return mode

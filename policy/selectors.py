@@ -176,6 +176,13 @@ def agent_summaries(state: DraftState) -> list[AgentSummary]:
     return rows
 
 
+def agent_default_mode(data: Any, agent: str) -> str:
+    """The multi-action mode an agent's rounds run with when a round does not say: its default
+    instruction profile's, else the ``TRAITDECK_MULTI_ACTION_MODE`` setting (DESIGN §2.10 item 6).
+    Suites and impact use it; the dry-run adds the request's mode and a picked profile."""
+    return profile_mode(data, agent, None) or settings.TRAITDECK_MULTI_ACTION_MODE
+
+
 def dry_run_mode(
     state: DraftState, agent: str, spec: RoundSpec, *, mode: str | None, profile: str | None
 ) -> str:

@@ -11,13 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from audit.services import audit_record
 from policy.domain.dryrun import dry_run, parse_round_spec, resolve_mode
 from policy.domain.impact import outcomes
-from policy.domain.multi_action import profile_mode
 from policy.domain.resolution import UnknownAgentError, resolve_consumer
 from policy.domain.suites import (
     Case,
@@ -29,7 +27,7 @@ from policy.domain.suites import (
     run_suite,
 )
 from policy.models import SuiteCase
-from policy.selectors import DraftState, draft_state, manifest_for
+from policy.selectors import DraftState, agent_default_mode, draft_state, manifest_for
 
 
 class CaseRefused(ValueError):
@@ -62,10 +60,6 @@ def suite_agents() -> list[str]:
     return list(SuiteCase.objects.order_by("agent").values_list("agent", flat=True).distinct())
 
 
-def _mode(data: Any, agent: str) -> str | None:
-    return profile_mode(data, agent, None) or settings.TRAITDECK_MULTI_ACTION_MODE
-
-
 def suite_check(agent: str, state: DraftState | None = None) -> AgentSuiteResult:
     """The agent's cases under the draft."""
     data = (state or draft_state()).data
@@ -74,7 +68,8 @@ def suite_check(agent: str, state: DraftState | None = None) -> AgentSuiteResult
         resolution = resolve_consumer(data, agent, manifest_for(agent))
     except UnknownAgentError:
         return AgentSuiteResult(agent, (), missing=True)
-    return AgentSuiteResult(agent, run_suite(suite, resolution, mode=_mode(data, agent)))
+    mode = agent_default_mode(data, agent)
+    return AgentSuiteResult(agent, run_suite(suite, resolution, mode=mode))
 
 
 def suites_check(state: DraftState | None = None) -> list[AgentSuiteResult]:
@@ -110,7 +105,8 @@ def case_save(*, agent: str, name: str, round_data: Mapping[str, Any], actor: An
         resolution = resolve_consumer(draft, agent, manifest_for(agent))
     except UnknownAgentError:
         raise CaseRefused(f"The draft has no agent {agent!r} (nor a default agent).") from None
-    result = dry_run(spec, resolution, multi_action_mode=resolve_mode(spec, _mode(draft, agent)))
+    mode = resolve_mode(spec, agent_default_mode(draft, agent))
+    result = dry_run(spec, resolution, multi_action_mode=mode)
     case = case_from_outcomes(name, data, outcomes(result))
     item = case.as_dict()
     try:
