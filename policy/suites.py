@@ -111,13 +111,7 @@ def case_save(*, agent: str, name: str, round_data: Mapping[str, Any], actor: An
     item = case.as_dict()
     try:
         with transaction.atomic():
-            SuiteCase.objects.create(
-                agent=agent,
-                name=case.name,
-                round=item["round"],
-                expect=item["expect"],
-                created_by=actor if getattr(actor, "pk", None) else None,
-            )
+            _store_case(agent, item, actor)
             audit_record(
                 actor=actor,
                 action="suite.case_add",
@@ -128,6 +122,17 @@ def case_save(*, agent: str, name: str, round_data: Mapping[str, Any], actor: An
     except IntegrityError:
         raise CaseRefused(f"The suite of {agent} already has a case named {name!r}.") from None
     return case
+
+
+def _store_case(agent: str, item: Mapping[str, Any], actor: Any) -> None:
+    """One case row, from the case's dict form (name, round, expect)."""
+    SuiteCase.objects.create(
+        agent=agent,
+        name=item["name"],
+        round=item["round"],
+        expect=item["expect"],
+        created_by=actor if getattr(actor, "pk", None) else None,
+    )
 
 
 @transaction.atomic
@@ -157,14 +162,7 @@ def suite_replace(*, agent: str, data: Any, actor: Any) -> Suite:
     before = suite_of(agent).as_dict()
     SuiteCase.objects.filter(agent=agent).delete()
     for case in suite.cases:
-        item = case.as_dict()
-        SuiteCase.objects.create(
-            agent=agent,
-            name=case.name,
-            round=item["round"],
-            expect=item["expect"],
-            created_by=actor if getattr(actor, "pk", None) else None,
-        )
+        _store_case(agent, case.as_dict(), actor)
     audit_record(
         actor=actor,
         action="suite.import",

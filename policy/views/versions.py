@@ -217,7 +217,6 @@ def publish_view(request: HttpRequest) -> HttpResponse:
         "message": "",
         **_diff_context("published", "draft"),
         "impact": _publish_impact(),
-        "failing_cases": failing_summary(suites_check(state)),
     }
     status = 200
     if request.method == "POST":
@@ -237,6 +236,8 @@ def publish_view(request: HttpRequest) -> HttpResponse:
         except SuitesFailing as exc:
             context["refusal"] = str(exc)
             context["needs_override"] = True
+            # The cases the refusal ran (under the draft it locked): not run a second time.
+            context["failing_cases"] = exc.failing
             status = 422
         except ConfirmationNeeded as exc:
             context["refusal"] = str(exc)
@@ -248,6 +249,8 @@ def publish_view(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Published version {created.number}: runtimes now fetch it.")
             return redirect("policy:version", number=created.number)
+    if "failing_cases" not in context:
+        context["failing_cases"] = failing_summary(suites_check(state))
     return render(request, "policy/publish.html", context, status=status)
 
 
