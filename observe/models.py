@@ -76,7 +76,8 @@ class Round(models.Model):
 class RoundTool(models.Model):
     """A tool id a round's actions named: the history's "rounds that used tool X" filter."""
 
-    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="tools")
+    # No index of its own: round_tool_unique (round, tool_id) serves lookups by round.
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="tools", db_index=False)
     tool_id = models.CharField(max_length=200)
 
     class Meta:
@@ -93,7 +94,11 @@ class Event(models.Model):
     """One stored event; ``data`` is the normalized event (unknown fields kept)."""
 
     event_id = models.CharField(max_length=36, unique=True)
-    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="events")
+    # No index of its own: event_round_ts (round, ts) serves lookups by round; one index less
+    # to write per stored event.
+    round = models.ForeignKey(
+        Round, on_delete=models.CASCADE, related_name="events", db_index=False
+    )
     type = models.CharField(max_length=32)
     ts = models.DateTimeField()
     data = models.JSONField()
