@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+import orjson
 from django.http import HttpRequest
 from ninja.errors import HttpError
 
@@ -59,9 +60,25 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+#: Every ASCII digit as "0", every other byte as " ": a run of 19 zeros is a number orjson might
+#: read differently from Python's parser (an integer past 64 bits becomes a float there).
+_DIGIT_RUNS: Final = bytes(48 if 48 <= n <= 57 else 32 for n in range(256))
+_LONG_NUMBER: Final = b"0" * 19
+
+
 def parse_json(body: bytes) -> Any:
     """Decode a JSON body or refuse it with 400. NaN and Infinity are not JSON (RFC 8259), though
-    Python's parser takes them by default; a hostile nesting depth is a 400, not a 500."""
+    Python's parser takes them by default; a hostile nesting depth is a 400, not a 500.
+
+    orjson decodes first (a third of the time on an ingest batch) when no run of 19 digits could
+    hold an integer it reads differently; anything it refuses (a lone surrogate escape, a number
+    past a double's range, a byte-order mark, deep nesting, NaN) goes to Python's parser, which
+    decides and words the error, so both paths give the same value or the same 400."""
+    if _LONG_NUMBER not in body.translate(_DIGIT_RUNS):
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass
     try:
         return json.loads(body, parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError) as exc:
