@@ -148,6 +148,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "config.error_pages.ErrorPagesMiddleware",  # our 404/500 pages with DEBUG on too (ui)
+    # Innermost: a refused form that cannot show its input again is a 422, not a 500.
+    "config.form_text.FormTextMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
