@@ -4,14 +4,15 @@ the impact replay over a window of recorded rounds, drift checks after every sto
 suites.
 
 :func:`decide` answers exactly what :func:`~policy.domain.dryrun.dry_run` answers for those four
-facts (``tests/policy/test_decide.py`` checks it against the full engine on generated rounds, and
-``make test-conformance`` against the runtime's recorded answers). It gets there cheaply for the
-rounds nearly every agent streams: ``call_tool`` of configured tools without namespace overrides
-and well-formed final answers. A tool's trait questions are answered once per policy, and the
-ledger compares slots and canonical params without hashing. Any other round — a built-in
-``react.*`` call, a namespace override, an unsupported action word, a final answer the runtime
-would refuse, a stripped id — goes through the full engine, so there is one reading of the
-runtime's rules for everything unusual.
+facts (``tests/policy/domain/test_decide.py`` checks it against the full engine on generated
+rounds, and ``make test-conformance`` against the runtime's recorded answers). Each tool's trait
+questions are answered once per policy; a call whose traits depend on its params (a namespace
+override) or whose params the runtime checks (``react.read``, ``react.write``, code execution) is
+asked of the policy and of the runtime's own checks (``validate_decision``,
+``validate_protocol``); the ledger compares slots, and canonical params only when a record of the
+same tool exists. A round holding an action word or tool id the runtime would strip first, a
+``call_tool`` without a tool id, or params that are a mapping but not a dict goes through the full
+engine, so there is one reading of the runtime's rules for everything unusual.
 """
 
 from __future__ import annotations
