@@ -14,8 +14,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from audit.services import audit_record
-from policy.domain.dryrun import dry_run, parse_round_spec, resolve_mode
-from policy.domain.impact import outcomes
+from policy.domain.decide import decide_any, outcomes_by_slot
+from policy.domain.dryrun import parse_round_spec, resolve_mode
 from policy.domain.resolution import UnknownAgentError, resolve_consumer
 from policy.domain.suites import (
     Case,
@@ -106,8 +106,9 @@ def case_save(*, agent: str, name: str, round_data: Mapping[str, Any], actor: An
     except UnknownAgentError:
         raise CaseRefused(f"The draft has no agent {agent!r} (nor a default agent).") from None
     mode = resolve_mode(spec, agent_default_mode(draft, agent))
-    result = dry_run(spec, resolution, multi_action_mode=mode)
-    case = case_from_outcomes(name, data, outcomes(result))
+    # Pinned by the same path run_suite checks the case with.
+    decision = decide_any(spec, resolution, multi_action_mode=mode)
+    case = case_from_outcomes(name, data, outcomes_by_slot(spec, decision))
     item = case.as_dict()
     try:
         with transaction.atomic():

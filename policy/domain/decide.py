@@ -75,19 +75,31 @@ NOT_OBSERVED: Final = "not_observed"
 DROPPED: Final = "dropped"
 
 # Built-ins whose params the runtime checks (react.read's paths, react.write's key order) and the
-# code-execution tools stay with the full engine.
+# code-execution tools: their calls are asked of the runtime's own checks, never of the facts.
 _CHECKED_PARAMS: Final = frozenset({"react.read", "react.write", *EXEC_TOOLS})
 
 _OUTCOMES: dict[tuple[Any, ...], Outcome] = {}
+#: A handful of distinct outcomes cover nearly every round; a code can carry an action word
+#: (``invalid_action:…``), so what is kept stays bounded.
+_MAX_SHARED: Final = 256
 
 
 def _outcome(row: list[Any]) -> Outcome:
-    # A handful of distinct outcomes cover every round: each is made once and shared.
+    # Each common outcome is made once and shared.
     key = tuple(row)
     found = _OUTCOMES.get(key)
     if found is None:
-        found = _OUTCOMES[key] = Outcome(*row)
+        found = Outcome(*row)
+        if len(_OUTCOMES) < _MAX_SHARED:
+            _OUTCOMES[key] = found
     return found
+
+
+def outcome_of_row(row: Mapping[str, Any]) -> Outcome:
+    """The outcome of one action row of a full dry-run result."""
+    return _outcome(
+        [row["verdict"], row.get("code"), bool(row.get("early")), row.get("ledger") == "dedup"]
+    )
 
 
 class _Facts:
@@ -103,7 +115,8 @@ class _Facts:
         self.tools: dict[str, tuple[tuple[str, ...], bool, bool, bool, bool]] = {}
 
     def of(self, tool: str) -> tuple[tuple[str, ...], bool, bool, bool, bool] | None:
-        """The tool's facts; ``None`` for an id the runtime would strip (the full engine's)."""
+        """The tool's facts; ``None`` for an id the runtime would strip (the full engine's).
+        Only the policy's own tools are kept: ids from recorded rounds are unbounded."""
         found = self.tools.get(tool)
         if found is None:
             if not tool or tool != tool.strip():
@@ -111,14 +124,16 @@ class _Facts:
             policy = self.policy
             traits = policy.traits(tool)
             strategy = resolved_strategy(traits)
-            plain = tool not in policy.overrides_by_id and tool not in _CHECKED_PARAMS
-            found = self.tools[tool] = (
+            known = policy.known(tool)
+            found = (
                 strategy,
                 is_exactly_neutral(strategy),
                 is_early(traits),
-                policy.known(tool),
-                plain,
+                known,
+                tool not in policy.overrides_by_id and tool not in _CHECKED_PARAMS,
             )
+            if known:
+                self.tools[tool] = found
         return found
 
 
@@ -269,18 +284,7 @@ def _digest(spec: RoundSpec, facts: _Facts) -> list[list[_Digest]] | None:
 def _full(spec: RoundSpec, policy: RoundPolicy, multi_action_mode: str) -> Decision:
     result = dry_run(spec, policy, multi_action_mode=multi_action_mode)
     return tuple(
-        tuple(
-            _outcome(
-                [
-                    row["verdict"],
-                    row.get("code"),
-                    bool(row.get("early")),
-                    row.get("ledger") == "dedup",
-                ]
-            )
-            for row in attempt["actions"]
-        )
-        for attempt in result["attempts"]
+        tuple(outcome_of_row(row) for row in attempt["actions"]) for attempt in result["attempts"]
     )
 
 

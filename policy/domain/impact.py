@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from policy.domain.backstop import multi_action_enabled
-from policy.domain.decide import Outcome, decide, outcomes_by_slot
+from policy.domain.decide import Outcome, decide, outcome_of_row, outcomes_by_slot
 from policy.domain.dryrun import (
     AgentResolutionLike,
     RoundSpec,
@@ -207,13 +207,7 @@ def outcomes(result: Mapping[str, Any]) -> dict[tuple[int, int], tuple[str | Non
     found: dict[tuple[int, int], tuple[str | None, Outcome]] = {}
     for number, attempt in enumerate(result["attempts"], start=1):
         for row in attempt["actions"]:
-            outcome = Outcome(
-                verdict=row["verdict"],
-                code=row.get("code"),
-                early=bool(row.get("early")),
-                dedup=row.get("ledger") == "dedup",
-            )
-            found[(number, row["index"])] = (row.get("tool_id"), outcome)
+            found[(number, row["index"])] = (row.get("tool_id"), outcome_of_row(row))
     return found
 
 
