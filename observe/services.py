@@ -139,33 +139,36 @@ def _stored_data(ids: Sequence[str]) -> list[tuple[str, Any]]:
         return []
     data_field = StoredEvent._meta.get_field("data")
     quote = connection.ops.quote_name
-    found: list[tuple[str, Any]] = []
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            # The ids as one JSON list, joined in this order: each is a search of the unique
-            # index whatever the statistics say (after an ANALYZE of a small table, SQLite
-            # scanned the whole table for an IN list, so ingest slowed with the history).
-            cursor.execute(
-                f"SELECT e.{quote('event_id')}, e.{quote('data')} FROM json_each(%s) AS j"
-                f" CROSS JOIN {quote(StoredEvent._meta.db_table)} AS e"
-                f" ON e.{quote('event_id')} = j.value",
+    table, event_id, data = (quote(n) for n in (StoredEvent._meta.db_table, "event_id", "data"))
+    if connection.vendor == "sqlite":
+        # The ids as one JSON list, joined in this order: each is a search of the unique index
+        # whatever the statistics say (after an ANALYZE of a small table, SQLite scanned the
+        # whole table for an IN list, so ingest slowed with the history).
+        queries = [
+            (
+                f"SELECT e.{event_id}, e.{data} FROM json_each(%s) AS j"
+                f" CROSS JOIN {table} AS e ON e.{event_id} = j.value",
                 [json.dumps(list(ids))],
             )
-            return [
-                (event_id, data_field.from_db_value(data, None, connection))  # type: ignore[arg-type]
-                for event_id, data in cursor.fetchall()
-            ]
-        for first in range(0, len(ids), _IDS_PER_QUERY):
-            chunk = ids[first : first + _IDS_PER_QUERY]
-            cursor.execute(
-                f"SELECT {quote('event_id')}, {quote('data')}"
-                f" FROM {quote(StoredEvent._meta.db_table)}"
-                f" WHERE {quote('event_id')} IN ({', '.join(['%s'] * len(chunk))})",
-                chunk,
+        ]
+    else:
+        step = _IDS_PER_QUERY
+        chunks = [ids[first : first + step] for first in range(0, len(ids), step)]
+        queries = [
+            (
+                f"SELECT {event_id}, {data} FROM {table}"
+                f" WHERE {event_id} IN ({', '.join(['%s'] * len(chunk))})",
+                list(chunk),
             )
+            for chunk in chunks
+        ]
+    found: list[tuple[str, Any]] = []
+    with connection.cursor() as cursor:
+        for sql, params in queries:
+            cursor.execute(sql, params)
             found.extend(
-                (event_id, data_field.from_db_value(data, None, connection))  # type: ignore[arg-type]
-                for event_id, data in cursor.fetchall()
+                (stored_id, data_field.from_db_value(value, None, connection))  # type: ignore[arg-type]
+                for stored_id, value in cursor.fetchall()
             )
     return found
 
@@ -615,7 +618,7 @@ def _store(fresh: Fresh, known_agents: frozenset[str] | None) -> Change:
                 summary.started_at,
                 counts,
                 state["tools"],
-                row is not None and row.facts[7] == 1,
+                row is not None and row.drift is True,
             ),
         )
         stored[key] = Stored(
