@@ -14,6 +14,8 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import render
 
+from policy.domain.text import encodable
+
 MESSAGE = (
     "A field holds text that cannot be encoded as UTF-8 (a lone surrogate), so nothing was"
     " saved; send the form again without it."
@@ -21,9 +23,8 @@ MESSAGE = (
 
 
 def _lone_surrogate(exception: BaseException) -> bool:
-    return isinstance(exception, UnicodeEncodeError) and any(
-        "\ud800" <= char <= "\udfff" for char in str(exception.object)
-    )
+    # The text the encoder failed on: unencodable as UTF-8 means it holds a lone surrogate.
+    return isinstance(exception, UnicodeEncodeError) and not encodable(str(exception.object))
 
 
 class FormTextMiddleware:
