@@ -78,3 +78,33 @@ def test_the_round_page_says_which_events_were_inferred(viewer_client: Client) -
     assert page.count('<span class="chip inferred">inferred</span>') == sum(
         1 for e in events if e["iteration"] == 1 and e.get("inferred")
     )
+
+
+@pytest.mark.parametrize(
+    ("case_id", "iteration", "words"),
+    [
+        ("restream-moves-early-slot", 2, "Re-stream: the decision step puts workspace_jobs.search"),
+        ("protocol-rejected-single", 1, "Action 0: the runtime&#x27;s rejection carries no index"),
+        ("final-answer-rejected", 0, "The rejected action is &#x27;complete&#x27;"),
+    ],
+)
+def test_the_round_page_says_in_words_what_the_bridge_inferred(
+    viewer_client: Client, case_id: str, iteration: int, words: str
+) -> None:
+    import json as _json
+
+    from bridge.domain.mapping import Mapper
+    from conformance import fixtures
+    from tests.observe.ingest_support import post_events
+
+    secret = runtime_token_create(name="bridge", scopes=["events:write"]).secret
+    mapper = Mapper({"main"})
+    events = []
+    case = next(c for c in fixtures.read("kdcube-envelopes")["cases"] if c["id"] == case_id)
+    for message in case["published"]:
+        channel, payload = message["channel"], _json.dumps(message["payload"])
+        events.extend(mapper.feed_message(channel, payload).events)
+    assert post_events(Client(), events, secret).json()["rejected"] == []
+    page = viewer_client.get(f"/live/rounds/main/turn-c/{iteration}/").content.decode()
+    assert "What the bridge inferred" in page
+    assert words in page
