@@ -43,6 +43,15 @@ def test_a_report_is_stored_and_the_overview_says_how_long_ago_the_last_envelope
     assert "bridge kdcube" in page
     assert "last envelope 3 s ago" in page or "last envelope 4 s ago" in page
     assert "42 envelopes, 30 mapped, 70 inferred events, 12 skipped" in page
+    assert "rounds dropped" not in page
+
+
+def test_the_overview_says_when_the_bridge_dropped_rounds(viewer_client: Client) -> None:
+    secret = runtime_token_create(name="bridge", scopes=["events:write"]).secret
+    counts = {"envelopes": 9, "dropped_rounds": 3, "dropped_events": 40}
+    assert post(Client(), secret, {"name": "kdcube", "counts": counts}).status_code == 200
+    page = viewer_client.get("/").content.decode()
+    assert "3 rounds dropped (40 events)" in page
 
 
 def test_a_bad_report_is_refused_with_a_reason_and_a_token_is_needed() -> None:
