@@ -41,6 +41,20 @@ _WRITE_ORDER: Final = (
 
 MULTI_ACTION_ON: Final = frozenset({"on", "true", "1", "yes", "safe_fanout", "fanout"})
 
+#: Tools whose ``params.path`` is a file the action writes (with every ``rendering_tools.write_*``).
+FILE_WRITERS: Final = frozenset({"react.write", "react.patch"})
+#: A renderer is recognised by its tool id alone (the runtime's ``startswith``).
+RENDERER_PREFIX: Final = "rendering_tools.write_"
+#: The runtime's logical conversation-file reference (``CONVERSATION_FILE_REF_PREFIX``) and the
+#: namespace markers it rewrites into a physical path, first found only.
+CONVERSATION_FILE_REF_PREFIX: Final = "conv:fi:"
+_REF_MARKERS: Final = (
+    (".files/", "/files/"),
+    (".git/projects/", "/git/projects/"),
+    (".git/snapshots/", "/git/snapshots/"),
+    (".user.attachments/", "/attachments/"),
+)
+
 
 def multi_action_enabled(mode: str | None) -> bool:
     """The runtime's reading of a ``multi_action_mode`` string: on for ``on``, ``true``, ``1``,
@@ -146,6 +160,98 @@ def _exec_contract(params: Mapping[str, Any], tool: str) -> list[dict[str, Any]]
     return []
 
 
+def collision_key(raw: Any) -> str:
+    """A path or ``ref:`` value as the runtime compares it across a bundle
+    (``_bundle_collision_key``): ``ref:`` dropped, a ``conv:fi:`` reference rewritten to its
+    ``turn_<id>/<namespace>/<rel>`` path, leading ``/`` dropped, lower-cased; ``""`` when empty."""
+    text = str(raw or "").strip()
+    if not text:
+        return ""
+    if text.startswith("ref:"):
+        text = text[4:].strip()
+    if text.startswith(CONVERSATION_FILE_REF_PREFIX):
+        body = text[len(CONVERSATION_FILE_REF_PREFIX) :]
+        for marker, replacement in _REF_MARKERS:
+            if marker in body:
+                body = body.replace(marker, replacement, 1)
+                break
+        text = body
+    return text.lstrip("/").lower()
+
+
+def _params_dict(action: Action) -> Mapping[str, Any]:
+    return action.params if isinstance(action.params, Mapping) else {}
+
+
+def output_paths(action: Action) -> tuple[str, ...]:
+    """The files a call writes, as collision keys (``_action_output_paths``): ``params.path`` of
+    ``react.write``, ``react.patch`` and every renderer; each ``params.contract[].filename`` of a
+    code-execution tool. In contract order — the runtime keeps a set, see :func:`backstop`."""
+    tool = action.tool
+    params = _params_dict(action)
+    if tool in FILE_WRITERS or tool.startswith(RENDERER_PREFIX):
+        key = collision_key(params.get("path") or "")
+        return (key,) if key else ()
+    if tool in EXEC_TOOLS:
+        contract = params.get("contract")
+        keys: list[str] = []
+        for entry in contract if isinstance(contract, list) else ():
+            if isinstance(entry, Mapping):
+                key = collision_key(entry.get("filename") or "")
+                if key and key not in keys:
+                    keys.append(key)
+        return tuple(keys)
+    return ()
+
+
+def render_refs(action: Action) -> tuple[str, ...]:
+    """The file a renderer reads (``_action_render_refs``): its ``params.content`` when that is a
+    string starting with ``ref:`` (no other param, no other tool)."""
+    if not action.tool.startswith(RENDERER_PREFIX):
+        return ()
+    content = _params_dict(action).get("content")
+    if isinstance(content, str) and content.startswith("ref:"):
+        key = collision_key(content)
+        return (key,) if key else ()
+    return ()
+
+
+def causality_rejections(
+    bundle: Sequence[Action], accepted: Sequence[int]
+) -> dict[int, tuple[str, dict[str, Any]]]:
+    """The runtime's cross-action causality checks of the actions still accepted after the
+    strategy checks, in its order: (a) the second writer of a file (paths compared as
+    :func:`collision_key`) is ``same_file_collision`` with the first writer's position; (b) then
+    a renderer not dropped by (a) whose ``ref:`` names a file another accepted action writes —
+    earlier or later, dropped by (a) or not; the lowest position wins — is
+    ``render_consumes_same_round_source``.
+
+    A code-execution action with several contract files: the runtime walks them in set order
+    (string hashes, different in every process), so when two of them collide with different
+    writers its pick is not reproducible; Traitdeck walks them in contract order.
+    """
+    rejected: dict[int, tuple[str, dict[str, Any]]] = {}
+    if len(accepted) < 2:
+        return rejected
+    outputs = {index: output_paths(bundle[index]) for index in accepted}
+    owner: dict[str, int] = {}
+    for index in accepted:
+        for path in outputs[index]:
+            if path in owner:
+                rejected[index] = (SAME_FILE, {"path": path, "first_index": owner[path]})
+                break
+            owner[path] = index
+    for index in accepted:
+        if index in rejected:
+            continue
+        for ref in render_refs(bundle[index]):
+            source = next((o for o in accepted if o != index and ref in outputs[o]), None)
+            if source is not None:
+                rejected[index] = (RENDER_CONSUMES, {"ref": ref, "source_index": source})
+                break
+    return rejected
+
+
 @dataclass
 class BundleVerdicts:
     """The backstop's answer for a bundle: per bundle position, ``None`` (accepted) or the
@@ -163,17 +269,23 @@ def backstop(
     *,
     max_actions: int | None,
     prevalidated: frozenset[int] = frozenset(),
+    exec_code_complete: bool = False,
 ) -> BundleVerdicts:
     """The runtime's post-generation check of a multi-action bundle (more than one action).
 
     Unlike the online overseer, the cap counts bundle **positions** (``max_actions or 2``; a
     negative cap rejects everything), a second final answer is ``mixed_actions``, every call is
     validated, and strategies are compared with each call's params (namespace overrides apply).
+    ``exec_code_complete`` is the runtime's ``allow_single_exec_with_code`` (the decision's code
+    channel streamed complete): the bundle's one code-execution call may then stay. A round file
+    has no code channel, so the dry-run never sets it.
     """
     out = BundleVerdicts()
     cap = int(max_actions or 2)
     accepted: list[int] = []
     final: int | None = None
+    execs = [i for i, a in enumerate(bundle) if a.name == "call_tool" and a.tool in EXEC_TOOLS]
+    single_exec = execs[0] if exec_code_complete and len(execs) == 1 else None
 
     def reject(index: int, code: str, extra: dict[str, Any] | None = None) -> None:
         out.rejected[index] = (code, extra or {})
@@ -201,7 +313,7 @@ def backstop(
             reject(index, error)
             continue
         tool = action.tool
-        if tool in EXEC_TOOLS:
+        if tool in EXEC_TOOLS and index != single_exec:
             reject(index, UNSAFE_TOOL, {"tool_id": tool})
             continue
         if index not in prevalidated:
@@ -244,6 +356,11 @@ def backstop(
                 )
                 break
         accepted = [i for i in accepted if i not in dropped]
+
+    causality = causality_rejections(bundle, accepted)
+    if causality:
+        out.rejected.update(causality)
+        accepted = [i for i in accepted if i not in causality]
 
     if final is not None:
         if any(i > final for i in accepted):
@@ -318,6 +435,15 @@ def explain_code(code: str, extra: Mapping[str, Any] | None) -> str:
     if code.startswith("invalid_action:"):
         return f"{code.split(':', 1)[1]!r} is not an action the runtime knows"
     text = _WORDS.get(code, f"rejected ({code})")
+    fields: Mapping[str, Any] = extra or {}
+    if code == SAME_FILE and "path" in fields:
+        first = fields.get("first_index")
+        text += f": #{first} already writes {fields['path']!r} (paths compare lower-cased)"
+    if code == RENDER_CONSUMES and "ref" in fields:
+        text += (
+            f": it reads {fields['ref']!r}, which #{fields.get('source_index')} writes in this "
+            "round (render it in a later round)"
+        )
     if code == TOOL_CALL_INVALID and extra:
         reasons = [
             str(v.get("message")) for v in extra.get("violations") or [] if isinstance(v, Mapping)

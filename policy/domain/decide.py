@@ -25,6 +25,7 @@ from typing import Any, Final
 from policy.domain.backstop import (
     EXEC_TOOLS,
     TOOL_CALL_INVALID,
+    causality_rejections,
     multi_action_enabled,
     suppressed_final_answer,
     validate_decision,
@@ -40,6 +41,7 @@ from policy.domain.overseer import (
     STRATEGY_INCOMPATIBLE,
     TOO_MANY_ACTIONS,
     UNSAFE_TOOL,
+    Action,
 )
 from policy.domain.round_policy import RoundPolicy
 from policy.domain.traits import (
@@ -183,6 +185,7 @@ def handles(spec: RoundSpec, policy: RoundPolicy) -> bool:
 
 
 CALL, FINAL, OTHER = 0, 1, 2
+_NO_CALL: Final = Action("", None)
 
 #: One streamed action, digested: (kind, tool, strategy while streaming, exactly neutral while
 #: streaming, strategy with its params, exactly neutral with its params, starts early, params,
@@ -474,6 +477,10 @@ class _Decider:
                     rejected[position] = STRATEGY_INCOMPATIBLE
                     break
             accepted = [p for p in accepted if p not in dropped]
+        calls = [Action("call_tool", d[1], d[7]) if d[0] == CALL else _NO_CALL for d in bundle]
+        for position, (code, _) in causality_rejections(calls, accepted).items():
+            rejected[position] = code
+            accepted.remove(position)
         final_index: int | None = None
         if final is not None:
             after = {p for p in accepted if p > final and not bundle[p][5]}
