@@ -157,6 +157,17 @@ def _exec_contract(params: Mapping[str, Any], tool: str) -> list[dict[str, Any]]
                 "tool_id": tool,
             }
         ]
+    if not isinstance(contract, list):
+        return [
+            {
+                "code": "invalid_contract",
+                "message": (
+                    "exec_tools.execute_code_python params.contract must be a non-empty list of "
+                    "{filepath, description, visibility?} objects"
+                ),
+                "tool_id": tool,
+            }
+        ]
     return []
 
 
