@@ -281,6 +281,7 @@ def backstop(
     max_actions: int | None,
     prevalidated: frozenset[int] = frozenset(),
     exec_code_complete: bool = False,
+    strategies: Sequence[tuple[str, ...]] | None = None,
 ) -> BundleVerdicts:
     """The runtime's post-generation check of a multi-action bundle (more than one action).
 
@@ -289,7 +290,8 @@ def backstop(
     validated, and strategies are compared with each call's params (namespace overrides apply).
     ``exec_code_complete`` is the runtime's ``allow_single_exec_with_code`` (the decision's code
     channel streamed complete): the bundle's one code-execution call may then stay. A round file
-    has no code channel, so the dry-run never sets it.
+    has no code channel, so the dry-run never sets it. ``strategies``: each position's strategy
+    with its params, when the caller has worked them out already.
     """
     out = BundleVerdicts()
     cap = int(max_actions or 2)
@@ -339,6 +341,8 @@ def backstop(
         accepted.append(index)
 
     def strategy(index: int) -> set[str]:
+        if strategies is not None:
+            return set(strategies[index])
         action = bundle[index]
         params = action.params if isinstance(action.params, Mapping) else {}
         return set(normalize_strategy(policy.traits(action.tool, params).get("strategy")))
