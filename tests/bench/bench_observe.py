@@ -810,10 +810,7 @@ def main() -> None:
         merge_json(
             path,
             "dry_run",
-            {
-                k: dry[k]
-                for k in ("decisions_per_s", "floor_per_s", "explained_per_s")
-            },
+            {k: dry[k] for k in ("decisions_per_s", "floor_per_s", "explained_per_s")},
         )
         merge_json(path, "ingest", ing)
         merge_json(path, "live", lv)

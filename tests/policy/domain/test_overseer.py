@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from policy.domain.dryrun import RoundSpec, dry_run
 from policy.domain.overseer import (
     Action,
     Overseer,
@@ -16,7 +17,6 @@ from policy.domain.overseer import (
     oversee,
     strategy_of,
 )
-from policy.domain.dryrun import RoundSpec, dry_run
 from policy.domain.round_policy import RoundPolicy
 from policy.domain.traits import EARLY_PROFILE
 
