@@ -9,7 +9,6 @@ bundle holds more than one action. Codes and extras are the runtime's own string
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from policy.domain.overseer import (
@@ -23,7 +22,12 @@ from policy.domain.overseer import (
     Action,
 )
 from policy.domain.round_policy import RoundPolicy
-from policy.domain.traits import UNKNOWN, compatible, normalize_strategy
+from policy.domain.traits import (
+    UNKNOWN,
+    compatible_strategies,
+    is_exactly_neutral,
+    normalize_strategy,
+)
 
 #: The runtime's code-execution tools: never allowed in a multi-action bundle.
 EXEC_TOOLS: Final = frozenset({"exec_tools.execute_code_python"})
@@ -191,7 +195,8 @@ def collision_key(raw: Any) -> str:
 
 
 def _params_dict(action: Action) -> Mapping[str, Any]:
-    return action.params if isinstance(action.params, Mapping) else {}
+    params = action.params
+    return params if type(params) is dict or isinstance(params, Mapping) else {}
 
 
 def output_paths(action: Action) -> tuple[str, ...]:
@@ -199,12 +204,11 @@ def output_paths(action: Action) -> tuple[str, ...]:
     ``react.write``, ``react.patch`` and every renderer; each ``params.contract[].filename`` of a
     code-execution tool. In contract order — the runtime keeps a set, see :func:`backstop`."""
     tool = action.tool
-    params = _params_dict(action)
     if tool in FILE_WRITERS or tool.startswith(RENDERER_PREFIX):
-        key = collision_key(params.get("path") or "")
+        key = collision_key(_params_dict(action).get("path") or "")
         return (key,) if key else ()
     if tool in EXEC_TOOLS:
-        contract = params.get("contract")
+        contract = _params_dict(action).get("contract")
         keys: list[str] = []
         for entry in contract if isinstance(contract, list) else ():
             if isinstance(entry, Mapping):
@@ -245,6 +249,10 @@ def causality_rejections(
     if len(accepted) < 2:
         return rejected
     outputs = {index: output_paths(bundle[index]) for index in accepted}
+    if sum(1 for paths in outputs.values() if paths) < 2 and not any(
+        bundle[index].tool.startswith(RENDERER_PREFIX) for index in accepted
+    ):
+        return rejected  # fewer than two writers and no renderer: nothing to compare
     owner: dict[str, int] = {}
     for index in accepted:
         for path in outputs[index]:
@@ -263,15 +271,18 @@ def causality_rejections(
     return rejected
 
 
-@dataclass
 class BundleVerdicts:
     """The backstop's answer for a bundle: per bundle position, ``None`` (accepted) or the
-    rejection ``(code, extra)``; ``error`` when nothing at all survived."""
+    rejection ``(code, extra)``; ``error`` when nothing at all survived. (A plain slotted class:
+    made once per checked bundle, in the verdicts-only path's hot loop.)"""
 
-    rejected: dict[int, tuple[str, dict[str, Any]]] = field(default_factory=dict)
-    accepted: list[int] = field(default_factory=list)
-    final_index: int | None = None
-    error: str | None = None
+    __slots__ = ("accepted", "error", "final_index", "rejected")
+
+    def __init__(self) -> None:
+        self.rejected: dict[int, tuple[str, dict[str, Any]]] = {}
+        self.accepted: list[int] = []
+        self.final_index: int | None = None
+        self.error: str | None = None
 
 
 def backstop(
@@ -340,22 +351,23 @@ def backstop(
                 continue
         accepted.append(index)
 
-    def strategy(index: int) -> set[str]:
+    def strategy(index: int) -> tuple[str, ...]:
         if strategies is not None:
-            return set(strategies[index])
+            return strategies[index]
         action = bundle[index]
         params = action.params if isinstance(action.params, Mapping) else {}
-        return set(normalize_strategy(policy.traits(action.tool, params).get("strategy")))
+        return normalize_strategy(policy.traits(action.tool, params).get("strategy"))
 
     if len(accepted) > 1:
+        values = {index: strategy(index) for index in accepted}
         dropped: set[int] = set()
         for position, index in enumerate(accepted):
-            mine = strategy(index)
+            mine = values[index]
             for earlier in accepted[:position]:
                 if earlier in dropped:
                     continue
-                theirs = strategy(earlier)
-                if compatible(theirs, mine):
+                theirs = values[earlier]
+                if compatible_strategies(theirs, mine):
                     continue
                 dropped.add(index)
                 reject(
@@ -363,16 +375,17 @@ def backstop(
                     STRATEGY_INCOMPATIBLE,
                     {
                         "tool_id": bundle[index].tool,
-                        "strategy": sorted(mine or {UNKNOWN}),
+                        "strategy": sorted(set(mine) or {UNKNOWN}),
                         "first_index": earlier,
                         "first_tool_id": bundle[earlier].tool,
-                        "first_strategy": sorted(theirs or {UNKNOWN}),
+                        "first_strategy": sorted(set(theirs) or {UNKNOWN}),
                     },
                 )
                 break
-        accepted = [i for i in accepted if i not in dropped]
+        if dropped:
+            accepted = [i for i in accepted if i not in dropped]
 
-    causality = causality_rejections(bundle, accepted)
+    causality = causality_rejections(bundle, accepted) if len(accepted) > 1 else None
     if causality:
         out.rejected.update(causality)
         accepted = [i for i in accepted if i not in causality]
@@ -384,7 +397,7 @@ def backstop(
                 if index <= final:
                     continue
                 mine = strategy(index)
-                if mine == {"neutral"}:
+                if is_exactly_neutral(mine):
                     continue
                 dropped.add(index)
                 reject(
@@ -392,14 +405,14 @@ def backstop(
                     NON_NEUTRAL_AFTER_FINAL,
                     {
                         "tool_id": bundle[index].tool,
-                        "strategy": sorted(mine or {UNKNOWN}),
+                        "strategy": sorted(set(mine) or {UNKNOWN}),
                         "first_index": final,
                         "first_action": bundle[final].name or "complete",
                     },
                 )
             accepted = [i for i in accepted if i not in dropped]
         first_non_neutral = next(
-            (i for i in accepted if i <= final and strategy(i) != {"neutral"}), None
+            (i for i in accepted if i <= final and not is_exactly_neutral(strategy(i))), None
         )
         if first_non_neutral is not None:
             reject(
@@ -408,7 +421,7 @@ def backstop(
                 {
                     "first_index": first_non_neutral,
                     "first_tool_id": bundle[first_non_neutral].tool,
-                    "first_strategy": sorted(strategy(first_non_neutral) or {UNKNOWN}),
+                    "first_strategy": sorted(set(strategy(first_non_neutral)) or {UNKNOWN}),
                 },
             )
         else:

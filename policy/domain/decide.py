@@ -56,7 +56,15 @@ def _outcome(verdict: str, code: str | None, early: bool, dedup: bool) -> Outcom
 
 def outcome_of(row: Row) -> Outcome:
     """The outcome of one row of the engine."""
-    return _outcome(row.verdict, row.code, row.early, row.ledger == "dedup")
+    found = _BY_ROW.get((row.verdict, row.code, row.early, row.ledger))
+    if found is None:
+        found = _outcome(row.verdict, row.code, row.early, row.ledger == "dedup")
+        if len(_BY_ROW) < _MAX_SHARED:
+            _BY_ROW[(row.verdict, row.code, row.early, row.ledger)] = found
+    return found
+
+
+_BY_ROW: dict[tuple[str, str | None, bool, str | None], Outcome] = {}
 
 
 def outcome_of_row(row: Mapping[str, Any]) -> Outcome:
@@ -69,7 +77,18 @@ def outcome_of_row(row: Mapping[str, Any]) -> Outcome:
 def decide(spec: RoundSpec, policy: RoundPolicy, *, multi_action_mode: str = "off") -> Decision:
     """Each streamed action's outcome under ``policy``, as :func:`dry_run` gives it."""
     result = run(spec, policy, multi=multi_action_enabled(multi_action_mode))
-    return tuple([tuple([outcome_of(row) for row in rows]) for rows in result.rows])
+    get = _BY_ROW.get
+    return tuple(
+        [
+            tuple(
+                [
+                    get((row.verdict, row.code, row.early, row.ledger)) or outcome_of(row)
+                    for row in rows
+                ]
+            )
+            for rows in result.rows
+        ]
+    )
 
 
 def outcomes_by_slot(

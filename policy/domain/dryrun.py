@@ -14,22 +14,11 @@ from typing import Any, Final, Protocol
 from policy.domain.backstop import explain_code, multi_action_enabled
 from policy.domain.engine import DROPPED, REJECTED, REPLACED, SINGLE_ONLY, Row, Stage, Step, run
 from policy.domain.ledger import fingerprint, tool_call_id
-from policy.domain.overseer import Rejection, explain_rejection
+from policy.domain.overseer import explain_rejection
 from policy.domain.round_policy import RoundPolicy
 from policy.domain.round_spec import RoundSpec, RoundSpecError, parse_round_spec
 
-__all__ = ["RoundSpec", "RoundSpecError", "describe", "dry_run", "parse_round_spec", "resolve_mode"]
-
-
-def resolve_mode(spec: RoundSpec, *candidates: str | None) -> str:
-    """The ``multi_action_mode`` a round runs with: the round file's own, else the first given
-    candidate (``--multi-action-mode``, the picked profile's, the deployment setting), else
-    ``off`` (DESIGN §2.10 item 6). Any string is kept; the runtime reads it with
-    :func:`~policy.domain.backstop.multi_action_enabled`."""
-    for mode in (spec.multi_action_mode, *candidates):
-        if mode is not None:
-            return mode
-    return "off"
+__all__ = ["RoundSpec", "RoundSpecError", "describe", "dry_run", "parse_round_spec"]
 
 
 def dry_run(
@@ -60,15 +49,11 @@ def dry_run(
             {
                 "multi_action_mode": effective,
                 "actions": [
-                    _render(spec, index, step, row, rejection)
-                    for index, (step, row, rejection) in enumerate(
-                        zip(steps, rows, rejections, strict=True)
-                    )
+                    _render(spec, index, step, row)
+                    for index, (step, row) in enumerate(zip(steps, rows, strict=True))
                 ],
             }
-            for steps, rows, rejections in zip(
-                result.steps, result.rows, result.online, strict=True
-            )
+            for steps, rows in zip(result.steps, result.rows, strict=True)
         ],
     }
 
@@ -99,16 +84,14 @@ def _stage(stage: Stage | None) -> dict[str, Any]:
     return {"verdict": stage.verdict, "code": stage.code, "extra": dict(stage.extra or {})}
 
 
-def _render(
-    spec: RoundSpec, index: int, step: Step, row: Row, rejection: Rejection | None
-) -> dict[str, Any]:
+def _render(spec: RoundSpec, index: int, step: Step, row: Row) -> dict[str, Any]:
     """One action's row of the dry-run JSON: the engine's outcome, with its words."""
     action = step.action
     out: dict[str, Any] = {
         "index": index,
         "action": action.action,
         "tool_id": None if action.is_final else action.tool_id,
-        "strategy": sorted(set(step.strategy)),
+        "strategy": sorted(set(step.with_params)),
         "online": _stage(row.online),
         "backstop": None if row.backstop is None else _stage(row.backstop),
         "verdict": row.verdict,
@@ -128,13 +111,14 @@ def _render(
         out["fingerprint"] = fingerprint(action.tool, action.params)
     if row.reused >= 0:
         out["ledger_reused"] = tool_call_id(spec.turn_id, spec.iteration, row.reused)
-    if rejection is not None and step.seen is not None:
+    online = row.online
+    if online is not None and online.verdict == REJECTED:
         out["explanation"] = explain_rejection(
-            rejection.code,
-            rejection.extra,
+            str(online.code),
+            online.extra,
             action=action.action,
             tool_id=action.tool_id,
-            strategy=step.seen.strategy,
+            strategy=step.strategy,
         )
     elif row.verdict == DROPPED and row.why:
         out["explanation"] = _WHY[row.why]

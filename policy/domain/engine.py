@@ -38,7 +38,7 @@ from policy.domain.backstop import (
     validate_protocol,
 )
 from policy.domain.ledger import LedgerHit, RoundLedger
-from policy.domain.overseer import FINAL_ACTIONS, Action, Overseer, Rejection, Seen
+from policy.domain.overseer import FINAL_ACTIONS, Action, Overseer, Seen
 from policy.domain.round_policy import RoundPolicy
 from policy.domain.round_spec import RoundSpec
 from policy.domain.traits import (
@@ -77,17 +77,18 @@ _ONLINE_ACCEPTED: Final = Stage(ACCEPTED)
 _BACKSTOP_ACCEPTED: Final = Stage(ACCEPTED)
 
 
-class Step(NamedTuple):
-    """One streamed action as the rules read it, worked out once."""
+@dataclass(slots=True)
+class Step(Seen):
+    """One streamed action as the rules read it, worked out once. As a :class:`Seen` it is what
+    the online overseer compares (``strategy``: while streaming, without params)."""
 
     action: Action
-    #: What the online overseer compares (``None``: the stream never identifies the action).
-    seen: Seen | None
+    #: The stream reports it to the overseer (an action word, and a tool id for ``call_tool``).
+    identified: bool
     #: ``call_tool`` with a tool id (the only actions the ledger and execution look at).
     call: bool
-    tool: str
     #: The strategy with the call's params (a namespace override applies), input order.
-    strategy: tuple[str, ...]
+    with_params: tuple[str, ...]
     #: Its traits with its params make a call start early.
     early_traits: bool
     #: The runtime's ``_validate_decision`` code (after blanking a tool call's final answer).
@@ -97,40 +98,27 @@ class Step(NamedTuple):
 
 
 class Row:
-    """What the round did with one streamed action."""
+    """What the round did with one streamed action. Defaults live on the class: a row is made
+    for every streamed action and most keep most of them."""
 
-    __slots__ = (
-        "backstop",
-        "code",
-        "early",
-        "extra",
-        "ledger",
-        "match",
-        "online",
-        "record",
-        "reused",
-        "verdict",
-        "why",
-    )
-
-    def __init__(self) -> None:
-        self.verdict: str = NOT_OBSERVED
-        self.code: str | None = None
-        self.extra: Mapping[str, Any] | None = None
-        self.online: Stage | None = None
-        self.backstop: Stage | None = None
-        self.early = False
-        #: ``"started"`` (it started early), ``"dedup"`` (the ledger held it) or ``None``.
-        self.ledger: str | None = None
-        #: The action index of the ledger record it started or reused (-1: none).
-        self.record = -1
-        self.match: str | None = None
-        #: Started early, but its bundle position now points at this other record (-1: none).
-        self.reused = -1
-        self.why = ""
+    verdict: str = NOT_OBSERVED
+    code: str | None = None
+    extra: Mapping[str, Any] | None = None
+    online: Stage | None = None
+    backstop: Stage | None = None
+    early: bool = False
+    #: ``"started"`` (it started early), ``"dedup"`` (the ledger held it) or ``None``.
+    ledger: str | None = None
+    #: The action index of the ledger record it started or reused (-1: none).
+    record: int = -1
+    match: str | None = None
+    #: Started early, but its bundle position now points at this other record (-1: none).
+    reused: int = -1
+    #: Why an action accepted while streaming was dropped (``REPLACED``, ``SINGLE_ONLY``).
+    why: str = ""
 
     def finish(self, verdict: str, code: str | None = None, extra: Any = None) -> None:
-        self.verdict, self.code, self.extra = verdict, code, extra
+        self.verdict, self.code, self.extra, self.why = verdict, code, extra, ""
 
     def reuse(self, hit: LedgerHit) -> None:
         """The ledger holds this call: it is not run, the record it matched is reused."""
@@ -210,32 +198,38 @@ def _step(index: int, action: Action, facts: _Facts) -> Step:
     if name == "call_tool":
         tool = action.tool
         if not tool:
-            return Step(action, None, False, "", _UNKNOWN_STRATEGY, False, "missing_tool_id", False)
-        fact = facts.of(tool)
-        seen: Seen | None = Seen(index, name, tool, False, fact.strategy, fact.neutral)
+            return Step(
+                index, name, "", False, _UNKNOWN_STRATEGY, False,
+                action, False, False, _UNKNOWN_STRATEGY, False, "missing_tool_id", False,
+            )  # fmt: skip
+        fact = facts.tools.get(tool) or facts.of(tool)
         params = action.params
         if fact.plain and (params is None or type(params) is dict):
-            ok = fact.known
-            return Step(action, seen, True, tool, fact.strategy, fact.early, None, ok)
+            return Step(
+                index, name, tool, False, fact.strategy, fact.neutral,
+                action, True, True, fact.strategy, fact.early, None, fact.known,
+            )  # fmt: skip
         policy = facts.policy
-        traits = policy.traits(tool, params if isinstance(params, Mapping) else {})
+        traits = policy.traits(tool, params if _is_mapping(params) else {})
         return Step(
-            action,
-            seen,
-            True,
-            tool,
-            resolved_strategy(traits),
-            is_early(traits),
+            index, name, tool, False, fact.strategy, fact.neutral,
+            action, True, True, resolved_strategy(traits), is_early(traits),
             validate_decision(suppressed_final_answer(action)),
             not validate_protocol(action, policy),
-        )
+        )  # fmt: skip
     if name in FINAL_ACTIONS:
-        seen = Seen(index, name, action.tool, True, _FINAL_STRATEGY, False)
         return Step(
-            action, seen, False, "", _FINAL_STRATEGY, False, validate_decision(action), True
-        )
-    seen = Seen(index, name, action.tool, False, _UNKNOWN_STRATEGY, False) if name else None
-    return Step(action, seen, False, "", _UNKNOWN_STRATEGY, False, validate_decision(action), True)
+            index, name, action.tool, True, _FINAL_STRATEGY, False,
+            action, True, False, _FINAL_STRATEGY, False, validate_decision(action), True,
+        )  # fmt: skip
+    return Step(
+        index, name, action.tool, False, _UNKNOWN_STRATEGY, False,
+        action, bool(name), False, _UNKNOWN_STRATEGY, False, validate_decision(action), True,
+    )  # fmt: skip
+
+
+def _is_mapping(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 class Round(NamedTuple):
@@ -244,8 +238,7 @@ class Round(NamedTuple):
     multi: bool
     cap: int
     steps: tuple[tuple[Step, ...], ...]
-    rows: tuple[tuple[Row, ...], ...]
-    online: tuple[tuple[Rejection | None, ...], ...]
+    rows: list[list[Row]]
 
 
 def run(spec: RoundSpec, policy: RoundPolicy, *, multi: bool) -> Round:
@@ -253,8 +246,10 @@ def run(spec: RoundSpec, policy: RoundPolicy, *, multi: bool) -> Round:
     facts = _facts(policy)
     engine = _Engine(spec, policy, multi)
     steps = tuple(
-        tuple(_step(index, action, facts) for index, action in enumerate(actions))
-        for actions in spec.attempts
+        [
+            tuple([_step(index, action, facts) for index, action in enumerate(actions)])
+            for actions in spec.attempts
+        ]
     )
     rows = [engine.stream(attempt) for attempt in steps]
     for attempt in rows[:-1]:
@@ -262,17 +257,11 @@ def run(spec: RoundSpec, policy: RoundPolicy, *, multi: bool) -> Round:
             if row.verdict == ACCEPTED:
                 row.verdict, row.why = DROPPED, REPLACED
     engine.post_generation(steps[-1], rows[-1])
-    return Round(
-        multi,
-        engine.overseer.cap,
-        steps,
-        tuple(tuple(attempt) for attempt in rows),
-        tuple(engine.rejections),
-    )
+    return Round(multi, engine.overseer.cap, steps, rows)
 
 
 class _Engine:
-    __slots__ = ("completed", "ledger", "multi", "overseer", "policy", "rejections", "spec")
+    __slots__ = ("completed", "ledger", "multi", "overseer", "policy", "spec")
 
     def __init__(self, spec: RoundSpec, policy: RoundPolicy, multi: bool) -> None:
         self.spec = spec
@@ -282,12 +271,9 @@ class _Engine:
         self.ledger = RoundLedger()
         # The last streamed attempt's completed actions, by index.
         self.completed: dict[int, Step] = {}
-        # Per attempt, per action: the overseer's rejection (for its words).
-        self.rejections: list[tuple[Rejection | None, ...]] = []
 
     def stream(self, steps: tuple[Step, ...]) -> list[Row]:
         rows: list[Row] = []
-        rejections: list[Rejection | None] = []
         completed: dict[int, Step] = {}
         self.completed = completed
         overseer = self.overseer
@@ -295,33 +281,27 @@ class _Engine:
         for index, step in enumerate(steps):
             row = Row()
             rows.append(row)
-            rejection: Rejection | None = None
             if stopped:
-                rejections.append(None)
                 continue
-            seen = step.seen
-            if seen is not None:
-                rejection = overseer.judge(seen)
+            if step.identified:
+                rejection = overseer.judge(step)
                 if rejection is not None:
                     row.online = Stage(REJECTED, rejection.code, rejection.extra)
                     row.finish(REJECTED, rejection.code, rejection.extra)
-                    rejections.append(rejection)
                     stopped = True
                     continue
                 row.online = _ONLINE_ACCEPTED
                 row.verdict = ACCEPTED
-            rejections.append(None)
             completed[index] = step
             if step.call:
                 self.complete(index, step, row)
-        self.rejections.append(tuple(rejections))
         return rows
 
     def complete(self, index: int, step: Step, row: Row) -> None:
         """The early listener, as the call's JSON completes: a call the ledger holds is a dedup;
         else an eligible call starts now (the dry-run executes nothing: consumed at once)."""
         ledger = self.ledger
-        if ledger:
+        if ledger.calls:
             hit = ledger.lookup(index, step.tool, step.action.params)
             if hit is not None:
                 row.reuse(hit)
@@ -348,37 +328,34 @@ class _Engine:
         row = rows[sources[0]]
         if step.decision_error is not None:
             row.finish(REJECTED, step.decision_error)
-            row.why = ""
             return
         row.finish(ACCEPTED)
-        row.why = ""
         if step.call:
             self.execute(0, step, row)
 
     def bundle(self, bundle: list[Step], sources: list[int], rows: list[Row]) -> None:
         ledger = self.ledger
-        # A call the ledger already holds at its bundle position was checked when it started.
-        prevalidated = (
-            frozenset(
-                position
-                for position, step in enumerate(bundle)
-                if step.call and ledger.lookup(position, step.tool, step.action.params)
-            )
-            if ledger
-            else frozenset()
+        # A call the ledger already holds at its bundle position was checked when it started
+        # (asked only of calls that fail the check: for the others it changes nothing).
+        prevalidated = frozenset(
+            position
+            for position, step in enumerate(bundle)
+            if step.call
+            and not step.protocol_ok
+            and ledger.calls
+            and ledger.lookup(position, step.tool, step.action.params)
         )
         result = backstop(
             [step.action for step in bundle],
             self.policy,
             max_actions=self.spec.max_actions,
             prevalidated=prevalidated,
-            strategies=[step.strategy for step in bundle],
+            strategies=[step.with_params for step in bundle],
         )
         for position, (code, extra) in result.rejected.items():
             row = rows[sources[position]]
             row.backstop = Stage(REJECTED, code, extra)
             row.finish(REJECTED, code, extra)
-            row.why = ""
         kept = set(result.accepted)
         if result.final_index is not None:
             kept.add(result.final_index)
@@ -386,14 +363,13 @@ class _Engine:
             row = rows[sources[position]]
             row.backstop = _BACKSTOP_ACCEPTED
             row.finish(ACCEPTED)
-            row.why = ""
         for position in result.accepted:
             self.execute(position, bundle[position], rows[sources[position]])
 
     def execute(self, position: int, step: Step, row: Row) -> None:
         """Post-generation execution: a call the ledger holds at its bundle position (or by
         fingerprint) is not run again."""
-        if not step.call or not self.ledger:
+        if not step.call or not self.ledger.calls:
             return
         hit = self.ledger.lookup(position, step.tool, step.action.params)
         if hit is None:

@@ -80,18 +80,16 @@ class RoundLedger:
     in the same round. Canonical texts are worked out only when a lookup compares them.
     """
 
-    __slots__ = ("_calls", "_texts")
+    __slots__ = ("calls", "_texts")
 
     def __init__(self) -> None:
-        self._calls: dict[int, tuple[str, Any]] = {}
+        #: Action index → (tool id, params) of each recorded call (read-only outside).
+        self.calls: dict[int, tuple[str, Any]] = {}
         self._texts: dict[int, str] = {}
-
-    def __bool__(self) -> bool:
-        return bool(self._calls)
 
     def lookup(self, index: int, tool: str, params: Any) -> LedgerHit | None:
         """``tool`` is the stripped tool id; ``None`` means run the call."""
-        calls = self._calls
+        calls = self.calls
         slot = max(0, index)
         if slot in calls:
             return LedgerHit(slot, "slot")
@@ -111,9 +109,9 @@ class RoundLedger:
     def record(self, index: int, tool: str, params: Any) -> None:
         """Record a call that starts now; ``ValueError`` when its slot is taken."""
         slot = max(0, index)
-        if slot in self._calls:
+        if slot in self.calls:
             raise ValueError(f"the slot of action {index} is already recorded")
-        self._calls[slot] = (tool, params)
+        self.calls[slot] = (tool, params)
 
 
 @dataclass(frozen=True)

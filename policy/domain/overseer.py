@@ -15,7 +15,7 @@ from typing import Any, Final, NamedTuple
 from policy.domain.traits import (
     EXPLOITATION,
     UNKNOWN,
-    compatible,
+    compatible_strategies,
     is_exactly_neutral,
     resolved_strategy,
 )
@@ -237,7 +237,7 @@ def online_rejection(candidate: Seen, accepted: Sequence[Seen], cap: int) -> Rej
                     },
                 )
             continue
-        if not _compatible(earlier.strategy, strategy):
+        if not compatible_strategies(earlier.strategy, strategy):
             return Rejection(
                 STRATEGY_INCOMPATIBLE,
                 {
@@ -248,20 +248,6 @@ def online_rejection(candidate: Seen, accepted: Sequence[Seen], cap: int) -> Rej
                 },
             )
     return None
-
-
-_COMPATIBLE: dict[tuple[tuple[str, ...], tuple[str, ...]], bool] = {}
-
-
-def _compatible(earlier: tuple[str, ...], following: tuple[str, ...]) -> bool:
-    # A handful of strategy pairs recur in every round: each answered once.
-    key = (earlier, following)
-    found = _COMPATIBLE.get(key)
-    if found is None:
-        found = compatible(earlier, following)
-        if len(_COMPATIBLE) < 4096:
-            _COMPATIBLE[key] = found
-    return found
 
 
 def _first_fields(earlier: Seen) -> dict[str, Any]:
