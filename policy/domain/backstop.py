@@ -9,7 +9,7 @@ bundle holds more than one action. Codes and extras are the runtime's own string
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from policy.domain.overseer import (
     FINAL_ACTIONS,
@@ -219,6 +219,10 @@ def output_paths(action: Action) -> tuple[str, ...]:
     return ()
 
 
+def _file_tool(tool: str) -> bool:
+    return tool in FILE_WRITERS or tool in EXEC_TOOLS or tool.startswith(RENDERER_PREFIX)
+
+
 def render_refs(action: Action) -> tuple[str, ...]:
     """The file a renderer reads (``_action_render_refs``): its ``params.content`` when that is a
     string starting with ``ref:`` (no other param, no other tool)."""
@@ -248,11 +252,10 @@ def causality_rejections(
     rejected: dict[int, tuple[str, dict[str, Any]]] = {}
     if len(accepted) < 2:
         return rejected
+    # Both checks compare two actions that write or render files: fewer than two, nothing to do.
+    if sum([_file_tool(bundle[index].tool) for index in accepted]) < 2:
+        return rejected
     outputs = {index: output_paths(bundle[index]) for index in accepted}
-    if sum(1 for paths in outputs.values() if paths) < 2 and not any(
-        bundle[index].tool.startswith(RENDERER_PREFIX) for index in accepted
-    ):
-        return rejected  # fewer than two writers and no renderer: nothing to compare
     owner: dict[str, int] = {}
     for index in accepted:
         for path in outputs[index]:
@@ -269,6 +272,22 @@ def causality_rejections(
                 rejected[index] = (RENDER_CONSUMES, {"ref": ref, "source_index": source})
                 break
     return rejected
+
+
+class Checked(Protocol):
+    """One bundle position as the caller checked it already."""
+
+    @property
+    def decision_error(self) -> str | None:
+        """:func:`validate_decision` of the action (a call's final answer blanked first)."""
+
+    @property
+    def protocol_ok(self) -> bool:
+        """:func:`validate_protocol` found nothing."""
+
+    @property
+    def with_params(self) -> tuple[str, ...]:
+        """The strategy with the call's params."""
 
 
 class BundleVerdicts:
@@ -292,7 +311,7 @@ def backstop(
     max_actions: int | None,
     prevalidated: frozenset[int] = frozenset(),
     exec_code_complete: bool = False,
-    strategies: Sequence[tuple[str, ...]] | None = None,
+    checked: Sequence[Checked] | None = None,
 ) -> BundleVerdicts:
     """The runtime's post-generation check of a multi-action bundle (more than one action).
 
@@ -301,8 +320,8 @@ def backstop(
     validated, and strategies are compared with each call's params (namespace overrides apply).
     ``exec_code_complete`` is the runtime's ``allow_single_exec_with_code`` (the decision's code
     channel streamed complete): the bundle's one code-execution call may then stay. A round file
-    has no code channel, so the dry-run never sets it. ``strategies``: each position's strategy
-    with its params, when the caller has worked them out already.
+    has no code channel, so the dry-run never sets it. ``checked``: per position, what the
+    caller already worked out with the same functions (the engine's steps), not asked again.
     """
     out = BundleVerdicts()
     cap = int(max_actions or 2)
@@ -320,7 +339,9 @@ def backstop(
             reject(index, TOO_MANY_ACTIONS, {"index": index, "max_actions": cap})
             continue
         if action.is_final:
-            error = validate_decision(action)
+            error = (
+                checked[index].decision_error if checked is not None else validate_decision(action)
+            )
             if error:
                 reject(index, error)
             elif final is None:
@@ -331,8 +352,11 @@ def backstop(
         if action.name != "call_tool":
             reject(index, MIXED_ACTIONS, {"action": action.name})
             continue
-        action = suppressed_final_answer(action)
-        error = validate_decision(action)
+        if checked is not None:
+            error = checked[index].decision_error
+        else:
+            action = suppressed_final_answer(action)
+            error = validate_decision(action)
         if error:
             reject(index, error)
             continue
@@ -340,7 +364,7 @@ def backstop(
         if tool in EXEC_TOOLS and index != single_exec:
             reject(index, UNSAFE_TOOL, {"tool_id": tool})
             continue
-        if index not in prevalidated:
+        if index not in prevalidated and (checked is None or not checked[index].protocol_ok):
             violations = validate_protocol(action, policy)
             if violations:
                 reject(
@@ -352,8 +376,8 @@ def backstop(
         accepted.append(index)
 
     def strategy(index: int) -> tuple[str, ...]:
-        if strategies is not None:
-            return strategies[index]
+        if checked is not None:
+            return checked[index].with_params
         action = bundle[index]
         params = action.params if isinstance(action.params, Mapping) else {}
         return normalize_strategy(policy.traits(action.tool, params).get("strategy"))

@@ -237,7 +237,7 @@ class Round(NamedTuple):
 
     multi: bool
     cap: int
-    steps: tuple[tuple[Step, ...], ...]
+    steps: list[list[Step]]
     rows: list[list[Row]]
 
 
@@ -245,12 +245,10 @@ def run(spec: RoundSpec, policy: RoundPolicy, *, multi: bool) -> Round:
     """What the runtime does with the round (see the module docstring)."""
     facts = _facts(policy)
     engine = _Engine(spec, policy, multi)
-    steps = tuple(
-        [
-            tuple([_step(index, action, facts) for index, action in enumerate(actions)])
-            for actions in spec.attempts
-        ]
-    )
+    steps = [
+        [_step(index, action, facts) for index, action in enumerate(actions)]
+        for actions in spec.attempts
+    ]
     rows = [engine.stream(attempt) for attempt in steps]
     for attempt in rows[:-1]:
         for row in attempt:
@@ -268,11 +266,12 @@ class _Engine:
         self.policy = policy
         self.multi = multi
         self.overseer = Overseer(policy.traits, spec.max_actions)
-        self.ledger = RoundLedger()
+        # Made when the first call starts early (most rounds have none).
+        self.ledger: RoundLedger | None = None
         # The last streamed attempt's completed actions, by index.
         self.completed: dict[int, Step] = {}
 
-    def stream(self, steps: tuple[Step, ...]) -> list[Row]:
+    def stream(self, steps: list[Step]) -> list[Row]:
         rows: list[Row] = []
         completed: dict[int, Step] = {}
         self.completed = completed
@@ -301,16 +300,18 @@ class _Engine:
         """The early listener, as the call's JSON completes: a call the ledger holds is a dedup;
         else an eligible call starts now (the dry-run executes nothing: consumed at once)."""
         ledger = self.ledger
-        if ledger.calls:
+        if ledger is not None:
             hit = ledger.lookup(index, step.tool, step.action.params)
             if hit is not None:
                 row.reuse(hit)
                 return
         if starts_early(step, self.overseer.accepted_at.get(index)):
+            if ledger is None:
+                ledger = self.ledger = RoundLedger()
             ledger.record(index, step.tool, step.action.params)
             row.early, row.ledger, row.record = True, "started", index
 
-    def post_generation(self, steps: tuple[Step, ...], rows: list[Row]) -> None:
+    def post_generation(self, steps: list[Step], rows: list[Row]) -> None:
         for row in rows:
             if row.verdict == ACCEPTED:
                 row.verdict, row.why = DROPPED, SINGLE_ONLY
@@ -342,7 +343,7 @@ class _Engine:
             for position, step in enumerate(bundle)
             if step.call
             and not step.protocol_ok
-            and ledger.calls
+            and ledger is not None
             and ledger.lookup(position, step.tool, step.action.params)
         )
         result = backstop(
@@ -350,7 +351,7 @@ class _Engine:
             self.policy,
             max_actions=self.spec.max_actions,
             prevalidated=prevalidated,
-            strategies=[step.with_params for step in bundle],
+            checked=bundle,
         )
         for position, (code, extra) in result.rejected.items():
             row = rows[sources[position]]
@@ -369,9 +370,10 @@ class _Engine:
     def execute(self, position: int, step: Step, row: Row) -> None:
         """Post-generation execution: a call the ledger holds at its bundle position (or by
         fingerprint) is not run again."""
-        if not step.call or not self.ledger.calls:
+        ledger = self.ledger
+        if not step.call or ledger is None:
             return
-        hit = self.ledger.lookup(position, step.tool, step.action.params)
+        hit = ledger.lookup(position, step.tool, step.action.params)
         if hit is None:
             return
         if row.ledger != "started":

@@ -88,11 +88,11 @@ class RoundLedger:
         self._texts: dict[int, str] = {}
 
     def lookup(self, index: int, tool: str, params: Any) -> LedgerHit | None:
-        """``tool`` is the stripped tool id; ``None`` means run the call."""
+        """``index`` is the action index (0 or more), ``tool`` the stripped tool id; ``None``
+        means run the call."""
         calls = self.calls
-        slot = max(0, index)
-        if slot in calls:
-            return LedgerHit(slot, "slot")
+        if index in calls:
+            return LedgerHit(index, "slot")
         text: str | None = None
         for recorded, (recorded_tool, recorded_params) in calls.items():
             if recorded_tool != tool:
@@ -108,10 +108,9 @@ class RoundLedger:
 
     def record(self, index: int, tool: str, params: Any) -> None:
         """Record a call that starts now; ``ValueError`` when its slot is taken."""
-        slot = max(0, index)
-        if slot in self.calls:
+        if index in self.calls:
             raise ValueError(f"the slot of action {index} is already recorded")
-        self.calls[slot] = (tool, params)
+        self.calls[index] = (tool, params)
 
 
 @dataclass(frozen=True)
