@@ -253,7 +253,11 @@ def causality_rejections(
     if len(accepted) < 2:
         return rejected
     # Both checks compare two actions that write or render files: fewer than two, nothing to do.
-    if sum([_file_tool(bundle[index].tool) for index in accepted]) < 2:
+    files = 0
+    for index in accepted:
+        if _file_tool(bundle[index].tool):
+            files += 1
+    if files < 2:
         return rejected
     outputs = {index: output_paths(bundle[index]) for index in accepted}
     owner: dict[str, int] = {}
@@ -327,11 +331,14 @@ def backstop(
     cap = int(max_actions or 2)
     accepted: list[int] = []
     final: int | None = None
-    execs = [i for i, a in enumerate(bundle) if a.name == "call_tool" and a.tool in EXEC_TOOLS]
-    single_exec = execs[0] if exec_code_complete and len(execs) == 1 else None
+    single_exec: int | None = None
+    if exec_code_complete:
+        execs = [i for i, a in enumerate(bundle) if a.name == "call_tool" and a.tool in EXEC_TOOLS]
+        single_exec = execs[0] if len(execs) == 1 else None
+    rejected = out.rejected
 
     def reject(index: int, code: str, extra: dict[str, Any] | None = None) -> None:
-        out.rejected[index] = (code, extra or {})
+        rejected[index] = (code, extra or {})
 
     for index, raw in enumerate(bundle):
         action = raw
@@ -410,7 +417,7 @@ def backstop(
             accepted = [i for i in accepted if i not in dropped]
 
     causality = causality_rejections(bundle, accepted) if len(accepted) > 1 else None
-    if causality:
+    if causality:  # (rare: most bundles write at most one file)
         out.rejected.update(causality)
         accepted = [i for i in accepted if i not in causality]
 

@@ -74,6 +74,7 @@ class Stage(NamedTuple):
 
 
 _ONLINE_ACCEPTED: Final = Stage(ACCEPTED)
+_NONE: Final[frozenset[int]] = frozenset()
 _BACKSTOP_ACCEPTED: Final = Stage(ACCEPTED)
 
 
@@ -232,13 +233,18 @@ def _is_mapping(value: Any) -> bool:
     return type(value) is dict or isinstance(value, Mapping)
 
 
-class Round(NamedTuple):
-    """The engine's answer for one round: per attempt, per streamed action, its step and row."""
+class Round:
+    """The engine's answer for one round: the effective multi-action switch and online cap, and
+    per attempt, per streamed action, its step and row. (A plain slotted class: one per round,
+    several times cheaper to make than a named tuple.)"""
 
-    multi: bool
-    cap: int
-    steps: list[list[Step]]
-    rows: list[list[Row]]
+    __slots__ = ("cap", "multi", "rows", "steps")
+
+    def __init__(self, multi: bool, cap: int, steps: list[list[Step]], rows: list[list[Row]]):
+        self.multi = multi
+        self.cap = cap
+        self.steps = steps
+        self.rows = rows
 
 
 def run(spec: RoundSpec, policy: RoundPolicy, *, multi: bool) -> Round:
@@ -276,6 +282,7 @@ class _Engine:
         completed: dict[int, Step] = {}
         self.completed = completed
         overseer = self.overseer
+        accepted_at = overseer.accepted_at
         stopped = False
         for index, step in enumerate(steps):
             row = Row()
@@ -292,24 +299,22 @@ class _Engine:
                 row.online = _ONLINE_ACCEPTED
                 row.verdict = ACCEPTED
             completed[index] = step
-            if step.call:
-                self.complete(index, step, row)
+            if not step.call:
+                continue
+            # The early listener, as the call's JSON completes: a call the ledger holds is a
+            # dedup; else an eligible call starts now (the dry-run executes nothing).
+            ledger = self.ledger
+            if ledger is not None:
+                hit = ledger.lookup(index, step.tool, step.action.params)
+                if hit is not None:
+                    row.reuse(hit)
+                    continue
+            if starts_early(step, accepted_at.get(index)):
+                if ledger is None:
+                    ledger = self.ledger = RoundLedger()
+                ledger.record(index, step.tool, step.action.params)
+                row.early, row.ledger, row.record = True, "started", index
         return rows
-
-    def complete(self, index: int, step: Step, row: Row) -> None:
-        """The early listener, as the call's JSON completes: a call the ledger holds is a dedup;
-        else an eligible call starts now (the dry-run executes nothing: consumed at once)."""
-        ledger = self.ledger
-        if ledger is not None:
-            hit = ledger.lookup(index, step.tool, step.action.params)
-            if hit is not None:
-                row.reuse(hit)
-                return
-        if starts_early(step, self.overseer.accepted_at.get(index)):
-            if ledger is None:
-                ledger = self.ledger = RoundLedger()
-            ledger.record(index, step.tool, step.action.params)
-            row.early, row.ledger, row.record = True, "started", index
 
     def post_generation(self, steps: list[Step], rows: list[Row]) -> None:
         for row in rows:
@@ -319,7 +324,7 @@ class _Engine:
         if self.overseer.rejected:
             sources = [seen.index for seen in self.overseer.accepted if seen.index in completed]
         else:
-            sources = sorted(completed)
+            sources = list(completed)  # filled in stream order
         if not sources:
             return  # nothing usable was accepted: the runtime retries; nothing runs
         if len(sources) > 1 and self.multi:
@@ -331,21 +336,22 @@ class _Engine:
             row.finish(REJECTED, step.decision_error)
             return
         row.finish(ACCEPTED)
-        if step.call:
+        if step.call and self.ledger is not None:
             self.execute(0, step, row)
 
     def bundle(self, bundle: list[Step], sources: list[int], rows: list[Row]) -> None:
         ledger = self.ledger
         # A call the ledger already holds at its bundle position was checked when it started
         # (asked only of calls that fail the check: for the others it changes nothing).
-        prevalidated = frozenset(
-            position
-            for position, step in enumerate(bundle)
-            if step.call
-            and not step.protocol_ok
-            and ledger is not None
-            and ledger.lookup(position, step.tool, step.action.params)
-        )
+        prevalidated: frozenset[int] = _NONE
+        if ledger is not None:
+            prevalidated = frozenset(
+                position
+                for position, step in enumerate(bundle)
+                if step.call
+                and not step.protocol_ok
+                and ledger.lookup(position, step.tool, step.action.params)
+            )
         result = backstop(
             [step.action for step in bundle],
             self.policy,

@@ -59,11 +59,12 @@ def fingerprint(tool_id: str, params: Any) -> str:
 
 def _canonical(tool: str, params: Any) -> str:
     # The text the fingerprint hashes: two calls share a fingerprint exactly when these are equal.
-    body = {"params": params if isinstance(params, Mapping) else {}, "tool_id": tool}
+    mapping = type(params) is dict or isinstance(params, Mapping)
+    body = {"params": params if mapping else {}, "tool_id": tool}
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LedgerHit:
     """The record that makes a call a dedup: its action index, and how it matched."""
 

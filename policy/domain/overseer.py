@@ -160,16 +160,64 @@ class Overseer:
         self.rejected = False
 
     def judge(self, candidate: Seen) -> Rejection | None:
-        """The one place the online rules run: ``None`` accepts (and remembers) the action."""
+        """The one place the online rules run (DESIGN §2.3 with §2.10), first that fires wins:
+        ``None`` accepts (and remembers) the action. An index accepted before passes unchecked."""
         if candidate.index in self.accepted_at:
             return None
-        found = online_rejection(candidate, self.accepted, self.cap)
+        found = self._first_rejection(candidate)
         if found is None:
             self.accepted.append(candidate)
             self.accepted_at[candidate.index] = candidate
         else:
             self.rejected = True
         return found
+
+    def _first_rejection(self, candidate: Seen) -> Rejection | None:
+        name, index, accepted = candidate.name, candidate.index, self.accepted
+        if name not in SUPPORTED_ACTIONS:
+            return Rejection(MIXED_ACTIONS, {"index": index, "action": name})
+        if not accepted:
+            return None
+        cap = self.cap
+        if len(accepted) >= cap:
+            return Rejection(
+                TOO_MANY_ACTIONS,
+                {"index": index, "action": name, "tool_id": candidate.tool, "max_actions": cap},
+            )
+        if candidate.final:
+            for earlier in accepted:
+                if not earlier.final and not earlier.neutral:
+                    return Rejection(
+                        FINAL_AFTER_NON_NEUTRAL,
+                        {"index": index, "action": name, **_first_fields(earlier)},
+                    )
+            return None
+        strategy = candidate.strategy
+        for earlier in accepted:
+            if earlier.final:
+                if not candidate.neutral:
+                    return Rejection(
+                        NON_NEUTRAL_AFTER_FINAL,
+                        {
+                            "index": index,
+                            "tool_id": candidate.tool,
+                            "strategy": sorted(set(strategy)),
+                            "first_index": earlier.index,
+                            "first_action": earlier.name,
+                        },
+                    )
+                continue
+            if not compatible_strategies(earlier.strategy, strategy):
+                return Rejection(
+                    STRATEGY_INCOMPATIBLE,
+                    {
+                        "index": index,
+                        "tool_id": candidate.tool,
+                        "strategy": sorted(set(strategy)),
+                        **_first_fields(earlier),
+                    },
+                )
+        return None
 
     def observe(self, index: int, action: Action) -> Verdict:
         strategy = strategy_of(action, self.resolve)
@@ -198,56 +246,6 @@ def oversee(
         if not verdict.accepted:
             break
     return verdicts
-
-
-def online_rejection(candidate: Seen, accepted: Sequence[Seen], cap: int) -> Rejection | None:
-    """The runtime's online rules (DESIGN §2.3 with §2.10), first that fires wins; ``None``
-    accepts. ``accepted`` is what the overseer accepted before, in order; ``cap`` the
-    :func:`effective_cap`."""
-    name, index = candidate.name, candidate.index
-    if name not in SUPPORTED_ACTIONS:
-        return Rejection(MIXED_ACTIONS, {"index": index, "action": name})
-    if not accepted:
-        return None
-    if len(accepted) >= cap:
-        return Rejection(
-            TOO_MANY_ACTIONS,
-            {"index": index, "action": name, "tool_id": candidate.tool, "max_actions": cap},
-        )
-    if candidate.final:
-        for earlier in accepted:
-            if not earlier.final and not earlier.neutral:
-                return Rejection(
-                    FINAL_AFTER_NON_NEUTRAL,
-                    {"index": index, "action": name, **_first_fields(earlier)},
-                )
-        return None
-    strategy = candidate.strategy
-    for earlier in accepted:
-        if earlier.final:
-            if not candidate.neutral:
-                return Rejection(
-                    NON_NEUTRAL_AFTER_FINAL,
-                    {
-                        "index": index,
-                        "tool_id": candidate.tool,
-                        "strategy": sorted(set(strategy)),
-                        "first_index": earlier.index,
-                        "first_action": earlier.name,
-                    },
-                )
-            continue
-        if not compatible_strategies(earlier.strategy, strategy):
-            return Rejection(
-                STRATEGY_INCOMPATIBLE,
-                {
-                    "index": index,
-                    "tool_id": candidate.tool,
-                    "strategy": sorted(set(strategy)),
-                    **_first_fields(earlier),
-                },
-            )
-    return None
 
 
 def _first_fields(earlier: Seen) -> dict[str, Any]:
