@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from policy.domain.traits import (
     EXPLOITATION,
@@ -123,11 +123,14 @@ class Seen:
     neutral: bool
 
 
-class Rejection(NamedTuple):
+class Rejection:
     """A rule's rejection: the runtime's code and its extra fields."""
 
-    code: str
-    extra: dict[str, Any]
+    __slots__ = ("code", "extra")
+
+    def __init__(self, code: str, extra: dict[str, Any]) -> None:
+        self.code = code
+        self.extra = extra
 
 
 def seen(index: int, action: Action, strategy: tuple[str, ...]) -> Seen:
