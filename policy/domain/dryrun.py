@@ -12,7 +12,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from policy.domain.backstop import explain_code, multi_action_enabled
-from policy.domain.engine import DROPPED, REJECTED, REPLACED, SINGLE_ONLY, Row, Stage, Step, run
+from policy.domain.engine import (
+    ACCEPTED,
+    DROPPED,
+    REJECTED,
+    REPLACED,
+    SINGLE_ONLY,
+    Row,
+    Stage,
+    Step,
+    run,
+)
 from policy.domain.ledger import fingerprint, tool_call_id
 from policy.domain.overseer import explain_rejection
 from policy.domain.round_policy import RoundPolicy
@@ -80,8 +90,22 @@ _NOT_OBSERVED_STAGE: Final[Mapping[str, Any]] = {
 
 def _stage(stage: Stage | None) -> dict[str, Any]:
     if stage is None:
-        return dict(_NOT_OBSERVED_STAGE)
-    return {"verdict": stage.verdict, "code": stage.code, "extra": dict(stage.extra or {})}
+        return {"verdict": "not_observed", "code": None, "extra": {}}
+    extra = stage.extra
+    return {"verdict": stage.verdict, "code": stage.code, "extra": dict(extra) if extra else {}}
+
+
+_SORTED: dict[tuple[str, ...], list[str]] = {}
+
+
+def _sorted(strategy: tuple[str, ...]) -> list[str]:
+    # A handful of strategies recur in every round: each sorted once (a fresh list per row).
+    found = _SORTED.get(strategy)
+    if found is None:
+        found = sorted(set(strategy))
+        if len(_SORTED) < 1024:
+            _SORTED[strategy] = found
+    return list(found)
 
 
 def _render(spec: RoundSpec, index: int, step: Step, row: Row) -> dict[str, Any]:
@@ -91,7 +115,7 @@ def _render(spec: RoundSpec, index: int, step: Step, row: Row) -> dict[str, Any]
         "index": index,
         "action": action.action,
         "tool_id": None if action.is_final else action.tool_id,
-        "strategy": sorted(set(step.with_params)),
+        "strategy": _sorted(step.with_params),
         "online": _stage(row.online),
         "backstop": None if row.backstop is None else _stage(row.backstop),
         "verdict": row.verdict,
@@ -122,6 +146,8 @@ def _render(spec: RoundSpec, index: int, step: Step, row: Row) -> dict[str, Any]
         )
     elif row.verdict == DROPPED and row.why:
         out["explanation"] = _WHY[row.why]
+    elif row.verdict == ACCEPTED:
+        out["explanation"] = "accepted"
     else:
         out["explanation"] = _explain_final(out)
     return out
