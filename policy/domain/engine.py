@@ -267,17 +267,20 @@ def run(spec: RoundSpec, policy: RoundPolicy, *, multi: bool) -> Round:
             if row.verdict == ACCEPTED:
                 row.verdict, row.why = DROPPED, REPLACED
     engine.post_generation(steps[-1], rows[-1])
-    return Round(multi, engine.overseer.cap, steps, rows)
+    return Round(multi, engine.cap, steps, rows)
 
 
-class _Engine:
-    __slots__ = ("completed", "ledger", "multi", "overseer", "policy", "spec")
+class _Engine(Overseer):
+    """One round's run. It is the round's online overseer (one object per decision call: the
+    overseer's state and rules, :meth:`Overseer.judge`), with the ledger and the last stream."""
+
+    __slots__ = ("completed", "ledger", "multi", "policy", "spec")
 
     def __init__(self, spec: RoundSpec, policy: RoundPolicy, multi: bool) -> None:
         self.spec = spec
         self.policy = policy
         self.multi = multi
-        self.overseer = Overseer(policy.traits, spec.max_actions)
+        super().__init__(policy.traits, spec.max_actions)
         # Made when the first call starts early (most rounds have none).
         self.ledger: RoundLedger | None = None
         # The last streamed attempt's completed actions, by index.
@@ -287,8 +290,8 @@ class _Engine:
         rows: list[Row] = []
         completed: dict[int, Step] = {}
         self.completed = completed
-        overseer = self.overseer
-        accepted_at = overseer.accepted_at
+        judge = self.judge
+        accepted_at = self.accepted_at
         stopped = False
         for index, step in enumerate(steps):
             row = Row()
@@ -296,7 +299,7 @@ class _Engine:
             if stopped:
                 continue
             if step.identified:
-                rejection = overseer.judge(step)
+                rejection = judge(step)
                 if rejection is not None:
                     row.online = Stage(REJECTED, rejection.code, rejection.extra)
                     row.finish(REJECTED, rejection.code, rejection.extra)
@@ -327,8 +330,8 @@ class _Engine:
             if row.verdict == ACCEPTED:
                 row.verdict, row.why = DROPPED, SINGLE_ONLY
         completed = self.completed
-        if self.overseer.rejected:
-            sources = [seen.index for seen in self.overseer.accepted if seen.index in completed]
+        if self.rejected:
+            sources = [seen.index for seen in self.accepted if seen.index in completed]
         else:
             sources = list(completed)  # filled in stream order
         if not sources:
