@@ -64,6 +64,8 @@ def outcome_of(row: Row) -> Outcome:
     return found
 
 
+#: The runtime's reading of each mode string seen (a handful recur).
+_ENABLED: dict[str, bool] = {}
 _BY_ROW: dict[tuple[str, str | None, bool, str | None], Outcome] = {}
 
 
@@ -76,7 +78,12 @@ def outcome_of_row(row: Mapping[str, Any]) -> Outcome:
 
 def decide(spec: RoundSpec, policy: RoundPolicy, *, multi_action_mode: str = "off") -> Decision:
     """Each streamed action's outcome under ``policy``, as :func:`dry_run` gives it."""
-    result = run(spec, policy, multi=multi_action_enabled(multi_action_mode))
+    multi = _ENABLED.get(multi_action_mode)
+    if multi is None:
+        multi = multi_action_enabled(multi_action_mode)
+        if len(_ENABLED) < _MAX_SHARED:
+            _ENABLED[multi_action_mode] = multi
+    result = run(spec, policy, multi=multi)
     get = _BY_ROW.get
     return tuple(
         [

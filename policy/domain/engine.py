@@ -257,15 +257,17 @@ def run(spec: RoundSpec, policy: RoundPolicy, *, multi: bool) -> Round:
     """What the runtime does with the round (see the module docstring)."""
     facts = _facts(policy)
     engine = _Engine(spec, policy, multi)
-    steps = [
-        [_step(index, action, facts) for index, action in enumerate(actions)]
-        for actions in spec.attempts
-    ]
-    rows = [engine.stream(attempt) for attempt in steps]
-    for attempt in rows[:-1]:
-        for row in attempt:
-            if row.verdict == ACCEPTED:
-                row.verdict, row.why = DROPPED, REPLACED
+    steps: list[list[Step]] = []
+    rows: list[list[Row]] = []
+    for actions in spec.attempts:
+        if rows:
+            # The stream before was replaced by this one: only its early starts ran.
+            for row in rows[-1]:
+                if row.verdict == ACCEPTED:
+                    row.verdict, row.why = DROPPED, REPLACED
+        attempt = [_step(index, action, facts) for index, action in enumerate(actions)]
+        steps.append(attempt)
+        rows.append(engine.stream(attempt))
     engine.post_generation(steps[-1], rows[-1])
     return Round(multi, engine.cap, steps, rows)
 
