@@ -344,9 +344,9 @@ class _Engine(Overseer):
         step = completed[sources[0]]
         row = rows[sources[0]]
         if step.decision_error is not None:
-            row.finish(REJECTED, step.decision_error)
+            row.verdict, row.code, row.why = REJECTED, step.decision_error, ""
             return
-        row.finish(ACCEPTED)
+        row.verdict, row.why = ACCEPTED, ""
         if step.call and self.ledger is not None:
             self.execute(0, step, row)
 

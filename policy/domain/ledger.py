@@ -64,12 +64,16 @@ def _canonical(tool: str, params: Any) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class LedgerHit:
     """The record that makes a call a dedup: its action index, and how it matched."""
 
     index: int
     match: Match
+
+
+#: Slot hits of the first action indexes, made once (a hit is never changed).
+_SLOT_HITS: Final = tuple(LedgerHit(index, "slot") for index in range(32))
 
 
 class RoundLedger:
@@ -93,7 +97,7 @@ class RoundLedger:
         means run the call."""
         calls = self.calls
         if index in calls:
-            return LedgerHit(index, "slot")
+            return _SLOT_HITS[index] if index < len(_SLOT_HITS) else LedgerHit(index, "slot")
         text: str | None = None
         for recorded, (recorded_tool, recorded_params) in calls.items():
             if recorded_tool != tool:
