@@ -34,6 +34,9 @@ EXEC_TOOLS: Final = frozenset({"exec_tools.execute_code_python"})
 SAME_FILE: Final = "multi_action_bundle_same_file_collision"
 RENDER_CONSUMES: Final = "multi_action_bundle_render_consumes_same_round_source"
 TOOL_CALL_INVALID: Final = "tool_call_invalid"
+#: Tools the decision node refuses as a round's single action (its ``exec_only_ids``).
+EXEC_ONLY_TOOLS: Final = frozenset({"ctx_tools.fetch_ctx"})
+TOOL_NOT_ALLOWED: Final = "tool_not_allowed_in_react"
 
 #: ``react.write`` params must come in this order (the runtime checks the first four keys).
 _WRITE_ORDER: Final = (
@@ -472,6 +475,7 @@ _WORDS: Final[Mapping[str, str]] = {
     "call_tool / complete / exit",
     UNSAFE_TOOL: "a code-execution tool may not run in a multi-action bundle",
     TOOL_CALL_INVALID: "the tool call is invalid (unknown tool id or malformed params)",
+    TOOL_NOT_ALLOWED: "this tool may not be called from the ReAct loop",
     STRATEGY_INCOMPATIBLE: "after generation, with its params, its strategy cannot follow an "
     "earlier accepted action",
     NON_NEUTRAL_AFTER_FINAL: "only exactly neutral calls may follow the final answer",
@@ -510,3 +514,19 @@ def explain_code(code: str, extra: Mapping[str, Any] | None) -> str:
         if reasons:
             text += ": " + "; ".join(reasons)
     return text
+
+
+def single_call_rejection(
+    action: Action, policy: RoundPolicy, *, held: bool
+) -> tuple[str, dict[str, Any]] | None:
+    """The decision node's own checks of a round's single call, after its decision check: a
+    tool the ReAct loop may not call, then — unless the ledger holds the call (``held``: it was
+    checked when it started early) — the tool-call protocol. ``None``: the call runs."""
+    if action.tool in EXEC_ONLY_TOOLS:
+        return TOOL_NOT_ALLOWED, {"tool_id": action.tool}
+    if held:
+        return None
+    violations = validate_protocol(action, policy)
+    if violations:
+        return TOOL_CALL_INVALID, {"violations": violations, "tool_id": action.tool or None}
+    return None

@@ -31,8 +31,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from policy.domain.backstop import (
+    EXEC_ONLY_TOOLS,
     EXEC_TOOLS,
     backstop,
+    single_call_rejection,
     suppressed_final_answer,
     validate_decision,
     validate_protocol,
@@ -347,7 +349,16 @@ class _Engine(Overseer):
             row.verdict, row.code, row.why = REJECTED, step.decision_error, ""
             return
         row.verdict, row.why = ACCEPTED, ""
-        if step.call and self.ledger is not None:
+        if not step.call:
+            return
+        ledger = self.ledger
+        if not step.protocol_ok or step.tool in EXEC_ONLY_TOOLS:
+            held = ledger is not None and ledger.lookup(0, step.tool, step.action.params)
+            rejection = single_call_rejection(step.action, self.policy, held=bool(held))
+            if rejection is not None:
+                row.finish(REJECTED, *rejection)
+                return
+        if ledger is not None:
             self.execute(0, step, row)
 
     def bundle(self, bundle: list[Step], sources: list[int], rows: list[Row]) -> None:

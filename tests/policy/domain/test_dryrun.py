@@ -530,3 +530,30 @@ def test_it_refuses_a_malformed_round_naming_the_field(data: Any, field: str) ->
     message = str(error.value)
     assert field in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("action", "code"),
+    [
+        # An unknown tool as the round's one action: the decision node's protocol check.
+        ({"action": "call_tool", "tool_id": "jobs.nope", "params": {}}, "tool_call_invalid"),
+        # Code execution without its contract, alone in the round (the backstop never sees it).
+        (
+            {"action": "call_tool", "tool_id": "exec_tools.execute_code_python", "params": {}},
+            "tool_call_invalid",
+        ),
+        # A tool the ReAct loop may not call at all.
+        (
+            {"action": "call_tool", "tool_id": "ctx_tools.fetch_ctx", "params": {}},
+            "tool_not_allowed_in_react",
+        ),
+    ],
+)
+def test_it_rejects_a_single_call_the_decision_node_refuses(
+    action: dict[str, Any], code: str
+) -> None:
+    for mode in ("off", "on"):
+        (row,) = dry_run(parse_round_spec(one_round(action)), POLICY, multi_action_mode=mode)[
+            "attempts"
+        ][0]["actions"]
+        assert (row["verdict"], row["code"]) == ("rejected", code), mode
