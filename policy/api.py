@@ -14,7 +14,10 @@ from ninja.errors import HttpError
 from accounts.auth import session_auth
 from config.api_io import if_match_revision, read_body, read_json
 from policy.domain.catalog import catalog_entries, render_catalog, render_scope
+from policy.domain.descriptors import DescriptorError
+from policy.domain.diagnostics import summarize
 from policy.domain.dryrun import dry_run, parse_round_spec
+from policy.domain.edits import as_sentence
 from policy.domain.jsonable import jsonable
 from policy.domain.resolution import AgentResolution, UnknownAgentError, effective_json
 from policy.domain.yaml_io import WEB_MAX_BYTES
@@ -56,15 +59,40 @@ class ReportOut(Schema):
 
 
 class RefusalOut(ReportOut):
-    """Text that cannot become a policy: why, and its diagnostics. Nothing was changed."""
+    """Text that cannot become a policy: why, and its diagnostics. Nothing was changed. For a
+    KDCube bundles descriptor: the ids of its bundles that carry a policy."""
 
     error: str
+    policy_bundles: list[str] = []
+
+
+class BundleMissingOut(Schema):
+    """A bundles descriptor without the bundle asked for (``?bundle=``)."""
+
+    error: str
+    policy_bundles: list[str]
 
 
 class ImportOut(ReportOut):
     diff: str
     applied: bool
     revision: int
+    #: The bundle imported when the text was a KDCube bundles descriptor, and the ids of its
+    #: bundles that carry a policy (a client may offer them to choose another).
+    bundle: str | None = None
+    policy_bundles: list[str] = []
+
+
+def descriptor_refusal(exc: DescriptorError) -> Status:
+    """A descriptor whose bundle cannot be read as asked: 404 for a bundle it does not have
+    (with the ids it has), 422 when it has none, several and none was named, or is malformed."""
+    body: dict[str, Any] = {
+        "error": f"{as_sentence(str(exc))} Nothing was changed.",
+        "policy_bundles": list(exc.policy_ids),
+    }
+    if exc.kind == "unknown":
+        return Status(404, body)
+    return Status(422, {**body, "diagnostics": [], "summary": summarize([])})
 
 
 class ConflictOut(Schema):
@@ -88,12 +116,18 @@ JSON_BODY = {
 
 
 @router.post(
-    "/policy/validate", response={200: ReportOut, 413: RefusalOut}, openapi_extra=YAML_BODY
+    "/policy/validate",
+    response={200: ReportOut, 404: BundleMissingOut, 413: RefusalOut, 422: RefusalOut},
+    openapi_extra=YAML_BODY,
 )
-def validate(request: HttpRequest) -> Any:
-    """Diagnostics of a YAML text (any text: a syntax error is a `yaml-syntax` diagnostic)."""
+def validate(request: HttpRequest, bundle: str | None = None) -> Any:
+    """Diagnostics of a YAML text (any text: a syntax error is a `yaml-syntax` diagnostic).
+    A KDCube bundles descriptor is read for `bundle` (default: its only bundle with a policy)."""
     body = read_body(request, content_types=YAML_TYPES, limit=WEB_MAX_BYTES)
-    analysis = text_analysis(body, max_bytes=WEB_MAX_BYTES)
+    try:
+        analysis = text_analysis(body, max_bytes=WEB_MAX_BYTES, bundle=bundle)
+    except DescriptorError as exc:
+        return descriptor_refusal(exc)
     too_large = [d for d in analysis.diagnostics if d.code == "yaml-too-large"]
     if too_large:
         error = f"The text is too large: {too_large[0].message}."
@@ -103,16 +137,26 @@ def validate(request: HttpRequest) -> Any:
 
 @router.post(
     "/policy/import",
-    response={200: ImportOut, 409: ConflictOut, 413: RefusalOut, 422: RefusalOut},
+    response={
+        200: ImportOut,
+        404: BundleMissingOut,
+        409: ConflictOut,
+        413: RefusalOut,
+        422: RefusalOut,
+    },
     openapi_extra=YAML_BODY,
 )
-def import_policy(request: HttpRequest, dry_run: bool = True) -> Any:
+def import_policy(request: HttpRequest, dry_run: bool = True, bundle: str | None = None) -> Any:
     """Preview (default) or apply a YAML import: diagnostics, a diff against the draft, and
     with `dry_run=false` the draft is replaced. Refused text changes nothing (422, or 413 when
-    too large)."""
+    too large). A KDCube bundles descriptor imports the props of `bundle` (default: its only
+    bundle with a policy; 422 when it has several, 404 naming them for an unknown one)."""
     body = read_body(request, content_types=YAML_TYPES, limit=WEB_MAX_BYTES)
     base_revision = if_match_revision(request)
-    preview = import_preview(body, max_bytes=WEB_MAX_BYTES)
+    try:
+        preview = import_preview(body, max_bytes=WEB_MAX_BYTES, bundle=bundle)
+    except DescriptorError as exc:
+        return descriptor_refusal(exc)
     if preview.refused:
         return Status(
             413 if preview.too_large else 422,
@@ -125,7 +169,12 @@ def import_policy(request: HttpRequest, dry_run: bool = True) -> Any:
     # believes it has would mislead.
     if base_revision is not None and base_revision != preview.draft.revision:
         raise StaleRevision(base_revision, preview.draft.revision)
-    result = {**preview.analysis.report(), "diff": preview.diff}
+    result = {
+        **preview.analysis.report(),
+        "diff": preview.diff,
+        "bundle": preview.bundle,
+        "policy_bundles": list(preview.analysis.policy_bundles),
+    }
     if dry_run:
         return {**result, "applied": False, "revision": preview.draft.revision}
     new_state = draft_replace(data=preview.data, base_revision=base_revision, user=request.user)

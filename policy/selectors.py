@@ -101,10 +101,12 @@ def draft_analysis(state: DraftState | None = None) -> Analysis:
     return _analysis(state.text, _manifests_json())
 
 
-def text_analysis(text: str | bytes, *, max_bytes: int) -> Analysis:
-    """Diagnostics of text that is not (yet) the draft: validate and import previews."""
+def text_analysis(text: str | bytes, *, max_bytes: int, bundle: str | None = None) -> Analysis:
+    """Diagnostics of text that is not (yet) the draft: validate and import previews. The text
+    may be a KDCube bundles descriptor (``bundle`` names its bundle; raises
+    ``DescriptorError`` when none can be chosen)."""
     per_agent = manifests()
-    return analyze_text(text, manifests=per_agent, max_bytes=max_bytes)
+    return analyze_text(text, manifests=per_agent, max_bytes=max_bytes, bundle=bundle)
 
 
 def agent_resolution(

@@ -18,6 +18,7 @@ from typing import Any, NoReturn, TextIO
 from policy.domain.analysis import Analysis, analyze_text
 from policy.domain.builtins import DEFAULT_ROLE, ROLES
 from policy.domain.catalog import catalog_entries, render_catalog
+from policy.domain.descriptors import DescriptorError
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.dryrun import RoundSpecError, describe, dry_run, parse_round_spec, resolve_mode
 from policy.domain.impact import (
@@ -82,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("file", metavar="FILE", help="policy YAML ('-' reads standard input)")
         cmd.add_argument("--manifest", metavar="M.json", help="tools discovered in code (JSON)")
         cmd.add_argument(
+            "--bundle",
+            metavar="ID",
+            help="when FILE is a KDCube bundles descriptor: the bundle whose props to read "
+            "(default: the only one carrying a policy)",
+        )
+        cmd.add_argument(
             "--max-bytes",
             type=positive_int,
             default=CLI_MAX_BYTES,
@@ -135,6 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
         "it ran as ('-' reads standard input)",
     )
     replay.add_argument("--against", metavar="OTHER", help="the baseline policy YAML")
+    replay.add_argument(
+        "--against-bundle",
+        metavar="ID",
+        help="when OTHER is a bundles descriptor: the bundle whose props to read",
+    )
     replay.add_argument(
         "--multi-action-mode",
         metavar="MODE",
@@ -202,6 +214,17 @@ def _manifest(args: argparse.Namespace) -> Manifest | None:
         return parse_manifest(_read_json(args.manifest, args.max_bytes, "manifest"))
     except ManifestError as exc:
         raise UsageError(f"manifest {args.manifest} is malformed: {exc}") from exc
+
+
+def _analyze(path: str, args: argparse.Namespace, bundle: str | None) -> Analysis:
+    """The policy of a file: bundle props, or the chosen bundle of a bundles descriptor."""
+    text = _read(path, args.max_bytes, "file")
+    try:
+        return analyze_text(
+            text, manifest=args.manifest_data, max_bytes=args.max_bytes, bundle=bundle
+        )
+    except DescriptorError as exc:
+        raise DescriptorError(exc.kind, f"{path}: {exc}", exc.policy_ids) from exc
 
 
 def _diagnostic_line(file: str, diagnostic: Diagnostic) -> str:
@@ -371,11 +394,7 @@ def cmd_replay(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: T
         else:
             out.write(prediction_summary(prediction) + "\n")
         return _note_errors(args.file, analysis, err)
-    other = analyze_text(
-        _read(args.against, args.max_bytes, "file"),
-        manifest=args.manifest_data,
-        max_bytes=args.max_bytes,
-    )
+    other = _analyze(args.against, args, args.against_bundle)
     if other.refused:
         return _print_refused(args.against, other, err)
     baseline, baseline_mode = _side(other, args)
@@ -453,14 +472,16 @@ def run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.manifest_data = _manifest(args)
-        text = _read(args.file, args.max_bytes, "file")
-        analysis = analyze_text(text, manifest=args.manifest_data, max_bytes=args.max_bytes)
+        analysis = _analyze(args.file, args, args.bundle)
         if analysis.refused and args.command != "validate":
             return _print_refused(args.file, analysis, err)
         return COMMANDS[args.command](args, analysis, out, err)
     except UsageError as exc:
         err.write(f"traitdeck: {exc}\n")
         return EXIT_USAGE
+    except DescriptorError as exc:
+        err.write(f"traitdeck: {exc}\n")
+        return exc.exit_code
     except UnknownAgentError:
         err.write(f"traitdeck: {args.file} has no agent {args.agent!r}\n")
         return EXIT_NEGATIVE

@@ -9,7 +9,7 @@ It never raises, whatever the structure under ``agents``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from policy.domain.builtins import BUILTIN_ALIAS
 from policy.domain.connections import (
@@ -17,6 +17,7 @@ from policy.domain.connections import (
     MCP,
     NAMED_SERVICE,
     PYTHON,
+    WILDCARD,
     Connection,
 )
 from policy.domain.diagnostics import Diagnostic
@@ -26,6 +27,8 @@ from policy.domain.multi_action import multi_action_enabled, profile_mode
 from policy.domain.paths import AGENTS
 from policy.domain.resolution import AgentResolution, agents_mapping, resolve_agent_key
 from policy.domain.source import SourceMap
+from policy.domain.tools_unknown import CODE as TOOLS_UNKNOWN
+from policy.domain.tools_unknown import EVERY_TOOL, tools_unknown
 from policy.domain.validate_keys import check_design_entries, check_namespaces, check_trait_keys
 from policy.domain.validate_report import Reporter, close_match, describe, shape_list
 from policy.domain.validate_tools import check_tools, untypeable
@@ -175,8 +178,34 @@ def _check_connection(reporter: Reporter, connection: Connection, reached: froze
     if not connection.loadable:
         _unloadable(reporter, connection)
         return
-    check_trait_keys(reporter, connection, reached)
+    unknown = tools_unknown(connection)
+    if unknown:
+        _tools_unknown(reporter, connection)
+    check_trait_keys(reporter, connection, reached, tools_unknown=unknown)
     check_design_entries(reporter, connection)
+
+
+def _tools_unknown(reporter: Reporter, connection: Connection) -> None:
+    raw, alias = connection.raw, connection.alias or ""
+    traits = raw.get("tool_traits")
+    keys = [str(k) for k in traits] if isinstance(traits, Mapping) else []
+    where: tuple[Any, ...] = connection.path
+    at: Literal["key", "first_key"] = "first_key"
+    if WILDCARD in keys:
+        where, at = (*connection.path, "tool_traits", WILDCARD), "key"
+    elif "allowed" in raw:
+        where, at = (*connection.path, "allowed"), "key"
+    server = "server" if connection.kind == MCP else "module"
+    applies = f" Its tool_traits ({', '.join(keys)}) apply" if keys else " Its tools are offered"
+    reporter.info(
+        TOOLS_UNKNOWN,
+        where,
+        f"{alias} offers {EVERY_TOOL.replace('server', server)} at run time, and Traitdeck has "
+        f"not seen them.{applies} as the runtime finds them; Traitdeck cannot check the names.",
+        "Upload the manifest or discover the tools, so Traitdeck can list them and check "
+        "their traits.",
+        at=at,
+    )
 
 
 def _id_key_ignored(reporter: Reporter, connection: Connection) -> None:
@@ -203,9 +232,18 @@ def _id_key_ignored(reporter: Reporter, connection: Connection) -> None:
 def _unloadable(reporter: Reporter, connection: Connection) -> None:
     raw = connection.raw
     if connection.kind == PYTHON and "module or ref" in (connection.problem or ""):
-        message = "it has neither module nor ref, so there is no code to load"
-        hint = "Add ref: path/to/tools.py or module: package.module."
-    elif connection.kind == PYTHON:
+        # Not an error: a bundle's own code (a LangGraph agent, say) may read the connection.
+        reporter.warning(
+            "connection-unloadable",
+            connection.path,
+            "The ReAct loader skips this python connection: it has neither module nor ref, so "
+            "it offers none of its tools to a ReAct agent. The bundle's own code may read it.",
+            "Add ref: path/to/tools.py or module: package.module if a ReAct agent should use "
+            "these tools; leave it as it is if the bundle's own code binds them.",
+            at="first_key",
+        )
+        return
+    if connection.kind == PYTHON:
         message = "it has no alias or name, so its tools would have no id prefix"
         hint = "Add alias: <name>; the model sees <alias>.<callable>."
         if "id" in raw:

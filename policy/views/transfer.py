@@ -9,6 +9,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from policy.domain.descriptors import DescriptorError
 from policy.domain.diagnostics import Severity
 from policy.domain.yaml_io import WEB_MAX_BYTES
 from policy.exporting import draft_export_response
@@ -65,7 +66,26 @@ def _preview_context(preview: ImportPreview, text: str | bytes) -> dict[str, Any
         "base_revision": preview.draft.revision,
         # Carried back by the Apply form: what is applied is exactly what was previewed.
         # (Text that is not UTF-8 is refused, so "replace" never changes what gets applied.)
-        "carried_text": text.decode("utf-8", "replace") if isinstance(text, bytes) else text,
+        "carried_text": _carried(text),
+        "bundle": preview.bundle,
+        "policy_bundles": preview.analysis.policy_bundles,
+    }
+
+
+def _carried(text: str | bytes) -> str:
+    return text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+
+
+def _bundle_context(exc: DescriptorError, text: str | bytes, bundle: str | None) -> dict[str, Any]:
+    return {
+        "text": "" if isinstance(text, bytes) else text,
+        "previewed": True,
+        "refused": True,
+        "bundle_problem": str(exc)[:1].upper() + str(exc)[1:],
+        "policy_bundles": exc.policy_ids,
+        "bundle": bundle,
+        "carried_text": _carried(text),
+        "diagnostics": [],
     }
 
 
@@ -97,7 +117,12 @@ def import_view(request: HttpRequest) -> HttpResponse:
         return _page(request, {"previewed": True, "notice": TOO_LARGE}, status=413, partial=partial)
     if not text.strip():
         return _page(request, {"previewed": True, "notice": NO_TEXT}, status=422, partial=partial)
-    preview = import_preview(text, max_bytes=WEB_MAX_BYTES)
+    bundle = request.POST.get("bundle") or None
+    try:
+        preview = import_preview(text, max_bytes=WEB_MAX_BYTES, bundle=bundle)
+    except DescriptorError as exc:
+        # A KDCube bundles descriptor whose bundle must be picked: the preview offers them.
+        return _page(request, _bundle_context(exc, text, bundle), status=422, partial=partial)
     context = {"text": "" if isinstance(text, bytes) else text, **_preview_context(preview, text)}
     if preview.too_large:
         return _page(request, {**context, "notice": TOO_LARGE}, status=413, partial=partial)

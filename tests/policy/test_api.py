@@ -184,7 +184,16 @@ def test_import_is_a_dry_run_by_default_and_changes_nothing(api: Client) -> None
     response = post_yaml(api, IMPORT, POLICY)
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"diagnostics", "summary", "diff", "applied", "revision"}
+    assert set(body) == {
+        "diagnostics",
+        "summary",
+        "diff",
+        "applied",
+        "revision",
+        "bundle",
+        "policy_bundles",
+    }
+    assert (body["bundle"], body["policy_bundles"]) == (None, [])  # bundle props, no descriptor
     assert body["applied"] is False
     assert body["revision"] == 0
     assert not PolicyDraft.objects.exists()
