@@ -33,11 +33,14 @@ bundles:
                   - {kind: python, alias: t, ref: t.py, allowed: [a],
                      tool_traits: {a: {strategy: [bogus]}}}
 """
-TWO_POLICIES = DESCRIPTOR + """\
+TWO_POLICIES = (
+    DESCRIPTOR
+    + """\
     - id: "other@1"
       config:
         tools: {agents: {default_agent: []}}
 """
+)
 
 
 def post_yaml(client: Client, url: str, text: str) -> Any:
