@@ -18,6 +18,7 @@ from typing import Any, NoReturn, TextIO
 from policy.domain.analysis import Analysis, analyze_text
 from policy.domain.builtins import DEFAULT_ROLE, ROLES
 from policy.domain.catalog import catalog_entries, render_catalog
+from policy.domain.descriptor_write import ExportRefused, export_into_descriptor
 from policy.domain.descriptors import DescriptorError
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.dryrun import RoundSpecError, describe, dry_run, parse_round_spec, resolve_mode
@@ -127,6 +128,18 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the agent's instruction_profiles.default)",
     )
     command("fmt", "Print the policy in Traitdeck's canonical export form.", formats=False)
+    export = command(
+        "export",
+        "Write the policy into a KDCube bundles descriptor, changing only the policy's lines "
+        "(comments, quoting, key order and blank lines stay); prints it unless --in-place.",
+        formats=False,
+    )
+    export.add_argument(
+        "--into", required=True, metavar="bundles.yaml", help="the KDCube bundles descriptor"
+    )
+    export.add_argument(
+        "--in-place", action="store_true", help="rewrite the descriptor instead of printing it"
+    )
     replay = command(
         "replay",
         "Replay recorded rounds under the policy: with --against, what changes from OTHER to "
@@ -343,6 +356,32 @@ def cmd_fmt(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: Text
     return _note_errors(args.file, analysis, err)
 
 
+def cmd_export(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
+    descriptor = _read(args.into, args.max_bytes, "descriptor")
+    try:
+        written = export_into_descriptor(descriptor, analysis.data, bundle=args.bundle)
+    except DescriptorError as exc:
+        raise DescriptorError(exc.kind, f"{args.into}: {exc}", exc.policy_ids) from exc
+    except ExportRefused as exc:
+        for diagnostic in exc.diagnostics:
+            err.write(_diagnostic_line(args.into, diagnostic) + "\n")
+        err.write(f"traitdeck: {exc}; nothing was written\n")
+        return EXIT_NEGATIVE
+    if args.in_place:
+        target = Path(args.into)
+        temporary = target.with_name(f".{target.name}.traitdeck-tmp")
+        try:
+            temporary.write_bytes(written.text.encode("utf-8"))
+            temporary.replace(target)  # atomic: a reader sees the old file or the new one
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.into}: {exc.strerror or exc}") from exc
+        where = ".".join(str(part) for part in written.location)
+        err.write(f"traitdeck: wrote the policy into {args.into} ({written.bundle_id}: {where})\n")
+    else:
+        out.write(written.text)
+    return _note_errors(args.file, analysis, err)
+
+
 def _recorded_rounds(path: str) -> Iterator[RecordedRound]:
     """The rounds of a JSONL file, read line by line (a file of 100k rounds is not held twice)."""
     try:
@@ -463,6 +502,7 @@ COMMANDS = {
     "catalog": cmd_catalog,
     "dry-run": cmd_dry_run,
     "fmt": cmd_fmt,
+    "export": cmd_export,
     "replay": cmd_replay,
     "test": cmd_test,
 }
