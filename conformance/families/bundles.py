@@ -27,14 +27,15 @@ INPUTS = fixtures.FIXTURES / NAME
 UNNAMED_AGENT = "not-named-agent"
 ROLE = "parent"
 
-_AGENTS = {"surfaces": {"as_consumer": {"agents": {"main": {"tools": []}}}}}
+_AGENTS = json.dumps({"surfaces": {"as_consumer": {"agents": {"main": {"tools": []}}}}})
 #: Odd descriptors: (name, text). Each is read by the store and by Traitdeck.
 ODD: tuple[tuple[str, str], ...] = (
     (
         "odd-items",
-        "bundles:\n  items:\n    - just text\n    - {config: %(a)s}\n"
-        "    - {id: g, git_url: x, config: %(a)s}\n    - {id: ' b ', config: %(a)s}\n"
-        "    - {id: b}\n    - {id: '', config: %(a)s}\n" % {"a": json.dumps(_AGENTS)},
+        "bundles:\n  items:\n    - just text\n    - {config: " + _AGENTS + "}\n"
+        "    - {id: g, git_url: x, config: " + _AGENTS + "}\n"
+        "    - {id: ' b ', config: " + _AGENTS + "}\n"
+        "    - {id: b}\n    - {id: '', config: " + _AGENTS + "}\n",
     ),
     (
         "config-and-props",
@@ -42,18 +43,21 @@ ODD: tuple[tuple[str, str], ...] = (
         "        surfaces: {as_consumer: {agents: {main: {tools: []}}}}\n"
         "      props:\n        surfaces: {as_consumer: {agents: {helper: {tools: []}}}}\n",
     ),
-    ("props-only", "bundles:\n  items:\n    - id: a\n      props: %s\n" % json.dumps(_AGENTS)),
+    ("props-only", "bundles:\n  items:\n    - id: a\n      props: " + _AGENTS + "\n"),
     (
         "repeated-id-later-props",
-        "bundles:\n  items:\n    - {id: a, config: %s}\n"
-        "    - {id: a, config: {tools: {agents: {default_agent: []}}}}\n" % json.dumps(_AGENTS),
+        "bundles:\n  items:\n    - {id: a, config: " + _AGENTS + "}\n"
+        "    - {id: a, config: {tools: {agents: {default_agent: []}}}}\n",
     ),
-    ("top-level-items", "items:\n  - {id: a, config: %s}\n" % json.dumps(_AGENTS)),
+    ("top-level-items", "items:\n  - {id: a, config: " + _AGENTS + "}\n"),
     ("bundles-not-mapping", "bundles: [1, 2]\n"),
     ("items-not-list", "bundles: {items: {id: a}}\n"),
-    ("legacy-shape", "bundles:\n  items:\n    - id: a\n      config:\n        tools:\n"
-     "          agents:\n            default_agent:\n              - {kind: python, alias: t, "
-     "ref: t.py, allowed: [a], tool_traits: {a: {strategy: [exploration]}}}\n"),
+    (
+        "legacy-shape",
+        "bundles:\n  items:\n    - id: a\n      config:\n        tools:\n"
+        "          agents:\n            default_agent:\n              - {kind: python, alias: t, "
+        "ref: t.py, allowed: [a], tool_traits: {a: {strategy: [exploration]}}}\n",
+    ),
 )
 
 
