@@ -25,6 +25,7 @@ from policy.exporting import draft_export_response
 from policy.importing import import_preview
 from policy.selectors import (
     DraftState,
+    agent_prediction,
     agent_resolution,
     draft_state,
     dry_run_mode,
@@ -199,7 +200,14 @@ def agent_or_404(state: DraftState, agent: str) -> AgentResolution:
 def effective(request: HttpRequest, agent: str) -> Any:
     """Effective traits of each tool and the layer each key came from (`traitdeck effective`)."""
     # jsonable: a YAML trait key may be a date or a number; JSON keys are text.
-    return jsonable(effective_json(agent_or_404(draft_state(), agent)))
+    run = agent_prediction(draft_state(), agent)
+    return jsonable(
+        {
+            **effective_json(run.resolution),
+            "resolved_agent": run.resolved_agent,
+            "diagnostics": [d.to_dict() for d in run.diagnostics],
+        }
+    )
 
 
 @router.get("/agents/{agent}/catalog")
@@ -208,16 +216,18 @@ def catalog(request: HttpRequest, agent: str, format: str = "text") -> Any:
     if format not in {"text", "json"}:
         raise HttpError(422, "format must be text or json.")
     # The runtime's list: a tool two connections both load is listed twice, as the model reads it.
-    tools = agent_or_404(draft_state(), agent).listing
+    run = agent_prediction(draft_state(), agent)
+    tools = run.resolution.listing
     if format == "json":
         return {
+            "resolved_agent": run.resolved_agent,
             "tools": [
                 {
                     "id": t.tool_id,
                     "scope": render_scope(t.traits, t.namespace_overrides, t.namespaces_applicable),
                 }
                 for t in tools
-            ]
+            ],
         }
     text = render_catalog(catalog_entries(tools))
     return HttpResponse(text, content_type="text/plain; charset=utf-8")
@@ -235,7 +245,8 @@ def dry_run_round(
     comes from the round's own `multi_action_mode`, else this query parameter, else the
     instruction `profile` (or the agent's default profile), else the server setting."""
     state = draft_state()
-    resolution = agent_or_404(state, agent)
+    run = agent_prediction(state, agent)
     spec = parse_round_spec(read_json(request, limit=WEB_MAX_BYTES))
     mode = dry_run_mode(state, agent, spec, mode=multi_action_mode, profile=profile)
-    return dry_run(spec, resolution, multi_action_mode=mode)
+    result = dry_run(spec, run.resolution, multi_action_mode=mode)
+    return {**result, "resolved_agent": run.resolved_agent}

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import connection
 from django.urls import NoReverseMatch, reverse
 
+from policy.domain.agent_run import AgentRun, agent_run
 from policy.domain.analysis import Analysis, analyze_text
 from policy.domain.builtins import DEFAULT_ROLE, ROLES
 from policy.domain.dryrun import RoundSpec, resolve_mode
@@ -115,6 +116,12 @@ def agent_resolution(
     """Raises ``UnknownAgentError`` when the draft has no such agent. ``role`` picks the
     built-ins (parent: react.delegate, child: react.contribute, None: neither)."""
     return resolve_agent(state.data, agent, manifest_for(agent), role=role)
+
+
+def agent_prediction(state: DraftState, agent: str, *, role: str | None = DEFAULT_ROLE) -> AgentRun:
+    """The agent as the runtime runs it, for predictions (effective, catalog, dry-run, the
+    playground): an id the draft does not name falls back as in the runtime, never 404."""
+    return agent_run(state.data, agent, manifest_for(agent), role=role)
 
 
 def role_param(raw: str | None) -> str | None:

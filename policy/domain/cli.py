@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from policy.domain.agent_run import AgentRun, agent_run
 from policy.domain.analysis import Analysis, analyze_text
 from policy.domain.builtins import DEFAULT_ROLE, ROLES
 from policy.domain.catalog import catalog_entries, render_catalog
@@ -40,8 +41,6 @@ from policy.domain.resolution import (
     AgentResolution,
     UnknownAgentError,
     effective_json,
-    resolve_agent,
-    resolve_consumer,
 )
 from policy.domain.suites import SuiteError, load_suite, run_suite
 from policy.domain.suites import summary as suite_summary
@@ -279,9 +278,14 @@ def _note_errors(file: str, analysis: Analysis, err: TextIO) -> int:
     return EXIT_NEGATIVE
 
 
-def _resolve(analysis: Analysis, args: argparse.Namespace) -> AgentResolution:
+def _run(analysis: Analysis, args: argparse.Namespace, err: TextIO) -> AgentRun:
+    """The agent as the runtime runs it: an id the policy does not name falls back as there
+    (``agent-resolved`` on stderr)."""
     role = None if args.role == "none" else args.role
-    return resolve_agent(analysis.data, args.agent, args.manifest_data, role=role)
+    run = agent_run(analysis.data, args.agent, args.manifest_data, role=role)
+    for diagnostic in run.diagnostics:
+        err.write(_diagnostic_line(args.file, diagnostic) + "\n")
+    return run
 
 
 def cmd_validate(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
@@ -295,9 +299,15 @@ def cmd_validate(args: argparse.Namespace, analysis: Analysis, out: TextIO, err:
 
 
 def cmd_effective(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
-    resolution = _resolve(analysis, args)
+    run = _run(analysis, args, err)
     # A YAML key may be a date or a number: JSON (and the provenance) spell keys as text.
-    data = jsonable(effective_json(resolution))
+    data = jsonable(
+        {
+            **effective_json(run.resolution),
+            "resolved_agent": run.resolved_agent,
+            "diagnostics": [d.to_dict() for d in run.diagnostics],
+        }
+    )
     if args.format == "json":
         _print_json(data, out)
     else:
@@ -318,7 +328,7 @@ def cmd_effective(args: argparse.Namespace, analysis: Analysis, out: TextIO, err
 
 
 def cmd_catalog(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
-    resolution = _resolve(analysis, args)
+    resolution = _run(analysis, args, err).resolution
     tools = [t for t in resolution.tools if not (args.no_builtins and t.builtin)]
     if args.tool is not None:
         tools = [t for t in tools if t.tool_id == args.tool]
@@ -331,7 +341,8 @@ def cmd_catalog(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: 
 
 
 def cmd_dry_run(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
-    resolution = _resolve(analysis, args)
+    run = _run(analysis, args, err)
+    resolution = run.resolution
     try:
         spec = parse_round_spec(_read_json(args.round, args.max_bytes, "round"))
     except RoundSpecError as exc:
@@ -344,7 +355,7 @@ def cmd_dry_run(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: 
     )
     result = dry_run(spec, resolution, multi_action_mode=mode)
     if args.format == "json":
-        _print_json(result, out)
+        _print_json({**result, "resolved_agent": run.resolved_agent}, out)
     else:
         for line in describe(result):
             out.write(line + "\n")
@@ -405,10 +416,7 @@ def _side(analysis: Analysis, args: argparse.Namespace) -> tuple[Resolver, ModeF
     role = None if args.role == "none" else args.role
 
     def resolver(agent: str) -> AgentResolution | None:
-        try:
-            return resolve_consumer(analysis.data, agent, args.manifest_data, role=role)
-        except UnknownAgentError:
-            return None
+        return agent_run(analysis.data, agent, args.manifest_data, role=role).resolution
 
     modes: dict[str, str | None] = {}
 
@@ -468,16 +476,17 @@ def cmd_test(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: Tex
         suite = load_suite(_read(args.suite, args.max_bytes, "suite"))
     except SuiteError as exc:
         raise UsageError(f"suite {args.suite} is malformed: {exc}") from exc
-    resolver, mode = _side(analysis, args)
-    resolution = resolver(suite.agent)
-    if resolution is None:
-        err.write(f"traitdeck: {args.file} has no agent {suite.agent!r} (nor a default agent)\n")
-        return EXIT_NEGATIVE
-    results = run_suite(suite, resolution, mode=mode(suite.agent))
+    _, mode = _side(analysis, args)
+    role = None if args.role == "none" else args.role
+    run = agent_run(analysis.data, suite.agent, args.manifest_data, role=role)
+    for diagnostic in run.diagnostics:
+        err.write(_diagnostic_line(args.file, diagnostic) + "\n")
+    results = run_suite(suite, run.resolution, mode=mode(suite.agent))
     if args.format == "json":
         _print_json(
             {
                 "agent": suite.agent,
+                "resolved_agent": run.resolved_agent,
                 "cases": [
                     {"name": r.name, "passed": r.passed, "failures": list(r.failures)}
                     for r in results

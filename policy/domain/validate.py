@@ -50,7 +50,37 @@ def validate_policy(
     for key, agent in agents_mapping(data).items():
         own = manifests.get(str(key)) if manifests else None
         _check_agent(reporter, data, key, agent, own or manifest)
+    for key, connections in legacy_agents(data).items():
+        own = manifests.get(str(key)) if manifests else None
+        _check_legacy_agent(reporter, data, key, connections, own or manifest)
     return reporter.diagnostics
+
+
+def legacy_agents(data: Any) -> Mapping[Any, Any]:
+    """The legacy ``tools.agents`` mapping (agent → list of connections), read by the runtime
+    when ``surfaces.as_consumer.agents`` has no entry for the agent it runs."""
+    tools = data.get("tools") if isinstance(data, Mapping) else None
+    agents = tools.get("agents") if isinstance(tools, Mapping) else None
+    return agents if isinstance(agents, Mapping) else {}
+
+
+def _check_legacy_agent(
+    reporter: Reporter, data: Any, key: Any, connections: Any, manifest: Manifest | None
+) -> None:
+    path = ("tools", "agents", key)
+    if not isinstance(connections, list):
+        reporter.error(
+            "shape",
+            path,
+            f"Legacy agent {key!r} must be a list of connections, not {describe(connections)}; "
+            "the runtime loads no configured tool for it.",
+            "Write it as a list: each item one connection mapping (kind, alias, allowed, …).",
+        )
+        return
+    resolution = resolve_agent_key(data, key, manifest)
+    if resolution.loaded_from != key or not resolution.legacy:
+        return  # the runtime reads surfaces.as_consumer.agents for this id: checked there
+    _check_loaded(reporter, data, key, resolution)
 
 
 def _check_agent(
@@ -90,6 +120,11 @@ def _check_agent(
         # The runtime reads another agent's connections for this id: those are checked there.
         _fallback(reporter, key, resolution)
         return
+    _check_loaded(reporter, data, key, resolution)
+
+
+def _check_loaded(reporter: Reporter, data: Any, key: Any, resolution: AgentResolution) -> None:
+    """The connections and tools the runtime loads for the agent ``key``."""
     reached = frozenset(
         candidate
         for tool in resolution.tools
