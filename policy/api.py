@@ -29,6 +29,7 @@ from policy.selectors import (
     agent_resolution,
     draft_state,
     dry_run_mode,
+    role_param,
     text_analysis,
 )
 from policy.services import StaleRevision, draft_replace
@@ -197,10 +198,11 @@ def agent_or_404(state: DraftState, agent: str) -> AgentResolution:
 
 
 @router.get("/agents/{agent}/effective")
-def effective(request: HttpRequest, agent: str) -> Any:
-    """Effective traits of each tool and the layer each key came from (`traitdeck effective`)."""
+def effective(request: HttpRequest, agent: str, role: str | None = None) -> Any:
+    """Effective traits of each tool and the layer each key came from (`traitdeck effective`).
+    `role` (parent, child, none) picks the built-ins, as the CLI's `--role`."""
     # jsonable: a YAML trait key may be a date or a number; JSON keys are text.
-    run = agent_prediction(draft_state(), agent)
+    run = agent_prediction(draft_state(), agent, role=role_param(role))
     return jsonable(
         {
             **effective_json(run.resolution),
@@ -211,12 +213,15 @@ def effective(request: HttpRequest, agent: str) -> Any:
 
 
 @router.get("/agents/{agent}/catalog")
-def catalog(request: HttpRequest, agent: str, format: str = "text") -> Any:
-    """The catalog text the model reads (`text/plain`), or `{"tools": [{"id", "scope"}]}`."""
+def catalog(
+    request: HttpRequest, agent: str, format: str = "text", role: str | None = None
+) -> Any:
+    """The catalog text the model reads (`text/plain`), or `{"tools": [{"id", "scope"}]}`;
+    `role` as for the effective traits."""
     if format not in {"text", "json"}:
         raise HttpError(422, "format must be text or json.")
     # The runtime's list: a tool two connections both load is listed twice, as the model reads it.
-    run = agent_prediction(draft_state(), agent)
+    run = agent_prediction(draft_state(), agent, role=role_param(role))
     tools = run.resolution.listing
     if format == "json":
         return {

@@ -121,7 +121,10 @@ def agent_resolution(
 def agent_prediction(state: DraftState, agent: str, *, role: str | None = DEFAULT_ROLE) -> AgentRun:
     """The agent as the runtime runs it, for predictions (effective, catalog, dry-run, the
     playground): an id the draft does not name falls back as in the runtime, never 404."""
-    return agent_run(state.data, agent, manifest_for(agent), role=role)
+    run = agent_run(state.data, agent, None, role=role)
+    # The tools are the resolved agent's, and so is the manifest of what its code offers.
+    manifest = manifest_for(run.resolved_agent or agent)
+    return run if manifest is None else agent_run(state.data, agent, manifest, role=role)
 
 
 def role_param(raw: str | None) -> str | None:
