@@ -213,9 +213,7 @@ def effective(request: HttpRequest, agent: str, role: str | None = None) -> Any:
 
 
 @router.get("/agents/{agent}/catalog")
-def catalog(
-    request: HttpRequest, agent: str, format: str = "text", role: str | None = None
-) -> Any:
+def catalog(request: HttpRequest, agent: str, format: str = "text", role: str | None = None) -> Any:
     """The catalog text the model reads (`text/plain`), or `{"tools": [{"id", "scope"}]}`;
     `role` as for the effective traits."""
     if format not in {"text", "json"}:
