@@ -14,6 +14,7 @@ from ninja.errors import HttpError
 from accounts.auth import session_auth
 from config.api_io import if_match_revision, read_body, read_json
 from policy.domain.catalog import catalog_entries, render_catalog, render_scope
+from policy.domain.descriptor_write import ExportRefused
 from policy.domain.descriptors import DescriptorError
 from policy.domain.diagnostics import summarize
 from policy.domain.dryrun import dry_run, parse_round_spec
@@ -21,7 +22,12 @@ from policy.domain.edits import as_sentence
 from policy.domain.jsonable import jsonable
 from policy.domain.resolution import AgentResolution, UnknownAgentError, effective_json
 from policy.domain.yaml_io import WEB_MAX_BYTES
-from policy.exporting import draft_export_response
+from policy.exporting import (
+    VersionMissing,
+    descriptor_export,
+    descriptor_response,
+    draft_export_response,
+)
 from policy.importing import import_preview
 from policy.selectors import (
     DraftState,
@@ -187,6 +193,36 @@ def import_policy(request: HttpRequest, dry_run: bool = True, bundle: str | None
 def export_yaml(request: HttpRequest) -> HttpResponse:
     """The draft as the YAML the runtime loads, byte-identical to `traitdeck fmt`."""
     return draft_export_response()
+
+
+@router.post(
+    "/policy/export-into",
+    response={200: None, 404: BundleMissingOut, 413: RefusalOut, 422: RefusalOut},
+    openapi_extra=YAML_BODY,
+)
+def export_into(request: HttpRequest, bundle: str | None = None, version: int | None = None) -> Any:
+    """The KDCube bundles descriptor sent as the body, with the draft (or `version`) written
+    into bundle `bundle` (default: its only bundle with a policy, else its only bundle): only
+    the policy's lines change, comments and formatting stay (`traitdeck export --into`). 422
+    when the draft changed keys outside the policy or the body is not a descriptor; 404 for an
+    unknown bundle or version."""
+    body = read_body(request, content_types=YAML_TYPES, limit=WEB_MAX_BYTES)
+    try:
+        written = descriptor_export(body, bundle=bundle, version=version)
+    except DescriptorError as exc:
+        return descriptor_refusal(exc)
+    except VersionMissing:
+        return Status(404, {"error": f"There is no version {version}.", "policy_bundles": []})
+    except ExportRefused as exc:
+        return Status(
+            422,
+            {
+                "error": f"{as_sentence(str(exc))} Nothing was written.",
+                "diagnostics": [d.to_dict() for d in exc.diagnostics],
+                "summary": summarize(exc.diagnostics),
+            },
+        )
+    return descriptor_response(written)
 
 
 def agent_or_404(state: DraftState, agent: str) -> AgentResolution:

@@ -258,13 +258,26 @@ class _Splicer:
 
     # --- edits --------------------------------------------------------------------------------
 
-    def patch(self, node: Node, old: Any, new: Any, col: int, *, inline: bool) -> None:
+    def patch(
+        self, node: Node, old: Any, new: Any, col: int, *, inline: bool, flow: bool = False
+    ) -> None:
         """Edit ``node`` (holding ``old``) to hold ``new``. ``col``: the column of the key (or
-        ``-``) that owns it; ``inline``: it is a list item written after its ``-``."""
+        ``-``) that owns it; ``inline``: it is a list item written after its ``-``; ``flow``:
+        it is inside a flow collection, where only one-line text fits."""
         if _same(old, new):
             return
         if isinstance(node, ScalarNode) and not isinstance(new, dict | list):
             self.edits.append((node.start_mark.index, node.end_mark.index, _scalar(new, node)))
+            return
+        if isinstance(node, MappingNode | SequenceNode) and (flow or node.flow_style):
+            # Inside a flow collection: values edited in place while its shape stays, so a
+            # trait changed in `{a: {strategy: [x]}}` changes that word only.
+            if self.patch_flow(node, old, new):
+                return
+            self.edits.append((node.start_mark.index, node.end_mark.index, _flow(new)))
+            return
+        if flow:
+            self.edits.append((node.start_mark.index, node.end_mark.index, _flow(new)))
             return
         block = isinstance(node, MappingNode | SequenceNode) and not node.flow_style
         if block and isinstance(node, MappingNode) and isinstance(new, dict):
@@ -273,6 +286,25 @@ class _Splicer:
             self.patch_sequence(node, old, new)
         else:
             self.replace(node, new, col, inline=inline)
+
+    def patch_flow(self, node: Node, old: Any, new: Any) -> bool:
+        """Edit a flow collection's values in place; False when its shape changes."""
+        if isinstance(node, MappingNode) and isinstance(old, dict) and isinstance(new, dict):
+            if list(old) != list(new) or len(node.value) != len(old):
+                return False
+            for key_node, _value in node.value:
+                if not isinstance(key_node, ScalarNode) or key_node.tag.endswith(":merge"):
+                    return False
+            for (_key_node, value_node), key in zip(node.value, old, strict=True):
+                self.patch(value_node, old[key], new[key], 0, inline=False, flow=True)
+            return True
+        if isinstance(node, SequenceNode) and isinstance(old, list) and isinstance(new, list):
+            if len(old) != len(new) or len(node.value) != len(old):
+                return False
+            for item, before, after in zip(node.value, old, new, strict=True):
+                self.patch(item, before, after, 0, inline=False, flow=True)
+            return True
+        return False
 
     def replace(self, node: Node, new: Any, col: int, *, inline: bool) -> None:
         start, end = node.start_mark.index, self.content_end(node)

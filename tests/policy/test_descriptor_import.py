@@ -126,3 +126,59 @@ def test_the_policy_command_imports_a_descriptor_bundle(tmp_path: Any) -> None:
     call_command("policy", "import", str(path), "--bundle", "agent@1", stdout=out, stderr=out)
     assert "imported into the draft" in out.getvalue()
     assert draft_state().revision == 1
+
+
+def _changed(before: str, after: str) -> list[str]:
+    import difflib
+
+    return [
+        line
+        for line in difflib.unified_diff(before.splitlines(), after.splitlines(), n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+
+
+def test_the_api_writes_the_draft_back_into_the_descriptor(api: Client) -> None:
+    assert post_yaml(api, f"{IMPORT}?dry_run=false", DESCRIPTOR).status_code == 200
+    unchanged = post_yaml(api, "/api/v1/policy/export-into", DESCRIPTOR)
+    assert unchanged.status_code == 200
+    assert unchanged.content.decode() == DESCRIPTOR
+    assert unchanged["X-Bundle"] == "agent@1"
+    edited = DESCRIPTOR.replace("strategy: [bogus]", "strategy: [exploration]")
+    assert post_yaml(api, f"{IMPORT}?dry_run=false", edited).status_code == 200
+    written = post_yaml(api, "/api/v1/policy/export-into", DESCRIPTOR).content.decode()
+    assert written == edited
+    assert len(_changed(DESCRIPTOR, written)) == 2
+
+
+def test_the_api_refuses_a_draft_that_changed_keys_outside_the_policy(api: Client) -> None:
+    props = "react: {main: {x: 1}}\nsurfaces: {as_consumer: {agents: {main: {tools: []}}}}\n"
+    assert post_yaml(api, f"{IMPORT}?dry_run=false", props).status_code == 200
+    response = post_yaml(api, "/api/v1/policy/export-into", DESCRIPTOR)
+    assert response.status_code == 422
+    assert "react" in response.json()["error"]
+    assert response.json()["diagnostics"][0]["code"] == "outside-owned"
+
+
+def test_the_api_answers_404_for_an_unknown_bundle_or_version(api: Client) -> None:
+    assert post_yaml(api, "/api/v1/policy/export-into?bundle=x", DESCRIPTOR).status_code == 404
+    assert post_yaml(api, "/api/v1/policy/export-into?version=9", DESCRIPTOR).status_code == 404
+
+
+def test_the_page_downloads_the_descriptor_with_the_draft_written_in(
+    admin_client: Client,
+) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    edited = DESCRIPTOR.replace("strategy: [bogus]", "strategy: [neutral]")
+    admin_client.post("/policy/import/", {"op": "apply", "text": edited, "base_revision": "0"})
+    assert admin_client.get("/policy/export/descriptor/").status_code == 200
+    upload = SimpleUploadedFile("bundles.yaml", DESCRIPTOR.encode(), "application/yaml")
+    response = admin_client.post("/policy/export/descriptor/", {"file": upload, "bundle": ""})
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="bundles.yaml"'
+    assert response.content.decode() == edited
+    upload = SimpleUploadedFile("bundles.yaml", DESCRIPTOR.encode(), "application/yaml")
+    response = admin_client.post("/policy/export/descriptor/", {"file": upload, "bundle": "x"})
+    assert response.status_code == 404
+    assert "no bundle" in response.content.decode()
