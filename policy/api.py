@@ -21,6 +21,7 @@ from policy.domain.dryrun import dry_run, parse_round_spec
 from policy.domain.edits import as_sentence
 from policy.domain.jsonable import jsonable
 from policy.domain.resolution import AgentResolution, UnknownAgentError, effective_json
+from policy.domain.tools_unknown import render_unseen, unseen_tools
 from policy.domain.yaml_io import WEB_MAX_BYTES
 from policy.exporting import (
     VersionMissing,
@@ -243,6 +244,7 @@ def effective(request: HttpRequest, agent: str, role: str | None = None) -> Any:
         {
             **effective_json(run.resolution),
             "resolved_agent": run.resolved_agent,
+            "unseen_tools": [entry.as_json() for entry in unseen_tools(run.resolution)],
             "diagnostics": [d.to_dict() for d in run.diagnostics],
         }
     )
@@ -260,6 +262,9 @@ def catalog(request: HttpRequest, agent: str, format: str = "text", role: str | 
     if format == "json":
         return {
             "resolved_agent": run.resolved_agent,
+            "unseen_tools": [
+                {**entry.as_json(), "scope": entry.scope} for entry in unseen_tools(run.resolution)
+            ],
             "tools": [
                 {
                     "id": t.tool_id,
@@ -268,7 +273,7 @@ def catalog(request: HttpRequest, agent: str, format: str = "text", role: str | 
                 for t in tools
             ],
         }
-    text = render_catalog(catalog_entries(tools))
+    text = render_catalog(catalog_entries(tools)) + render_unseen(unseen_tools(run.resolution))
     return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
 

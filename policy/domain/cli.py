@@ -44,6 +44,7 @@ from policy.domain.resolution import (
 )
 from policy.domain.suites import SuiteError, load_suite, run_suite
 from policy.domain.suites import summary as suite_summary
+from policy.domain.tools_unknown import render_unseen, unseen_tools
 from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
 
 EXIT_OK = 0
@@ -305,6 +306,7 @@ def cmd_effective(args: argparse.Namespace, analysis: Analysis, out: TextIO, err
         {
             **effective_json(run.resolution),
             "resolved_agent": run.resolved_agent,
+            "unseen_tools": [entry.as_json() for entry in unseen_tools(run.resolution)],
             "diagnostics": [d.to_dict() for d in run.diagnostics],
         }
     )
@@ -324,6 +326,10 @@ def cmd_effective(args: argparse.Namespace, analysis: Analysis, out: TextIO, err
             if tool["execution_design"]:
                 design = json.dumps(tool["execution_design"], ensure_ascii=False)
                 out.write(f"    execution design: {design}\n")
+        for unseen in data["unseen_tools"]:
+            strategy = ", ".join(unseen["traits"].get("strategy", ["unknown"]))
+            early = "starts early" if unseen["early"] else "after generation"
+            out.write(f"{unseen['pattern']}  [{strategy}]  {early}  ({unseen['tools']})\n")
     return _note_errors(args.file, analysis, err)
 
 
@@ -337,6 +343,8 @@ def cmd_catalog(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: 
             return EXIT_NEGATIVE
     listing = [t for t in resolution.listing if t in tools]
     out.write(render_catalog(catalog_entries(listing)))
+    if args.tool is None:
+        out.write(render_unseen(unseen_tools(resolution)))
     return _note_errors(args.file, analysis, err)
 
 

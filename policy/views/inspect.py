@@ -22,6 +22,7 @@ from policy.domain.cli import json_text
 from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
 from policy.domain.overseer import DEFAULT_MAX_ACTIONS, FINAL_ACTIONS
 from policy.domain.resolution import AgentResolution, EffectiveTool, UnknownAgentError
+from policy.domain.tools_unknown import unseen_tools
 from policy.domain.traits import normalize_traits, resolved_strategy
 from policy.selectors import (
     agent_prediction,
@@ -96,6 +97,7 @@ def effective_view(request: HttpRequest, agent: str) -> HttpResponse:
             "agent": resolution.agent,
             "configured": [row for row in rows if not row.tool.builtin],
             "builtins": [row for row in rows if row.tool.builtin],
+            "unseen": [entry.as_json() for entry in unseen_tools(resolution)],
             "role": role or "none",
         },
     )

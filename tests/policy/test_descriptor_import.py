@@ -182,3 +182,36 @@ def test_the_page_downloads_the_descriptor_with_the_draft_written_in(
     response = admin_client.post("/policy/export/descriptor/", {"file": upload, "bundle": "x"})
     assert response.status_code == 404
     assert "no bundle" in response.content.decode()
+
+
+UNSEEN = """\
+surfaces:
+  as_consumer:
+    agents:
+      main:
+        tools:
+          - {kind: mcp, server_id: k, alias: knowledge, allowed: ['*'],
+             tool_traits: {'*': {strategy: [exploration]}}}
+"""
+
+
+def test_a_connection_whose_tools_are_unseen_shows_as_every_tool_the_server_lists(
+    api: Client,
+) -> None:
+    body = post_yaml(api, f"{IMPORT}?dry_run=false", UNSEEN).json()
+    assert body["summary"]["errors"] == 0  # publishing is not blocked
+    assert [d["code"] for d in body["diagnostics"]].count("tools-unknown") == 1
+    effective = api.get("/api/v1/agents/main/effective").json()
+    assert effective["unseen_tools"] == [
+        {
+            "pattern": "mcp.knowledge.*",
+            "tools": "every tool the server lists",
+            "traits": {"strategy": ["exploration"]},
+            "early": False,
+        }
+    ]
+    text = api.get("/api/v1/agents/main/catalog").content.decode()
+    assert "[*] mcp.knowledge.*  (every tool the server lists" in text
+    page = api.get("/policy/agents/main/effective/").content.decode()
+    assert "mcp.knowledge.*" in page
+    assert "every tool the server lists" in page
