@@ -141,6 +141,8 @@ def export_into_descriptor(
         node = node[key]
     node[location[-1]] = new_owned
     root = yaml.compose(text, Loader=yaml.SafeLoader)
+    if root is None:  # not reachable: a descriptor is a mapping
+        raise DescriptorError("malformed", "the descriptor is empty")
     out = _Splicer(text).result(root, loaded.data, expected)
     if out is None:
         target = (*ITEMS, item.index, *location)
@@ -181,7 +183,8 @@ class _Splicer:
 
     def whole(self, root: Node, target: Path, old: Any, new: Any) -> str | None:
         """Write the node at ``target`` (or its nearest existing ancestor) out whole."""
-        node, value_old, col, path = root, old, 0, ()
+        node, value_old, col = root, old, 0
+        path: Path = ()
         for key in target:
             child = _child(node, key)
             if child is None or not isinstance(value_old, Mapping | list):
@@ -406,9 +409,11 @@ def _child(node: Node, key: Any) -> Node | None:
     if isinstance(node, MappingNode):
         for key_node, value_node in node.value:
             if isinstance(key_node, ScalarNode) and key_node.value == key:
-                return value_node
+                found: Node = value_node
+                return found
     if isinstance(node, SequenceNode) and isinstance(key, int) and key < len(node.value):
-        return node.value[key]
+        item: Node = node.value[key]
+        return item
     return None
 
 
