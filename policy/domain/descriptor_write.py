@@ -21,7 +21,6 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from policy.domain.descriptors import (
-    CONFIG,
     ITEMS,
     BundleItem,
     DescriptorError,
@@ -85,15 +84,6 @@ def _choose(data: Any, bundle: str | None) -> BundleItem:
     raise DescriptorError(kind, f"name the bundle to write into with --bundle ({listed})")
 
 
-def _location(item: BundleItem) -> Path:
-    """``(container, *path)``: where the item's owned subtree is, or will be created."""
-    props = item.props or {}
-    path = owned_path(props)
-    if item.sources.get(path[0]) is not None and path[0] in props:
-        return (item.sources[path[0]], *path)
-    return (CONFIG, *path)
-
-
 def _refusal(code: str, message: str, hint: str) -> ExportRefused:
     return ExportRefused(message, [Diagnostic(Severity.ERROR, code, "", None, None, message, hint)])
 
@@ -131,7 +121,7 @@ def export_into_descriptor(
             message,
             "Edit those keys in the descriptor itself, or import the descriptor again.",
         )
-    location = _location(item)
+    location = item.owned_location
     new_owned = copy.deepcopy(_get(draft, owned_path(draft)))
     expected = copy.deepcopy(loaded.data)
     node: Any = _get(expected, (*ITEMS, item.index))

@@ -78,6 +78,13 @@ class BundleItem:
         return owned_path(self.props or {})
 
     @property
+    def owned_location(self) -> Path:
+        """``(container, *path)``: where in the item the owned subtree is (or will be created):
+        ``props`` when ``props`` holds its top-level key, else ``config``."""
+        path = self.owned
+        return (self.sources.get(path[0], CONFIG) if self.props else CONFIG, *path)
+
+    @property
     def has_policy(self) -> bool:
         """The props hold an agents mapping where the runtime reads one."""
         return carries_policy(self.props)
