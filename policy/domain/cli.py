@@ -529,7 +529,13 @@ def run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.manifest_data = _manifest(args)
-        analysis = _analyze(args.file, args, args.bundle)
+        try:
+            analysis = _analyze(args.file, args, args.bundle)
+        except DescriptorError as exc:
+            if args.command != "export" or exc.kind != "props-with-bundle":
+                raise
+            # export's --bundle names the bundle of --into; POLICY may be plain bundle props.
+            analysis = _analyze(args.file, args, None)
         if analysis.refused and args.command != "validate":
             return _print_refused(args.file, analysis, err)
         return COMMANDS[args.command](args, analysis, out, err)
