@@ -125,3 +125,16 @@ def test_export_refuses_a_policy_that_changed_keys_outside_its_subtree(
     assert "[outside-owned]" in err
     assert "ui.x" in err
     assert files["one.yaml"].read_text() == DESCRIPTOR  # nothing was written
+
+
+def test_replay_json_names_the_agent_each_id_ran_as(files: dict[str, Path], tmp_path: Path) -> None:
+    rounds = tmp_path / "rounds.jsonl"
+    lines = [
+        {"agent": agent, "turn_id": "t", "iteration": 0, "actions": []}
+        for agent in ("main", "helper")
+    ]
+    rounds.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    argv = ["replay", str(files["one.yaml"]), "--rounds", str(rounds), "--format", "json"]
+    code, out, err = _cli(*argv)
+    assert code == 0, err
+    assert json.loads(out)["resolved_agents"] == {"main": "main", "helper": "main"}
