@@ -65,4 +65,5 @@ urlpatterns = [
     path("versions/<int:number>/rollback/", versions.rollback_view, name="rollback"),
     path("diff/", versions.diff_view, name="diff"),
     path("export.yaml", transfer.export_view, name="export"),
+    path("export/descriptor/", transfer.export_descriptor_view, name="export-descriptor"),
 ]

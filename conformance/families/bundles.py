@@ -1,283 +1,211 @@
-"""Seeded random bundles that write files — ``react.write``, ``react.patch``, renderers
-(``rendering_tools.write_*``) and code execution with contract filenames — so the runtime's
-cross-action causality checks (same-file collision, a renderer reading a file of the same round)
-are exercised: paths equal in another case, with ``/`` or as ``conv:fi:`` references, renders of
-``ref:`` files written in this round (earlier or later in the bundle) or in an earlier one.
+"""KDCube's own example bundle descriptors (``examples/bundles/*/config/bundles.template.yaml``):
+what the runtime's file-backed descriptor store reads from each, and for every bundle carrying a
+policy and every agent of it (plus one id it does not name) the model-facing tools in order, their
+traits, early eligibility and Scope blocks — against Traitdeck reading the same descriptor text.
 
-Two kinds of case:
-
-- ``round``: the whole round pipeline (``conformance.round_driver``) against Traitdeck's dry-run,
-  compared as the ``rounds`` family compares;
-- ``bundle``: the runtime's ``_prepare_safe_multi_action_bundle`` called directly, with
-  ``allow_single_exec_with_code`` on or off (a round file has no code channel, so only here can
-  the one code-execution call of a bundle stay and count its contract files), against
-  :func:`policy.domain.backstop.backstop`.
+The descriptors are stored beside the fixture (``fixtures/bundles/``) with the runtime commit and
+KDCube's MIT licence notice, so the comparison runs without the runtime present. A few small
+descriptors written here cover the odd shapes the store handles its own way.
 """
 
 from __future__ import annotations
 
-import asyncio
-import copy
-import random
+import json
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from conformance.families import rounds
+import yaml
+
+from conformance import fixtures
 
 NAME = "bundles"
-MIN_CASES = 700
-SEED = 20261202
-ROUNDS_PER_POLICY = 260
-BUNDLES_PER_POLICY = 120
+MIN_CASES = 10
+EXAMPLES = "kdcube_ai_app/apps/chat/sdk/examples/bundles"
+INPUTS = fixtures.FIXTURES / NAME
+#: An agent id no example names: the runtime falls back to a default agent.
+UNNAMED_AGENT = "not-named-agent"
+ROLE = "parent"
 
-RENDERERS = [
-    "rendering_tools.write_pptx",
-    "rendering_tools.write_pdf",
-    "rendering_tools.write_docx",
-]
-EXEC = "exec_tools.execute_code_python"
+_AGENTS = json.dumps({"surfaces": {"as_consumer": {"agents": {"main": {"tools": []}}}}})
+#: Odd descriptors: (name, text). Each is read by the store and by Traitdeck.
+ODD: tuple[tuple[str, str], ...] = (
+    (
+        "odd-items",
+        "bundles:\n  items:\n    - just text\n    - {config: " + _AGENTS + "}\n"
+        "    - {id: g, git_url: x, config: " + _AGENTS + "}\n"
+        "    - {id: ' b ', config: " + _AGENTS + "}\n"
+        "    - {id: b}\n    - {id: '', config: " + _AGENTS + "}\n",
+    ),
+    (
+        "config-and-props",
+        "bundles:\n  items:\n    - id: a\n      config:\n        ui: {x: 1}\n"
+        "        surfaces: {as_consumer: {agents: {main: {tools: []}}}}\n"
+        "      props:\n        surfaces: {as_consumer: {agents: {helper: {tools: []}}}}\n",
+    ),
+    ("props-only", "bundles:\n  items:\n    - id: a\n      props: " + _AGENTS + "\n"),
+    (
+        "repeated-id-later-props",
+        "bundles:\n  items:\n    - {id: a, config: " + _AGENTS + "}\n"
+        "    - {id: a, config: {tools: {agents: {default_agent: []}}}}\n",
+    ),
+    ("top-level-items", "items:\n  - {id: a, config: " + _AGENTS + "}\n"),
+    ("bundles-not-mapping", "bundles: [1, 2]\n"),
+    ("items-not-list", "bundles: {items: {id: a}}\n"),
+    (
+        "legacy-shape",
+        "bundles:\n  items:\n    - id: a\n      config:\n        tools:\n"
+        "          agents:\n            default_agent:\n              - {kind: python, alias: t, "
+        "ref: t.py, allowed: [a], tool_traits: {a: {strategy: [exploration]}}}\n",
+    ),
+)
 
 
-def _agents(renderer_strategy: str) -> dict[str, Any]:
+def _owned(props: Any) -> dict[str, Any]:
+    """What the runtime's tool config reads from stored props: both places an agent map lives."""
+
+    def get(*keys: str) -> Any:
+        node = props
+        for key in keys:
+            if not isinstance(node, Mapping) or key not in node:
+                return None
+            node = node[key]
+        return node
+
     return {
-        "surfaces": {
-            "as_consumer": {
-                "agents": {
-                    "main": {
-                        "tools": [
-                            {
-                                "kind": "python",
-                                "module": "kdcube_ai_app.apps.chat.sdk.tools.rendering_tools",
-                                "alias": "rendering_tools",
-                                "allowed": ["write_pptx", "write_pdf", "write_docx"],
-                                "tool_traits": {
-                                    "*": {"strategy": [renderer_strategy]},
-                                    "write_docx": {"strategy": ["exploitation"]},
-                                },
-                            },
-                            {
-                                "kind": "python",
-                                "module": "kdcube_ai_app.apps.chat.sdk.tools.exec_tools",
-                                "alias": "exec_tools",
-                                "allowed": ["execute_code_python"],
-                                "tool_traits": {
-                                    "execute_code_python": {"strategy": ["exploitation"]}
-                                },
-                            },
-                        ]
-                    }
-                }
-            }
-        }
+        "as_consumer_agents": get("surfaces", "as_consumer", "agents"),
+        "legacy_agents": get("tools", "agents"),
     }
 
 
-#: Name → ``{"policy": …, "manifest": {…}}`` (the shape of ``conformance.round_policies``).
-POLICIES: dict[str, dict[str, Any]] = {
-    "files": {"policy": _agents("exploitation"), "manifest": {}},
-    "files_neutral": {"policy": _agents("neutral"), "manifest": {}},
-}
-
-PATHS = [
-    "a.md",
-    "A.md",
-    "/a.md",
-    " a.md ",
-    "b.md",
-    "B.MD",
-    "turn_1/files/a.md",
-    "Turn_1/Files/A.md",
-    "conv:fi:conv_c.turn_1.files/a.md",
-    "conv:fi:conv_c.turn_1.files/A.MD",
-    "deck.pptx",
-    "Deck.PPTX",
-    "out.csv",
-    "",
-]
-#: Files no action of a bundle writes: a render of one reads a file of an earlier round.
-EARLIER = ["old/notes.md", "turn_0/files/summary.md"]
+def _agent_ids(props: Any) -> list[str]:
+    owned = _owned(props)
+    ids = [str(k) for k in owned["as_consumer_agents"] or {}]
+    ids += [str(k) for k in owned["legacy_agents"] or {} if str(k) not in ids]
+    return [*ids, UNNAMED_AGENT]
 
 
-def _content(rng: random.Random) -> str:
-    roll = rng.random()
-    if roll < 0.55:
-        return "ref:" + rng.choice(PATHS[:-1])
-    if roll < 0.70:
-        return "ref:" + rng.choice(EARLIER)
-    return rng.choice(["# plain text", "REF:a.md", " ref:a.md", "ref:", "a.md"])
+def _canonical(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
 
 
-def _path(rng: random.Random) -> Any:
-    return rng.choice(PATHS) if rng.random() < 0.95 else rng.choice([None, 5])
+# ----- the runtime's side ------------------------------------------------------------------
+def _store_props(rt: Any, text: str) -> dict[str, Any]:
+    """bundle id → stored props, as KDCube's file-backed store reads the descriptor (examples
+    enabled: the deployment setting that would hide the example bundles is not Traitdeck's)."""
+    import importlib
+
+    store_module = importlib.import_module("kdcube_ai_app.infra.plugin.bundle_store")
+    store_module._examples_enabled = lambda: True
+    cls = store_module._FileBundleDescriptorStore
+    payload = yaml.safe_load(text) or {}
+    loaded = cls._registry_from_payload(object.__new__(cls), payload)
+    if loaded is None:
+        return {}
+    registry, props_map = loaded
+    return {bid: props_map.get(bid) or {} for bid in registry.bundles}
 
 
-def _file_action(rng: random.Random, unique: list[int], *, exec_ok: bool) -> dict[str, Any]:
-    roll = rng.random()
-    if roll < 0.30:
-        content = rng.choice(["text", "ref:" + rng.choice(PATHS[:-1])])
-        params = {"path": _path(rng), "channel": "canvas", "content": content, "kind": "display"}
-        return {"action": "call_tool", "tool_id": "react.write", "params": params}
-    if roll < 0.45:
-        params = {"path": _path(rng), "channel": "canvas", "patch": "@@ -1 +1 @@", "kind": "edit"}
-        return {"action": "call_tool", "tool_id": "react.patch", "params": params}
-    if roll < 0.75:
-        params = {"path": _path(rng), "content": _content(rng)}
-        return {"action": "call_tool", "tool_id": rng.choice(RENDERERS), "params": params}
-    if roll < 0.85 and exec_ok:
-        # One contract file that may collide, and at most one more no other action writes: the
-        # runtime walks a set here, so two colliding files would make its answer hash-dependent.
-        contract: Any = [{"name": "r", "filename": rng.choice(PATHS[:-1])}]
-        if rng.random() < 0.4:
-            unique[0] += 1
-            contract.append({"name": "u", "filename": f"unique_{unique[0]}.txt"})
-        if rng.random() < 0.08:
-            contract = rng.choice([{"filename": "a.md"}, [], "a.md"])
-        return {"action": "call_tool", "tool_id": EXEC, "params": {"contract": contract}}
-    if roll < 0.90:
-        return {"action": "call_tool", "tool_id": "react.plan", "params": {}}
-    if roll < 0.94:
-        return {"action": "call_tool", "tool_id": "react.read", "params": {"paths": ["a.md"]}}
-    return {"action": rng.choice(["complete", "exit"]), "final_answer": "done"}
+def _runtime_agent(rt: Any, props: Mapping[str, Any], agent: str) -> list[dict[str, Any]]:
+    from conformance.families.catalog import scope_blocks
+    from conformance.runtime_policy import agent_adapters
 
-
-def _execs(actions: list[dict[str, Any]]) -> int:
-    return sum(1 for a in actions if a.get("tool_id") == EXEC)
-
-
-def generate() -> list[dict[str, Any]]:
-    rng = random.Random(SEED)
-    unique = [0]
-    inputs: list[dict[str, Any]] = []
-    for policy_name in POLICIES:
-        for n in range(ROUNDS_PER_POLICY):
-            size = rng.choice([2, 2, 3, 3, 4])
-            first = [_file_action(rng, unique, exec_ok=True) for _ in range(size)]
-            attempts = [first]
-            if rng.random() < 0.12:
-                again = copy.deepcopy(first)
-                rng.shuffle(again)
-                attempts.append(again)
-            spec: dict[str, Any] = {
-                "turn_id": "turn-1",
-                "iteration": rng.randint(0, 2),
-                "attempts": attempts,
-            }
-            cap = rng.choice([None, 3, 3, 4, 4, 0, 1])
-            if cap is not None:
-                spec["max_actions"] = cap
-            inputs.append(
-                {
-                    "id": f"round-{policy_name}-{n}",
-                    "kind": "round",
-                    "policy": policy_name,
-                    "round": spec,
-                    "multi_action_mode": rng.choice(["on", "on", "on", "safe_fanout", "off"]),
-                }
-            )
-        for n in range(BUNDLES_PER_POLICY):
-            size = rng.choice([2, 3, 3, 4])
-            bundle = [_file_action(rng, unique, exec_ok=True) for _ in range(size)]
-            if rng.random() < 0.5 and not _execs(bundle):
-                unique[0] += 1
-                bundle[rng.randrange(size)] = {
-                    "action": "call_tool",
-                    "tool_id": EXEC,
-                    "params": {
-                        "contract": [
-                            {"name": "r", "filename": rng.choice(PATHS[:-1])},
-                            {"name": "u", "filename": f"unique_{unique[0]}.txt"},
-                        ]
-                    },
-                }
-            inputs.append(
-                {
-                    "id": f"bundle-{policy_name}-{n}",
-                    "kind": "bundle",
-                    "policy": policy_name,
-                    "bundle": bundle,
-                    "max_actions": rng.choice([None, 3, 4, 4]),
-                    "exec_code_complete": rng.random() < 0.8,
-                }
-            )
-    return inputs
-
-
-async def _runtime_bundle(rt: Any, adapters: list[dict[str, Any]], case: dict[str, Any]) -> Any:
-    from conformance import round_driver
-
-    s = round_driver.solver(rt, max_actions=case["max_actions"], mode="on")
-    accepted: list[int] = []
-    _kept, error, extra = await s._prepare_safe_multi_action_bundle(
-        bundle=[round_driver.decision_of(a) for a in case["bundle"]],
-        adapters_by_id=s._adapters_index(adapters),
-        allow_single_exec_with_code=case["exec_code_complete"],
-        prevalidated_action_indices=set(),
-        accepted_action_indices_out=accepted,
+    adapters = agent_adapters(rt, props, agent, manifest={}, role=ROLE)
+    catalog = rt.layout.build_tool_catalog(adapters) + rt.react_call.get_react_tools_catalog(
+        subagent_role=ROLE
     )
-    extra = extra or {}
-    return {
-        "accepted": accepted,
-        "final_index": extra.get("final_index"),
-        "error": error,
-        "rejected": [
-            {"index": r["index"], "code": r["code"], "extra": r.get("extra") or {}}
-            for r in extra.get("rejected") or []
-        ],
-    }
+    scopes = scope_blocks(rt.layout.build_tools_block(catalog, header="X"))
+    out = []
+    for entry, scope in zip(catalog, scopes, strict=True):
+        traits = dict(entry.get("tool_traits") or {})
+        early = bool(
+            rt.traits.strategy_values(traits) == {"neutral"}
+            and rt.traits.executes_parallel_on_tool_call_complete(traits)
+        )
+        out.append(
+            {"id": entry.get("id"), "traits": traits, "early": early, "scope": scope["scope"]}
+        )
+    return out
+
+
+def _inputs(rt: Any) -> list[tuple[str, str]]:
+    """(name, text) of every descriptor: the runtime's examples, stored as fixture inputs."""
+    INPUTS.mkdir(parents=True, exist_ok=True)
+    out = []
+    for path in sorted((rt.src / EXAMPLES).glob("*/config/bundles.template.yaml")):
+        name = f"{path.parent.parent.name}.yaml"
+        text = path.read_text(encoding="utf-8")
+        (INPUTS / name).write_text(text, encoding="utf-8")
+        out.append((name, text))
+    licence = (rt.src / "LICENSE").read_text(encoding="utf-8")
+    (INPUTS / "LICENSE").write_text(licence, encoding="utf-8")
+    (INPUTS / "README.md").write_text(
+        "# KDCube's example bundle descriptors\n\n"
+        f"Copied unchanged from `{fixtures.RUNTIME_REPO}` at commit `{rt.commit}`, path\n"
+        f"`app/ai-app/src/kdcube-ai-app/{EXAMPLES}/<bundle>/config/bundles.template.yaml`\n"
+        "(the file is named after the bundle directory), by `python -m conformance.record "
+        "bundles`.\nThey are KDCube's, under its MIT licence: see `LICENSE` in this directory.\n",
+        encoding="utf-8",
+    )
+    return out
 
 
 def record(rt: Any) -> list[dict[str, Any]]:
-    from conformance import round_driver, runtime_policy
-
-    adapters = {
-        name: runtime_policy.agent_adapters(rt, p["policy"], "main", manifest=p["manifest"])
-        for name, p in POLICIES.items()
-    }
-    cases = []
-    for case in generate():
-        if case["kind"] == "round":
-            rows = round_driver.drive_round(
-                rt, adapters[case["policy"]], case["round"], case["multi_action_mode"]
-            )
-            answer: Any = [rounds.answer_from_rows(attempt) for attempt in rows]
-        else:
-            answer = asyncio.run(_runtime_bundle(rt, adapters[case["policy"]], case))
+    cases: list[dict[str, Any]] = []
+    texts = [*_inputs(rt), *ODD]
+    for name, text in texts:
+        stored = _store_props(rt, text)
+        source = {"file": name} if name.endswith(".yaml") else {"text": text}
         cases.append(
             {
-                "id": case["id"],
-                "input": {k: v for k, v in case.items() if k != "id"},
-                "runtime": answer,
+                "id": f"loader-{name}",
+                "input": {"kind": "loader", **source},
+                "runtime": _canonical({bid: _owned(p) for bid, p in stored.items()}),
             }
         )
+        for bundle_id, props in stored.items():
+            owned = _owned(props)
+            if owned["as_consumer_agents"] is None and owned["legacy_agents"] is None:
+                continue
+            for agent in _agent_ids(props):
+                cases.append(
+                    {
+                        "id": f"agent-{name}-{bundle_id}-{agent}",
+                        "input": {"kind": "agent", **source, "bundle": bundle_id, "agent": agent},
+                        "runtime": _canonical(_runtime_agent(rt, props, agent)),
+                    }
+                )
     return cases
 
 
-def predict(case: dict[str, Any]) -> Any:
-    from policy.domain.backstop import backstop
-    from policy.domain.dryrun import dry_run, parse_round_spec
-    from policy.domain.manifest import parse_manifest
-    from policy.domain.resolution import resolve_agent
-    from policy.domain.round_policy import RoundPolicy
+# ----- Traitdeck's side ----------------------------------------------------------------------
+def descriptor_text(case: Mapping[str, Any]) -> str:
+    """The descriptor a case reads (a stored example, or the case's own text)."""
+    if "file" in case:
+        return Path(INPUTS / case["file"]).read_text(encoding="utf-8")
+    return str(case["text"])
 
-    entry = POLICIES[case["policy"]]
-    resolution = resolve_agent(entry["policy"], "main", parse_manifest(entry["manifest"]))
-    if case["kind"] == "round":
-        spec = parse_round_spec(case["round"])
-        return rounds.project(
-            dry_run(spec, resolution, multi_action_mode=case["multi_action_mode"])
-        )
-    bundle = parse_round_spec({"turn_id": "t", "iteration": 0, "actions": case["bundle"]})
-    result = backstop(
-        bundle.attempts[0],
-        RoundPolicy.of(resolution.tools),
-        max_actions=case["max_actions"],
-        exec_code_complete=case["exec_code_complete"],
+
+def predict(case: dict[str, Any]) -> Any:
+    from policy.domain.catalog import scope_lines
+    from policy.domain.descriptors import descriptor_items, read_policy_text
+    from policy.domain.resolution import resolve_consumer
+    from policy.domain.yaml_io import CLI_MAX_BYTES, load_document
+
+    text = descriptor_text(case)
+    if case["kind"] == "loader":
+        data = load_document(text, max_bytes=CLI_MAX_BYTES).data
+        return _canonical({i.bundle_id: _owned(i.props or {}) for i in descriptor_items(data)})
+    read = read_policy_text(text, bundle=case["bundle"], max_bytes=CLI_MAX_BYTES)
+    resolution = resolve_consumer(read.loaded.data, case["agent"], None, role=ROLE)
+    return _canonical(
+        [
+            {
+                "id": tool.tool_id,
+                "traits": tool.normalized_traits,
+                "early": tool.early,
+                "scope": scope_lines(tool),
+            }
+            for tool in resolution.listing
+        ]
     )
-    return {
-        "accepted": result.accepted,
-        "final_index": result.final_index,
-        "error": result.error,
-        "rejected": [
-            {"index": index, "code": code, "extra": extra}
-            for index, (code, extra) in result.rejected.items()
-        ],
-    }

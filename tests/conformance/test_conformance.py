@@ -76,7 +76,7 @@ def test_the_verdicts_only_path_agrees_with_the_runtime_on_every_round() -> None
 
 def test_the_verdicts_only_path_agrees_with_the_runtime_on_every_file_writing_round() -> None:
     """``decide`` against the runtime's recorded file-writing rounds (the causality checks)."""
-    from conformance.families import bundles
+    from conformance.families import files
     from policy.domain.decide import Outcome, decide
     from policy.domain.dryrun import parse_round_spec
     from policy.domain.manifest import parse_manifest
@@ -87,9 +87,9 @@ def test_the_verdicts_only_path_agrees_with_the_runtime_on_every_file_writing_ro
         name: RoundPolicy.of(
             resolve_agent(entry["policy"], "main", parse_manifest(entry["manifest"])).tools
         )
-        for name, entry in bundles.POLICIES.items()
+        for name, entry in files.POLICIES.items()
     }
-    cases = [c for c in fixtures.read("bundles")["cases"] if c["input"]["kind"] == "round"]
+    cases = [c for c in fixtures.read("files")["cases"] if c["input"]["kind"] == "round"]
     disagree = []
     for case in cases:
         given = case["input"]
