@@ -4,8 +4,8 @@ disagreements in words (:mod:`observe.domain.drift`).
 
 It runs after the batch is stored (its own short transaction, one UPDATE per batch), so a
 failure here never loses an event: the round stays unchecked and the error is logged. Versions
-are parsed and resolved once per process (a version never changes); manifests are the agents'
-current ones.
+are parsed and resolved once per process (a version never changes, nor do the manifests it was
+published with).
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from observe.models import Round
 from policy.domain.multi_action import profile_mode
 from policy.domain.resolution import UnknownAgentError, resolve_consumer
 from policy.domain.round_policy import RoundPolicy
-from policy.selectors import manifest_for
-from policy.versions import version_data, version_get, version_index
+from policy.versions import version_data, version_get, version_index, version_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +41,7 @@ def _version_policy(number: int, agent: str) -> tuple[RoundPolicy, str | None]:
         return _NO_TOOLS, None
     data = version_data(found)
     try:
-        policy = RoundPolicy.of(resolve_consumer(data, agent, manifest_for(agent)).tools)
+        policy = RoundPolicy.of(resolve_consumer(data, agent, version_manifest(found, agent)).tools)
     except UnknownAgentError:
         policy = _NO_TOOLS
     return policy, profile_mode(data, agent, None)

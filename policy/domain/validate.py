@@ -26,6 +26,7 @@ from policy.domain.multi_action import multi_action_enabled, profile_mode
 from policy.domain.paths import AGENTS
 from policy.domain.resolution import AgentResolution, agents_mapping, resolve_agent_key
 from policy.domain.source import SourceMap
+from policy.domain.validate_discovery import ServerFacts, check_discovered
 from policy.domain.validate_keys import check_design_entries, check_namespaces, check_trait_keys
 from policy.domain.validate_report import Reporter, close_match, describe, shape_list
 from policy.domain.validate_tools import check_tools, untypeable
@@ -37,21 +38,28 @@ def validate_policy(
     manifest: Manifest | None = None,
     *,
     manifests: Mapping[str, Manifest] | None = None,
+    servers: ServerFacts | None = None,
 ) -> list[Diagnostic]:
     """Every content diagnostic of the document, for every agent, in document order per agent.
 
     ``manifest`` applies to every agent (the CLI's ``--manifest``); ``manifests`` gives each
     agent its own (the editor stores one per agent) and wins for the agents it names.
+    ``servers``: what the operator set per MCP server id (trusted, discovery source).
     """
     reporter = Reporter(source)
     for key, agent in agents_mapping(data).items():
         own = manifests.get(str(key)) if manifests else None
-        _check_agent(reporter, data, key, agent, own or manifest)
+        _check_agent(reporter, data, key, agent, own or manifest, servers)
     return reporter.diagnostics
 
 
 def _check_agent(
-    reporter: Reporter, data: Any, key: Any, agent: Any, manifest: Manifest | None
+    reporter: Reporter,
+    data: Any,
+    key: Any,
+    agent: Any,
+    manifest: Manifest | None,
+    servers: ServerFacts | None = None,
 ) -> None:
     path = (*AGENTS, key)
     if not isinstance(agent, Mapping):
@@ -97,6 +105,7 @@ def _check_agent(
         _check_connection(reporter, connection, reached)
     _check_aliases(reporter, resolution.connections)
     check_tools(reporter, resolution)
+    check_discovered(reporter, data, resolution, manifest, servers)
     _multi_action_off(reporter, data, key, resolution)
 
 
