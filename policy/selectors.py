@@ -19,8 +19,9 @@ from policy.domain.manifest import Manifest, parse_manifest
 from policy.domain.multi_action import profile_mode
 from policy.domain.placement import Placement, place
 from policy.domain.resolution import AgentResolution, agent_names, resolve_agent
+from policy.domain.validate_discovery import ServerFacts
 from policy.domain.yaml_io import CLI_MAX_BYTES, empty_policy, export_text, load_policy
-from policy.models import AgentManifest, PolicyDraft
+from policy.models import AgentManifest, McpServerSetting, PolicyDraft
 
 
 @dataclass(frozen=True)
@@ -85,9 +86,21 @@ def manifest_rows() -> dict[str, AgentManifest]:
 
 
 @lru_cache(maxsize=32)
-def _analysis(text: str, manifests_json: str) -> Analysis:
+def _analysis(text: str, manifests_json: str, servers: ServerFacts) -> Analysis:
     per_agent = {agent: parse_manifest(data) for agent, data in json.loads(manifests_json).items()}
-    return analyze_text(text, manifests=per_agent, max_bytes=CLI_MAX_BYTES)
+    return analyze_text(text, manifests=per_agent, servers=servers, max_bytes=CLI_MAX_BYTES)
+
+
+def server_facts() -> ServerFacts:
+    """What the operator set per MCP server id (trusted, a discovery source), for diagnostics."""
+    rows = McpServerSetting.objects.values_list(
+        "server_id", "trusted", "source_url", "source_command"
+    )
+    facts = list(rows)
+    return ServerFacts(
+        trusted=frozenset(server for server, trusted, _, _ in facts if trusted),
+        sourced=frozenset(server for server, _, url, command in facts if url or command),
+    )
 
 
 def _manifests_json() -> str:
@@ -98,13 +111,13 @@ def _manifests_json() -> str:
 def draft_analysis(state: DraftState | None = None) -> Analysis:
     """Diagnostics of the draft; line numbers are those of the exported file."""
     state = state or draft_state()
-    return _analysis(state.text, _manifests_json())
+    return _analysis(state.text, _manifests_json(), server_facts())
 
 
 def text_analysis(text: str | bytes, *, max_bytes: int) -> Analysis:
     """Diagnostics of text that is not (yet) the draft: validate and import previews."""
     per_agent = manifests()
-    return analyze_text(text, manifests=per_agent, max_bytes=max_bytes)
+    return analyze_text(text, manifests=per_agent, servers=server_facts(), max_bytes=max_bytes)
 
 
 def agent_resolution(
