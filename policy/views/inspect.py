@@ -24,6 +24,7 @@ from policy.domain.overseer import DEFAULT_MAX_ACTIONS, FINAL_ACTIONS
 from policy.domain.resolution import AgentResolution, EffectiveTool, UnknownAgentError
 from policy.domain.traits import normalize_traits, resolved_strategy
 from policy.selectors import agent_resolution, draft_state, dry_run_mode, role_param
+from policy.selectors_discovery import beyond_first_page
 from policy.views.agents import render_page
 
 
@@ -103,6 +104,7 @@ def catalog_view(request: HttpRequest, agent: str) -> HttpResponse:
     role = role_param(request.GET.get("role"))
     resolution = _resolution(agent, role)
     text = render_catalog(catalog_entries(resolution.listing))
+    hidden = set(beyond_first_page(resolution.agent))
     return render_page(
         request,
         "policy/catalog.html",
@@ -111,6 +113,7 @@ def catalog_view(request: HttpRequest, agent: str) -> HttpResponse:
             "catalog": text,
             "tool_count": len(resolution.tools),
             "role": role or "none",
+            "unseen": [t.tool_id for t in resolution.tools if t.tool_id in hidden],
         },
     )
 

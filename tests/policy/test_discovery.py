@@ -198,3 +198,21 @@ def test_the_operator_sets_a_source_and_trust_outside_the_policy(
         "/policy/agents/main/connections/0/mcp-server/", {"source_command": "python x"}
     )
     assert bad.status_code == 422
+
+
+PAGED = stdio_argv("paged")
+
+
+@override_settings(TRAITDECK_MCP_STDIO_COMMANDS=json.dumps([list(PAGED)]))
+def test_the_catalog_says_which_tools_the_runtime_never_sees(editor_client: Client) -> None:
+    doc = policy()
+    doc["surfaces"]["as_consumer"]["mcp"]["services"]["files"] = {
+        "command": PAGED[0],
+        "args": list(PAGED[1:]),
+    }
+    draft_change(edit=lambda _old: doc, base_revision=None)
+    assert editor_client.post(DISCOVER).json()["pages"] == 3
+    page = editor_client.get("/policy/agents/main/catalog/").content.decode()
+    assert "never sees 4 discovered tool(s)" in page
+    assert "mcp.fs.tool_3, mcp.fs.tool_4, mcp.fs.tool_5, mcp.fs.tool_6" in page
+    assert "mcp-beyond-first-page" in {d.code for d in draft_analysis().diagnostics}
