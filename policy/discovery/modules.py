@@ -43,9 +43,9 @@ def python_manifest(
     resolution: AgentResolution, *, bundle_root: Path | None, python_path: Iterable[str] = ()
 ) -> ModulesManifest:
     out = ModulesManifest()
-    for entry in reversed(list(python_path)):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
+    for directory in reversed(list(python_path)):
+        if directory not in sys.path:
+            sys.path.insert(0, directory)
     for connection in resolution.connections:
         if connection.kind != PYTHON or not connection.alias:
             continue
