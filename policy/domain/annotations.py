@@ -98,4 +98,6 @@ def suggest(tool_id: str, annotations: Mapping[str, Any] | None, *, trusted: boo
 def classes(annotations: Mapping[str, Any] | None) -> tuple[bool, bool]:
     """(read-only, destructive) once defaults are filled in: tools that differ in either are
     not one behaviour."""
-    return read_only(annotations).value, destructive(annotations)
+    found = hints(annotations)
+    ro = found["readOnlyHint"].value
+    return ro, not ro and found["destructiveHint"].value

@@ -12,7 +12,9 @@ the YAML config, and it lists the tools of a connection whose ``allowed`` list d
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -85,17 +87,20 @@ def parse_manifest(data: Any) -> Manifest:
             "The manifest must be a JSON object mapping tool ids to "
             '{"tool_traits": {...}} objects, not ' + json_kind(data) + "."
         )
-    problem = _unstorable(data)
-    if problem is not None:
-        # Refused here, for every path (API, forms, commands): the database could not store it,
-        # or the pages could not show it.
-        raise ManifestError(problem)
-    where = unencodable_path(data, root="the manifest")
-    if where is not None:
-        raise ManifestError(
-            f"The manifest holds text that cannot be encoded as UTF-8 (a lone surrogate) at"
-            f" {where}."
-        )
+    # A discovered manifest is large (thousands of tools with their schemas): one JSON encoding
+    # answers "storable" at C speed; only a manifest that fails it is walked for the reason.
+    if not _plainly_storable(data):
+        problem = _unstorable(data)
+        if problem is not None:
+            # Refused here, for every path (API, forms, commands): the database could not
+            # store it, or the pages could not show it.
+            raise ManifestError(problem)
+        where = unencodable_path(data, root="the manifest")
+        if where is not None:
+            raise ManifestError(
+                "The manifest holds text that cannot be encoded as UTF-8 (a lone surrogate) at"
+                f" {where}."
+            )
     tools: dict[str, Mapping[str, Any]] = {}
     entries: dict[str, Mapping[str, Any]] = {}
     for tool_id, entry in data.items():
@@ -132,6 +137,30 @@ _DESCRIBING_KEYS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
     ("annotations", Mapping, "an object"),
     ("source", Mapping, "an object"),
 )
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _plainly_storable(data: Any) -> bool:
+    """True when ``data`` is surely storable: it encodes as strict JSON and as UTF-8, holds no
+    NUL, and nests at most ``MAX_DEPTH`` containers (counted on the encoded text with its
+    strings taken out). False means "walk it to find out", not "refused"."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")
+    except (TypeError, ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
+        return False
+    if "\\u0000" in text:
+        return False
+    depth = peak = 0
+    for char in _STRING.sub("", text):
+        if char in "[{":
+            depth += 1
+            peak = max(peak, depth)
+        elif char in "]}":
+            depth -= 1
+    return peak <= MAX_DEPTH
 
 
 #: The deepest nesting a manifest may have (an entry's traits are three or four levels deep).
