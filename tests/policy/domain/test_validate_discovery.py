@@ -175,3 +175,20 @@ def test_it_suggests_from_annotations_and_says_what_it_rests_on() -> None:
     assert (unknown.strategy, unknown.marks) == ("exploitation", (DEFAULT, UNTRUSTED))
     assert unknown.only_defaults
     assert suggest("w", {"idempotentHint": True}, trusted=True).idempotent.value is True
+
+
+def test_it_finds_kdcube_own_named_services_server_mixed_under_one_wildcard() -> None:
+    """The listing KDCube's ``named_services`` MCP server really sends (recorded by the
+    ``discovery`` conformance family from the runtime's example bundle): reads and writes."""
+    import json
+    from pathlib import Path
+
+    fixture = Path(__file__).resolve().parents[2] / "conformance" / "fixtures" / "discovery.json"
+    case = next(c for c in json.loads(fixture.read_text())["cases"] if c["id"] == "named_services")
+    sent = {tool["name"]: tool.get("annotations") for tool in case["input"]["tools"]}
+    text = WILDCARD_POLICY.replace("alias: fs", "alias: ns")
+    found = codes(run(text, manifest(sent, alias="ns")), "mcp-wildcard-mixed")
+    assert len(found) == 1
+    assert "named_services_upsert" in found[0].message
+    assert "named_services_search" in found[0].message
+    assert "named_services_host_file: {strategy: [exploitation]}" in found[0].hint
