@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 NAME = "discovery"
-MIN_CASES = 4
+MIN_CASES = 9
+
+#: KDCube's own tool modules that import under the recorder's stand-ins (the workspace example's
+#: python connections).
+MODULES = ("io_tools", "ctx_tools", "exec_tools", "web_tools", "rendering_tools")
+_TOOLS = "kdcube_ai_app.apps.chat.sdk.tools"
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,6 +81,58 @@ async def _runtime(rt: Any, key: str) -> list[dict[str, Any]]:
     return out
 
 
+def _module_entries(rt: Any, name: str) -> list[dict[str, Any]]:
+    """``ToolSubsystem._introspect_module`` on the real module: ids, descriptions, parameter
+    names, intrinsic traits."""
+    import importlib
+
+    from conformance.runtime_policy import _subsystem
+
+    module_name = f"{_TOOLS}.{name}"
+    module = importlib.import_module(module_name)
+    # use_sk False on both sides: semantic_kernel is not installed in the recorder (its
+    # ``kernel`` would be a stand-in), so both read the modules' own tools.
+    entries = _subsystem(rt, {})._introspect_module(module, module_name, name, False)
+    return [
+        {
+            "id": entry["id"],
+            "description": entry["desc"],
+            "params": [p["name"] for p in entry["params"]],
+            "tool_traits": (entry.get("metadata") or {}).get("tool_traits") or {},
+        }
+        for entry in entries
+    ]
+
+
+def _traitdeck_manifest() -> dict[str, Any]:
+    """The real ``traitdeck manifest`` process on a policy naming the same modules, run beside
+    the runtime (the modules import KDCube, which CI does not have: its answer is recorded)."""
+    import json
+    import subprocess
+    import tempfile
+
+    tools = [
+        {"kind": "python", "alias": name, "module": f"{_TOOLS}.{name}", "discovery": "module"}
+        for name in MODULES
+    ]
+    policy = {"surfaces": {"as_consumer": {"agents": {"main": {"tools": tools}}}}}
+    code = (
+        "import sys; from conformance import stubs; stubs.install(sys.argv[1]); "
+        "from policy.domain.cli import main; raise SystemExit(main(sys.argv[2:]))"
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
+        json.dump(policy, file)
+    done = subprocess.run(
+        [sys.executable, "-c", code, os.environ["KDCUBE_SRC"], "manifest", file.name,
+         "--agent", "main", "--python-path", os.environ["KDCUBE_SRC"]],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    os.unlink(file.name)
+    if done.returncode != 0:
+        raise RuntimeError(f"traitdeck manifest failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
 def record(rt: Any) -> list[dict[str, Any]]:
     from conformance.mcp_examples import EXAMPLES
 
@@ -84,10 +141,36 @@ def record(rt: Any) -> list[dict[str, Any]]:
         listing = asyncio.run(asyncio.wait_for(_as_sent(key), 60))
         runtime = asyncio.run(asyncio.wait_for(_runtime(rt, key), 60))
         cases.append({"id": key, "input": {"server_id": key, **listing}, "runtime": runtime})
+    manifest = _traitdeck_manifest()
+    for name in MODULES:
+        ours = [
+            {
+                "id": tool_id,
+                "description": entry["description"],
+                "params": [p["name"] for p in entry["params"]],
+                "tool_traits": entry.get("tool_traits") or {},
+            }
+            for tool_id, entry in manifest.items()
+            if tool_id.startswith(f"{name}.")
+        ]
+        cases.append(
+            {
+                "id": f"module:{name}",
+                "input": {"module": f"{_TOOLS}.{name}", "traitdeck_manifest": ours},
+                "runtime": _module_entries(rt, name),
+            }
+        )
     return cases
 
 
 def predict(case: dict[str, Any]) -> list[dict[str, Any]]:
+    if "module" in case:
+        # Recorded from the real command beside the runtime (see _traitdeck_manifest).
+        return list(case["traitdeck_manifest"])
+    return _predict_listing(case)
+
+
+def _predict_listing(case: dict[str, Any]) -> list[dict[str, Any]]:
     """What Traitdeck's discovery stores for the same listing, seen as the runtime sees it: the
     first page's tools as ``mcp.<alias>.<tool>`` (alias ``mcp_<server_id>``)."""
     from policy.discovery.mcp_list import ListedTool, Listing, manifest_entries
