@@ -42,6 +42,10 @@ def test_a_version_is_predicted_with_the_manifest_it_was_published_with() -> Non
     )
     assert strategy(str(version.number)) == ["exploration"]
     assert strategy("draft") == ["exploitation"]
+    # The cache is per process and keyed by version number: numbers repeat across tests.
     _version_policy.cache_clear()
-    policy, _mode = _version_policy(version.number, "main")  # what drift predicts rounds with
-    assert policy.traits("jobs.search")["strategy"] == ["exploration"]
+    try:
+        policy, _mode = _version_policy(version.number, "main")  # what drift predicts with
+        assert policy.traits("jobs.search")["strategy"] == ["exploration"]
+    finally:
+        _version_policy.cache_clear()
