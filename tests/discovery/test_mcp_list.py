@@ -73,13 +73,13 @@ def test_it_stops_at_garbage_before_the_time_limit() -> None:
 
 
 def test_it_refuses_more_tools_than_the_cap_and_returns_nothing() -> None:
-    with pytest.raises(DiscoveryError, match=r"more than 1000 tools"):
-        _list(Target("stdio", argv=stdio_argv("many")), Limits(timeout_s=30, max_tools=1000))
+    with pytest.raises(DiscoveryError, match=r"more than 50 tools"):
+        _list(Target("stdio", argv=stdio_argv("many:100")), Limits(timeout_s=30, max_tools=50))
 
 
 def test_it_refuses_a_listing_over_the_byte_cap() -> None:
     with pytest.raises(DiscoveryError, match="over 5000 bytes"):
-        _list(Target("stdio", argv=stdio_argv("many")), Limits(timeout_s=30, max_bytes=5000))
+        _list(Target("stdio", argv=stdio_argv("many:100")), Limits(timeout_s=30, max_bytes=5000))
 
 
 def test_it_lists_5000_tools_under_the_default_caps() -> None:
