@@ -27,6 +27,7 @@ from policy.domain.impact import (
     replay,
 )
 from policy.domain.manifest import Manifest
+from policy.domain.multi_action import ModeSources
 from policy.domain.resolution import AgentResolution, UnknownAgentError, resolve_consumer
 from policy.domain.round_policy import RoundPolicy
 from policy.selectors import agent_default_mode, draft_state, manifest_for
@@ -91,9 +92,9 @@ def _resolver(side: Side) -> Resolver:
 
 
 def _mode(data: Any) -> ModeFor:
-    modes: dict[str, str | None] = {}
+    modes: dict[str, ModeSources] = {}
 
-    def mode(agent: str) -> str | None:
+    def mode(agent: str) -> ModeSources:
         if agent not in modes:  # once per agent: a replay asks for every round
             modes[agent] = agent_default_mode(data, agent)
         return modes[agent]
@@ -154,7 +155,7 @@ def policy_impact(
     )
 
 
-def side_policy(side: Side, agent: str) -> tuple[RoundPolicy | AgentResolutionLike, str | None]:
+def side_policy(side: Side, agent: str) -> tuple[RoundPolicy | AgentResolutionLike, ModeSources]:
     """One side's policy for ``agent`` (no tools when the side has no such agent nor a default)
     and its default multi-action mode."""
     found = _resolver(side)(agent)
