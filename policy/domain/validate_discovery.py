@@ -17,7 +17,7 @@ from policy.domain.loading import MCP, WILDCARD, mcp_server
 from policy.domain.manifest import Manifest
 from policy.domain.mcp_servers import server_config
 from policy.domain.resolution import AgentResolution, EffectiveTool
-from policy.domain.traits import is_early
+from policy.domain.traits import is_early, normalize_strategy
 from policy.domain.validate_report import Reporter
 
 #: Said by every diagnostic made from a listing (a server may answer per credential).
@@ -179,11 +179,14 @@ def _wildcard_mixed(
     shown = "; ".join(
         f"{_label(ro, dest)}: {_names(names)}" for (ro, dest), names in sorted(sides.items())
     )
-    strategies = {
-        name: suggest(name, _annotations(offered[name]), trusted=False).strategy
-        for name in sorted(offered)[:_SHOWN]
+    suggested = {
+        name: suggest(name, _annotations(entry), trusted=False).strategy
+        for name, entry in offered.items()
     }
-    entries = ", ".join(f"{n}: {{strategy: [{s}]}}" for n, s in strategies.items())
+    # The entries that change something first: those whose suggestion differs from the '*'.
+    current = set(normalize_strategy(traits[WILDCARD].get("strategy")))
+    first = sorted(suggested, key=lambda n: ({suggested[n]} == current, n))[:_SHOWN]
+    entries = ", ".join(f"{n}: {{strategy: [{suggested[n]}]}}" for n in first)
     reporter.warning(
         "mcp-wildcard-mixed",
         (*connection.path, "tool_traits", WILDCARD),
