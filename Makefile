@@ -59,6 +59,8 @@ test-conformance: venv
 conformance: venv
 	@test -n "$(KDCUBE_SRC)" || { echo "make conformance needs KDCUBE_SRC=<runtime package root>" >&2; exit 2; }
 	@test -x $(KVENV)/bin/python || { PYBIN=$$(scripts/find-python) && "$$PYBIN" -m venv $(KVENV) && $(KVENV)/bin/pip install --quiet pyyaml pydantic pydantic-settings pytest pytest-asyncio httpx; }
+	@# KDCube's example MCP servers (the discovery family) are built on the v1 SDK class.
+	@$(KVENV)/bin/pip install --quiet "mcp==1.30.0" "sniffio==1.3.1"
 	KDCUBE_SRC=$(KDCUBE_SRC) PYTHONPATH=$(CURDIR) $(KVENV)/bin/python -m conformance.record
 	$(PY) -m conformance.compare
 
@@ -88,7 +90,8 @@ bench: venv
 	@out="$${BENCH_JSON:-$$(mktemp -t traitdeck-bench-XXXXXX.json)}"; \
 	echo "=== policy: load, validate, export ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_policy.py && \
 	echo "=== observe: ingest, live, pages; dry-run ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_observe.py && \
-	echo "=== impact: replay recorded rounds under two policies ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_replay.py
+	echo "=== impact: replay recorded rounds under two policies ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_replay.py && \
+	echo "=== discovery: a 5,000-tool MCP server listed and validated ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_discovery.py
 
 clean:
 	rm -rf $(VENV) .test-artifacts .mypy_cache .ruff_cache .hypothesis

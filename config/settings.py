@@ -344,3 +344,12 @@ if PASSWORD_RESET_ENABLED:
         }
     }
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "traitdeck@localhost")
+
+# Tool discovery (docs/discovery.md): a time limit per server and caps on what one listing may
+# bring; the allowlists are empty by default, so nothing is started or contacted until an
+# operator lists it (argv arrays matched exactly; host names, loopback included only when named).
+TRAITDECK_MCP_TIMEOUT_S = float(os.environ.get("TRAITDECK_MCP_TIMEOUT_S", "") or 20.0)
+TRAITDECK_MCP_MAX_TOOLS = env_int("TRAITDECK_MCP_MAX_TOOLS", 10_000)
+TRAITDECK_MCP_MAX_BYTES = env_int("TRAITDECK_MCP_MAX_BYTES", 16 * 1024 * 1024)
+TRAITDECK_MCP_STDIO_COMMANDS = os.environ.get("TRAITDECK_MCP_STDIO_COMMANDS", "")
+TRAITDECK_MCP_HTTP_HOSTS = os.environ.get("TRAITDECK_MCP_HTTP_HOSTS", "")

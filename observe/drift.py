@@ -4,8 +4,8 @@ disagreements in words (:mod:`observe.domain.drift`).
 
 It runs after the batch is stored (its own short transaction, one UPDATE per batch), so a
 failure here never loses an event: the round stays unchecked and the error is logged. Versions
-are parsed and resolved once per process (a version never changes); manifests are the agents'
-current ones.
+are parsed and resolved once per process (a version never changes, nor do the manifests it was
+published with).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from observe.models import Round
 from policy.domain.multi_action import ModeSources, profile_mode
 from policy.domain.round_policy import RoundPolicy
 from policy.selectors import policy_agent_run
-from policy.versions import version_data, version_get, version_index
+from policy.versions import version_data, version_get, version_index, version_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,8 @@ def _version_policy(number: int, agent: str) -> tuple[RoundPolicy, str | None]:
     if found is None:
         return _NO_TOOLS, None
     data = version_data(found)
-    policy = RoundPolicy.of(policy_agent_run(data, agent).resolution.tools)
+    run = policy_agent_run(data, agent, manifest_of=lambda name: version_manifest(found, name))
+    policy = RoundPolicy.of(run.resolution.tools)
     return policy, profile_mode(data, agent, None)
 
 

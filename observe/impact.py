@@ -2,15 +2,16 @@
 
 The rounds come from the store (their replayable form, :func:`observe.domain.rounds.
 recorded_round`), the two policies from the draft or published versions, and the comparison is
-:func:`policy.domain.impact.replay`. Both sides use the agents' current manifests (versions do
-not keep manifests) and, for rounds that did not report a multi-action mode, each side's own
-default instruction profile, else the ``TRAITDECK_MULTI_ACTION_MODE`` setting.
+:func:`policy.domain.impact.replay`. The draft uses the agents' current manifests, a version the
+manifests it was published with (like with like) and, for rounds that did not report a
+multi-action mode, each side's own default instruction profile, else the
+``TRAITDECK_MULTI_ACTION_MODE`` setting.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from observe.domain.rounds import recorded_round
@@ -25,11 +26,12 @@ from policy.domain.impact import (
     parse_recorded_round,
     replay,
 )
+from policy.domain.manifest import Manifest
 from policy.domain.multi_action import ModeSources
 from policy.domain.resolution import AgentResolution
 from policy.domain.round_policy import RoundPolicy
-from policy.selectors import agent_default_mode, draft_state, policy_agent_run
-from policy.versions import version_data, version_get, version_published
+from policy.selectors import agent_default_mode, draft_state, manifest_for, policy_agent_run
+from policy.versions import version_data, version_get, version_manifest, version_published
 
 #: The window when none is asked for: the newest rounds.
 DEFAULT_WINDOW: Final = 1000
@@ -48,6 +50,8 @@ class Side:
     ref: str
     label: str
     data: Any
+    #: The manifest of an agent on this side (the draft: the current one).
+    manifest: Callable[[str], Manifest | None] = field(default=manifest_for, compare=False)
 
 
 def policy_side(ref: str) -> Side:
@@ -66,12 +70,20 @@ def policy_side(ref: str) -> Side:
             raise SideError(f"There is no version {int(text)}.")
     else:
         raise SideError(f"A side is 'draft', 'published' or a version number (got {ref[:40]!r}).")
-    return Side(str(found.number), f"version {found.number}", version_data(found))
+    version = found
+    return Side(
+        str(found.number),
+        f"version {found.number}",
+        version_data(found),
+        lambda agent: version_manifest(version, agent),
+    )
 
 
-def _resolver(data: Any) -> Resolver:
+def _resolver(side: Side) -> Resolver:
+    data = side.data
+
     def resolve(agent: str) -> AgentResolution | None:
-        return policy_agent_run(data, agent).resolution
+        return policy_agent_run(data, agent, manifest_of=side.manifest).resolution
 
     return resolve
 
@@ -133,8 +145,8 @@ def policy_impact(
     something to replay). Pass ``window`` to read where it stopped (its ``next`` cursor)."""
     return replay(
         window if window is not None else stored_rounds(round_filter, limit),
-        candidate=_resolver(candidate.data),
-        baseline=_resolver(baseline.data),
+        candidate=_resolver(candidate),
+        baseline=_resolver(baseline),
         candidate_mode=_mode(candidate.data),
         baseline_mode=_mode(baseline.data),
     )
@@ -143,5 +155,5 @@ def policy_impact(
 def side_policy(side: Side, agent: str) -> tuple[RoundPolicy | AgentResolutionLike, ModeSources]:
     """One side's policy for ``agent`` (no tools when the side has no such agent nor a default)
     and its default multi-action mode."""
-    found = _resolver(side.data)(agent)
+    found = _resolver(side)(agent)
     return (found if found is not None else RoundPolicy.of(())), _mode(side.data)(agent)

@@ -61,6 +61,10 @@ class PolicyVersion(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     draft_revision = models.PositiveBigIntegerField(default=0)
     rollback_of = models.PositiveIntegerField(null=True, blank=True)
+    #: Agent → the manifest in force when this version was published, so impact and drift
+    #: predict a version with the tools it was published with. ``None``: published before
+    #: versions kept manifests (readers then fall back to the agent's current manifest).
+    manifests = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["-number"]
@@ -89,3 +93,26 @@ class SuiteCase(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent}: {self.name}"
+
+
+class McpServerSetting(models.Model):
+    """What the operator set for one MCP server id, kept outside the exported policy: where
+    Traitdeck may list it when the policy holds no config it can read (a deployment's
+    environment), and whether its annotations are trusted (contradictions become diagnostics).
+
+    Keyed by server id, which does not shift when connections move."""
+
+    server_id = models.CharField(max_length=200, unique=True)
+    #: A URL (streamable HTTP unless ``transport`` says ``sse``) …
+    source_url = models.CharField(max_length=2000, blank=True, default="")
+    transport = models.CharField(max_length=32, blank=True, default="")
+    #: … or an argv list, started only when it is on ``TRAITDECK_MCP_STDIO_COMMANDS`` exactly.
+    source_command = models.JSONField(null=True, blank=True)
+    trusted = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"mcp server {self.server_id}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -20,8 +21,9 @@ from policy.domain.manifest import Manifest, parse_manifest
 from policy.domain.multi_action import ModeSources, multi_action_mode, profile_mode
 from policy.domain.placement import Placement, place
 from policy.domain.resolution import AgentResolution, agent_names, resolve_agent
+from policy.domain.validate_discovery import ServerFacts
 from policy.domain.yaml_io import CLI_MAX_BYTES, empty_policy, export_text, load_policy
-from policy.models import AgentManifest, PolicyDraft
+from policy.models import AgentManifest, McpServerSetting, PolicyDraft
 
 
 @dataclass(frozen=True)
@@ -86,9 +88,21 @@ def manifest_rows() -> dict[str, AgentManifest]:
 
 
 @lru_cache(maxsize=32)
-def _analysis(text: str, manifests_json: str) -> Analysis:
+def _analysis(text: str, manifests_json: str, servers: ServerFacts) -> Analysis:
     per_agent = {agent: parse_manifest(data) for agent, data in json.loads(manifests_json).items()}
-    return analyze_text(text, manifests=per_agent, max_bytes=CLI_MAX_BYTES)
+    return analyze_text(text, manifests=per_agent, servers=servers, max_bytes=CLI_MAX_BYTES)
+
+
+def server_facts() -> ServerFacts:
+    """What the operator set per MCP server id (trusted, a discovery source), for diagnostics."""
+    rows = McpServerSetting.objects.values_list(
+        "server_id", "trusted", "source_url", "source_command"
+    )
+    facts = list(rows)
+    return ServerFacts(
+        trusted=frozenset(server for server, trusted, _, _ in facts if trusted),
+        sourced=frozenset(server for server, _, url, command in facts if url or command),
+    )
 
 
 def _manifests_json() -> str:
@@ -99,7 +113,7 @@ def _manifests_json() -> str:
 def draft_analysis(state: DraftState | None = None) -> Analysis:
     """Diagnostics of the draft; line numbers are those of the exported file."""
     state = state or draft_state()
-    return _analysis(state.text, _manifests_json())
+    return _analysis(state.text, _manifests_json(), server_facts())
 
 
 def text_analysis(text: str | bytes, *, max_bytes: int, bundle: str | None = None) -> Analysis:
@@ -107,7 +121,9 @@ def text_analysis(text: str | bytes, *, max_bytes: int, bundle: str | None = Non
     may be a KDCube bundles descriptor (``bundle`` names its bundle; raises
     ``DescriptorError`` when none can be chosen)."""
     per_agent = manifests()
-    return analyze_text(text, manifests=per_agent, max_bytes=max_bytes, bundle=bundle)
+    return analyze_text(
+        text, manifests=per_agent, servers=server_facts(), max_bytes=max_bytes, bundle=bundle
+    )
 
 
 def agent_resolution(
@@ -124,12 +140,19 @@ def agent_prediction(state: DraftState, agent: str, *, role: str | None = DEFAUL
     return policy_agent_run(state.data, agent, role=role)
 
 
-def policy_agent_run(data: Any, agent: str, *, role: str | None = DEFAULT_ROLE) -> AgentRun:
+def policy_agent_run(
+    data: Any,
+    agent: str,
+    *,
+    role: str | None = DEFAULT_ROLE,
+    manifest_of: Callable[[str], Manifest | None] | None = None,
+) -> AgentRun:
     """:func:`agent_prediction` for any policy document (a version's, an impact side's, a
-    suite's), with the stored manifest of the agent whose tools the runtime reads."""
+    suite's), with the manifest of the agent whose tools the runtime reads: ``manifest_of``
+    (a version's own manifests), else the stored one."""
     run = agent_run(data, agent, None, role=role)
     # The tools are the resolved agent's, and so is the manifest of what its code offers.
-    manifest = manifest_for(run.resolved_agent or agent)
+    manifest = (manifest_of or manifest_for)(run.resolved_agent or agent)
     return run if manifest is None else agent_run(data, agent, manifest, role=role)
 
 

@@ -5,6 +5,7 @@ from django.urls import path
 from policy.views import (
     agents,
     connections,
+    discovery,
     inspect,
     manifest,
     suites,
@@ -54,6 +55,21 @@ urlpatterns = [
         "agents/<str:agent>/connections/<int:index>/tools/<str:key>/preview/",
         tools.tool_preview,
         name="tool-preview",
+    ),
+    path(
+        "agents/<str:agent>/connections/<int:index>/discover/",
+        discovery.connection_discover,
+        name="connection-discover",
+    ),
+    path(
+        "agents/<str:agent>/connections/<int:index>/mcp-server/",
+        discovery.mcp_server_settings,
+        name="mcp-server",
+    ),
+    path(
+        "agents/<str:agent>/connections/<int:index>/suggestions/",
+        discovery.connection_suggestions,
+        name="connection-suggestions",
     ),
     path("agents/<str:agent>/effective/", inspect.effective_view, name="effective"),
     path("agents/<str:agent>/catalog/", inspect.catalog_view, name="catalog"),

@@ -19,6 +19,7 @@ from audit.services import actor_label, audit_record
 from policy.audit_notes import policy_replaced
 from policy.domain.analysis import analyze_text
 from policy.domain.diagnostics import Diagnostic, Severity
+from policy.domain.manifest import Manifest, parse_manifest
 from policy.domain.resolution import agent_names
 from policy.domain.yaml_io import (
     CLI_MAX_BYTES,
@@ -30,8 +31,14 @@ from policy.domain.yaml_io import (
     load_policy,
     split_header,
 )
-from policy.models import PolicyVersion
-from policy.selectors import DraftState, draft_agent_names, draft_analysis, draft_state
+from policy.models import AgentManifest, PolicyVersion
+from policy.selectors import (
+    DraftState,
+    draft_agent_names,
+    draft_analysis,
+    draft_state,
+    manifest_for,
+)
 from policy.services import draft_change, draft_lock
 
 # --- reads ------------------------------------------------------------------------------------
@@ -62,6 +69,15 @@ def draft_sha256(state: DraftState) -> str:
 def version_published() -> PolicyVersion | None:
     """The version in force: the newest one."""
     return PolicyVersion.objects.order_by("-number").first()
+
+
+def version_manifest(version: PolicyVersion, agent: str) -> Manifest | None:
+    """The manifest ``agent`` had when ``version`` was published (a version published before
+    versions kept manifests: the agent's current one)."""
+    if version.manifests is None:
+        return manifest_for(agent)
+    data = version.manifests.get(agent)
+    return parse_manifest(data) if data is not None else None
 
 
 def version_get(number: int) -> PolicyVersion | None:
@@ -147,10 +163,21 @@ def _next_number() -> int:
 
 
 def _create(
-    *, data: Any, actor: Any, message: str, revision: int, rollback_of: int | None = None
+    *,
+    data: Any,
+    actor: Any,
+    message: str,
+    revision: int,
+    rollback_of: int | None = None,
+    manifests: dict[str, Any] | None = None,
 ) -> PolicyVersion:
     body = dump_body(data)
+    if manifests is None:
+        # The manifests in force now, read in the publishing transaction (a manifest change
+        # bumps the draft's revision, which the publish holds locked).
+        manifests = dict(AgentManifest.objects.order_by("agent").values_list("agent", "data"))
     return PolicyVersion.objects.create(
+        manifests=manifests,
         number=_next_number(),
         body=body,
         sha256=body_hash(body),
@@ -282,7 +309,13 @@ def policy_rollback(
         audit=policy_replaced("draft.rollback", message=f"rolled back to version {number}"),
     )
     version = _create(
-        data=data, actor=actor, message=message, revision=new_state.revision, rollback_of=number
+        data=data,
+        actor=actor,
+        message=message,
+        revision=new_state.revision,
+        rollback_of=number,
+        # The copy predicts with the tools the old version was published with.
+        manifests=target.manifests,
     )
     audit_record(
         actor=actor,

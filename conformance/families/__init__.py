@@ -16,7 +16,16 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-FAMILY_MODULES = ("traits", "tables", "rounds", "config", "catalog", "bundles", "files")
+FAMILY_MODULES = (
+    "traits",
+    "tables",
+    "rounds",
+    "config",
+    "catalog",
+    "bundles",
+    "files",
+    "discovery",
+)
 
 
 def family(name: str) -> ModuleType:

@@ -14,6 +14,7 @@ from policy.domain.diagnostics import Diagnostic, has_errors, sort_for_display, 
 from policy.domain.manifest import Manifest
 from policy.domain.source import SourceMap
 from policy.domain.validate import validate_policy
+from policy.domain.validate_discovery import ServerFacts
 from policy.domain.yaml_io import MAX_NODES, WEB_MAX_BYTES, LoadedPolicy
 
 
@@ -61,6 +62,7 @@ def analyze_text(
     *,
     manifest: Manifest | None = None,
     manifests: Mapping[str, Manifest] | None = None,
+    servers: ServerFacts | None = None,
     max_bytes: int = WEB_MAX_BYTES,
     max_nodes: int = MAX_NODES,
     bundle: str | None = None,
@@ -73,7 +75,13 @@ def analyze_text(
     loaded = read.loaded
     diagnostics = list(loaded.diagnostics)
     if not loaded.refused:
-        diagnostics += validate_policy(loaded.data, loaded.source, manifest, manifests=manifests)
+        diagnostics += validate_policy(
+            loaded.data,
+            loaded.source,
+            manifest,
+            manifests=manifests,
+            servers=servers,
+        )
     return Analysis(
         loaded=loaded,
         diagnostics=sort_for_display(diagnostics),

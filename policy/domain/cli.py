@@ -179,6 +179,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="for cases whose round sets none, instead of the agent's default profile's",
     )
     _role_option(suite)
+    manifest = command(
+        "manifest",
+        "Import each python connection's module (or ref) as the runtime does and print the "
+        "manifest JSON (tools, descriptions, parameters, intrinsic traits); exit 1 naming the "
+        "connections whose module fails to import.",
+        formats=False,
+    )
+    manifest.add_argument("--agent", required=True)
+    manifest.add_argument(
+        "--bundle-root", metavar="DIR", help="resolve relative ref paths against this directory"
+    )
+    manifest.add_argument(
+        "--python-path",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="put DIR on sys.path before importing (repeatable)",
+    )
     return parser
 
 
@@ -524,7 +542,21 @@ def cmd_test(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: Tex
     return EXIT_NEGATIVE if any(not r.passed for r in results) else errors
 
 
+def cmd_manifest(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
+    # Imported here: only this command imports the agent's own modules.
+    from policy.discovery.modules import python_manifest
+
+    resolution = agent_run(analysis.data, args.agent, None, role=None).resolution
+    root = Path(args.bundle_root) if args.bundle_root else None
+    found = python_manifest(resolution, bundle_root=root, python_path=args.python_path)
+    _print_json(found.entries, out)
+    for label, problem in found.failures:
+        err.write(f"traitdeck: {args.agent} {label}: {problem}\n")
+    return EXIT_NEGATIVE if found.failures else EXIT_OK
+
+
 COMMANDS = {
+    "manifest": cmd_manifest,
     "validate": cmd_validate,
     "effective": cmd_effective,
     "catalog": cmd_catalog,

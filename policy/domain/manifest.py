@@ -1,14 +1,20 @@
 """The runtime-discovered tools (the ``manifest`` trait layer, DESIGN §2.6).
 
 The runtime discovers tool metadata and ``@tool_trait`` decorators in code; an admin uploads that
-as JSON: ``{"<model-facing tool id>": {"tool_traits": {...}}, ...}``. It is the layer between the
-built-ins and the YAML config, and it lists the tools of a connection whose ``allowed`` list does
-not name them (absent, or ``*``).
+as JSON, or Traitdeck's discovery writes it (docs/discovery.md):
+``{"<model-facing tool id>": {"tool_traits": {...}, "description": str, "params": [...],
+"annotations": {...}, "source": {...}}, ...}``. Only ``tool_traits`` is a trait layer; the other
+keys describe the tool as its server or module gave it (MCP ``annotations`` exactly as sent, so an
+absent hint stays absent) and where the entry came from. It is the layer between the built-ins and
+the YAML config, and it lists the tools of a connection whose ``allowed`` list does not name them
+(absent, or ``*``).
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -27,6 +33,8 @@ class Manifest:
     """Tool id → raw trait mapping, in manifest order."""
 
     tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Tool id → the whole entry (traits, description, params, annotations, source).
+    entries: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __contains__(self, tool_id: object) -> bool:
         return tool_id in self.tools
@@ -34,6 +42,16 @@ class Manifest:
     def traits_for(self, tool_id: str) -> Mapping[str, Any] | None:
         """The discovered trait mapping of a tool, or ``None`` when the manifest lacks it."""
         return self.tools.get(tool_id)
+
+    def annotations_for(self, tool_id: str) -> Mapping[str, Any] | None:
+        """The MCP ToolAnnotations of a tool as its server sent them, or ``None``."""
+        found = self.entries.get(tool_id, {}).get("annotations")
+        return found if isinstance(found, Mapping) else None
+
+    def source_for(self, tool_id: str) -> Mapping[str, Any]:
+        """Where the entry came from (``{}`` for a hand-written manifest)."""
+        found = self.entries.get(tool_id, {}).get("source")
+        return found if isinstance(found, Mapping) else {}
 
     @staticmethod
     def provenance(tool_id: str) -> str:
@@ -69,18 +87,22 @@ def parse_manifest(data: Any) -> Manifest:
             "The manifest must be a JSON object mapping tool ids to "
             '{"tool_traits": {...}} objects, not ' + json_kind(data) + "."
         )
-    problem = _unstorable(data)
-    if problem is not None:
-        # Refused here, for every path (API, forms, commands): the database could not store it,
-        # or the pages could not show it.
-        raise ManifestError(problem)
-    where = unencodable_path(data, root="the manifest")
-    if where is not None:
-        raise ManifestError(
-            f"The manifest holds text that cannot be encoded as UTF-8 (a lone surrogate) at"
-            f" {where}."
-        )
+    # A discovered manifest is large (thousands of tools with their schemas): one JSON encoding
+    # answers "storable" at C speed; only a manifest that fails it is walked for the reason.
+    if not _plainly_storable(data):
+        problem = _unstorable(data)
+        if problem is not None:
+            # Refused here, for every path (API, forms, commands): the database could not
+            # store it, or the pages could not show it.
+            raise ManifestError(problem)
+        where = unencodable_path(data, root="the manifest")
+        if where is not None:
+            raise ManifestError(
+                "The manifest holds text that cannot be encoded as UTF-8 (a lone surrogate) at"
+                f" {where}."
+            )
     tools: dict[str, Mapping[str, Any]] = {}
+    entries: dict[str, Mapping[str, Any]] = {}
     for tool_id, entry in data.items():
         if not isinstance(tool_id, str) or not tool_id.strip():
             raise ManifestError(f"Manifest tool id {tool_id!r} must be a non-empty string.")
@@ -97,8 +119,48 @@ def parse_manifest(data: Any) -> Manifest:
                 f"The tool_traits of manifest entry {tool_id!r} must be an object, "
                 f"not {json_kind(traits)}."
             )
+        for key, kinds, shape in _DESCRIBING_KEYS:
+            if key in entry and entry[key] is not None and not isinstance(entry[key], kinds):
+                raise ManifestError(
+                    f"The {key} of manifest entry {tool_id!r} must be {shape}, "
+                    f"not {json_kind(entry[key])}."
+                )
         tools[tool_id] = MappingProxyType(dict(traits))
-    return Manifest(tools=MappingProxyType(tools))
+        entries[tool_id] = MappingProxyType(dict(entry))
+    return Manifest(tools=MappingProxyType(tools), entries=MappingProxyType(entries))
+
+
+#: The describing keys of an entry and the JSON type each must have when present.
+_DESCRIBING_KEYS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    ("description", str, "a string"),
+    ("params", list, "a list"),
+    ("annotations", Mapping, "an object"),
+    ("source", Mapping, "an object"),
+)
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _plainly_storable(data: Any) -> bool:
+    """True when ``data`` is surely storable: it encodes as strict JSON and as UTF-8, holds no
+    NUL, and nests at most ``MAX_DEPTH`` containers (counted on the encoded text with its
+    strings taken out). False means "walk it to find out", not "refused"."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")
+    except (TypeError, ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
+        return False
+    if "\\u0000" in text:
+        return False
+    depth = peak = 0
+    for char in _STRING.sub("", text):
+        if char in "[{":
+            depth += 1
+            peak = max(peak, depth)
+        elif char in "]}":
+            depth -= 1
+    return peak <= MAX_DEPTH
 
 
 #: The deepest nesting a manifest may have (an entry's traits are three or four levels deep).

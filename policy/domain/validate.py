@@ -29,6 +29,7 @@ from policy.domain.resolution import AgentResolution, agents_mapping, resolve_ag
 from policy.domain.source import SourceMap
 from policy.domain.tools_unknown import CODE as TOOLS_UNKNOWN
 from policy.domain.tools_unknown import EVERY_TOOL, tools_unknown
+from policy.domain.validate_discovery import ServerFacts, check_discovered
 from policy.domain.validate_keys import check_design_entries, check_namespaces, check_trait_keys
 from policy.domain.validate_report import Reporter, close_match, describe, shape_list
 from policy.domain.validate_tools import check_tools, untypeable
@@ -40,16 +41,18 @@ def validate_policy(
     manifest: Manifest | None = None,
     *,
     manifests: Mapping[str, Manifest] | None = None,
+    servers: ServerFacts | None = None,
 ) -> list[Diagnostic]:
     """Every content diagnostic of the document, for every agent, in document order per agent.
 
     ``manifest`` applies to every agent (the CLI's ``--manifest``); ``manifests`` gives each
     agent its own (the editor stores one per agent) and wins for the agents it names.
+    ``servers``: what the operator set per MCP server id (trusted, discovery source).
     """
     reporter = Reporter(source)
     for key, agent in agents_mapping(data).items():
         own = manifests.get(str(key)) if manifests else None
-        _check_agent(reporter, data, key, agent, own or manifest)
+        _check_agent(reporter, data, key, agent, own or manifest, servers)
     for key, connections in legacy_agents(data).items():
         own = manifests.get(str(key)) if manifests else None
         _check_legacy_agent(reporter, data, key, connections, own or manifest)
@@ -80,11 +83,16 @@ def _check_legacy_agent(
     resolution = resolve_agent_key(data, key, manifest)
     if resolution.loaded_from != key or not resolution.legacy:
         return  # the runtime reads surfaces.as_consumer.agents for this id: checked there
-    _check_loaded(reporter, data, key, resolution)
+    _check_loaded(reporter, data, key, resolution, manifest)
 
 
 def _check_agent(
-    reporter: Reporter, data: Any, key: Any, agent: Any, manifest: Manifest | None
+    reporter: Reporter,
+    data: Any,
+    key: Any,
+    agent: Any,
+    manifest: Manifest | None,
+    servers: ServerFacts | None = None,
 ) -> None:
     path = (*AGENTS, key)
     if not isinstance(agent, Mapping):
@@ -120,11 +128,19 @@ def _check_agent(
         # The runtime reads another agent's connections for this id: those are checked there.
         _fallback(reporter, key, resolution)
         return
-    _check_loaded(reporter, data, key, resolution)
+    _check_loaded(reporter, data, key, resolution, manifest, servers)
 
 
-def _check_loaded(reporter: Reporter, data: Any, key: Any, resolution: AgentResolution) -> None:
-    """The connections and tools the runtime loads for the agent ``key``."""
+def _check_loaded(
+    reporter: Reporter,
+    data: Any,
+    key: Any,
+    resolution: AgentResolution,
+    manifest: Manifest | None,
+    servers: ServerFacts | None = None,
+) -> None:
+    """The connections and tools the runtime loads for the agent ``key`` (and what discovery
+    found of them)."""
     reached = frozenset(
         candidate
         for tool in resolution.tools
@@ -135,6 +151,7 @@ def _check_loaded(reporter: Reporter, data: Any, key: Any, resolution: AgentReso
         _check_connection(reporter, connection, reached)
     _check_aliases(reporter, resolution.connections)
     check_tools(reporter, resolution)
+    check_discovered(reporter, data, resolution, manifest, servers)
     _multi_action_off(reporter, data, key, resolution)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -31,6 +31,7 @@ from policy.domain.edits import (
 from policy.domain.resolution import UnknownAgentError
 from policy.forms_connections import CONNECTION_FORMS, ConnectionForm, NamedServiceConnectionForm
 from policy.selectors import DraftState, agent_resolution, draft_state
+from policy.selectors_discovery import discovery_panel
 from policy.services import StaleRevision
 from policy.views.agents import (
     HtmxHttpRequest,
@@ -65,6 +66,12 @@ def _connection(state: DraftState, agent: str, index: int) -> Connection:
 def _connection_page(
     state: DraftState, agent: str, form: ConnectionForm | None, **extra: Any
 ) -> dict[str, Any]:
+    index = extra.get("index")
+    if isinstance(index, int) and "discovery" not in extra:
+        resolution = agent_resolution(state, agent)
+        connection = resolution.connection(index)
+        if connection is not None:
+            extra["discovery"] = discovery_panel(state, agent, connection, resolution)
     return {
         "state": state,
         "base_revision": state.revision,
@@ -74,6 +81,23 @@ def _connection_page(
         "kind": form.kind if form is not None else extra.get("kind", ""),
         **extra,
     }
+
+
+def connection_page(
+    request: HtmxHttpRequest | HttpRequest,
+    agent: str,
+    index: int,
+    *,
+    notice: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    """The connection's edit page as a GET shows it, with ``notice`` (what an action did)."""
+    state = draft_state()
+    connection = _connection(state, agent, index)
+    form_class = CONNECTION_FORMS.get(connection.kind or "")
+    form = form_class(existing=connection.raw) if form_class is not None else None
+    context = _connection_page(state, agent, form, index=index, discovery_notice=notice)
+    return render(request, CONNECTION_TEMPLATE, context, status=status)
 
 
 def _invalid_connection(request: HtmxHttpRequest, context: dict[str, Any]) -> HttpResponse:

@@ -31,6 +31,7 @@ from policy.selectors import (
     dry_run_mode,
     role_param,
 )
+from policy.selectors_discovery import beyond_first_page
 from policy.views.agents import render_page
 
 
@@ -111,6 +112,7 @@ def catalog_view(request: HttpRequest, agent: str) -> HttpResponse:
     role = role_param(request.GET.get("role"))
     resolution = _resolution(agent, role)
     text = render_catalog(catalog_entries(resolution.listing))
+    hidden = set(beyond_first_page(resolution.agent))
     return render_page(
         request,
         "policy/catalog.html",
@@ -119,6 +121,7 @@ def catalog_view(request: HttpRequest, agent: str) -> HttpResponse:
             "catalog": text,
             "tool_count": len(resolution.tools),
             "role": role or "none",
+            "unseen": [t.tool_id for t in resolution.tools if t.tool_id in hidden],
         },
     )
 

@@ -6,6 +6,7 @@ process, so the database is a real SQLite file both share, migrated once per ses
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -62,6 +63,10 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
         # Every test logs in from 127.0.0.1: no failed-login limit (as in config.settings_test).
         "TRAITDECK_LOGIN_MAX_ATTEMPTS": "0",
+        # Tool discovery may start the mixed test MCP server (tests/e2e/test_discovery.py).
+        "TRAITDECK_MCP_STDIO_COMMANDS": json.dumps(
+            [[sys.executable, str(ROOT / "tests" / "discovery" / "mcp_servers.py"), "mixed"]]
+        ),
     }
     server = LiveServer(url=f"http://127.0.0.1:{port}", env=env)
     server.manage("migrate", "--no-input", "-v0")

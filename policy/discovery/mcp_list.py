@@ -1,0 +1,297 @@
+"""List one MCP server's tools with the official SDK: every page, within limits, only where the
+operator allowed it (docs/discovery.md). No Django here: the management command, the API and
+the bench call it alike.
+
+The runtime reads the first page only and drops annotations; discovery reads every page and
+keeps each tool exactly as sent (annotations with absent hints absent), with the page it came
+on, so Traitdeck can say what the runtime would not see.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import anyio
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from policy.domain.mcp_servers import HTTP, SSE, STDIO
+
+SDK_VERSION: Final = version("mcp")
+
+
+class DiscoveryError(Exception):
+    """Discovery could not list the server; the message is one plain sentence (never a
+    secret: messages are shown, logged and audited)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 20.0
+    max_tools: int = 10_000
+    max_bytes: int = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Allowlist:
+    """``TRAITDECK_MCP_STDIO_COMMANDS`` (argv lists, matched exactly) and
+    ``TRAITDECK_MCP_HTTP_HOSTS`` (host names; loopback only when listed)."""
+
+    commands: tuple[tuple[str, ...], ...] = ()
+    hosts: frozenset[str] = frozenset()
+
+    @property
+    def empty(self) -> bool:
+        return not self.commands and not self.hosts
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to connect to: a transport and an argv (stdio) or a URL (HTTP, SSE)."""
+
+    transport: str
+    argv: tuple[str, ...] = ()
+    url: str = ""
+    #: Literal environment the config names for the child (never secrets).
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: Auth headers for this run only: never stored, shown, logged or audited.
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def describe(self) -> str:
+        if self.transport == STDIO:
+            return "stdio " + " ".join(self.argv)
+        return f"{self.transport} {self.url}"
+
+
+@dataclass(frozen=True)
+class ListedTool:
+    name: str
+    description: str | None
+    input_schema: Mapping[str, Any]
+    #: As sent (camelCase keys, only the hints the server gave), or ``None``.
+    annotations: Mapping[str, Any] | None
+    page: int
+
+
+@dataclass(frozen=True)
+class Listing:
+    tools: tuple[ListedTool, ...]
+    pages: int
+    seconds: float
+    sdk_version: str = SDK_VERSION
+
+
+def refusal(target: Target, allowlist: Allowlist) -> str | None:
+    """Why ``target`` may not be contacted, or ``None``."""
+    if target.transport == STDIO:
+        if not target.argv:
+            return "The server config has no command."
+        if tuple(target.argv) not in allowlist.commands:
+            return (
+                "Its command is not on TRAITDECK_MCP_STDIO_COMMANDS (argv lists matched exactly):"
+                f" {json.dumps(list(target.argv))}."
+            )
+        return None
+    if target.transport not in (HTTP, SSE):
+        return f"Transport {target.transport!r} is not stdio, streamable HTTP or SSE."
+    parts = urlsplit(target.url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{target.url!r} is not an http(s) URL."
+    if parts.hostname.lower() not in allowlist.hosts:
+        return f"Host {parts.hostname!r} is not on TRAITDECK_MCP_HTTP_HOSTS."
+    return None
+
+
+async def list_tools(target: Target, limits: Limits) -> Listing:
+    """Every page of ``tools/list``; raises :class:`DiscoveryError` past a limit or on any
+    failure (nothing partial is returned)."""
+    started = time.perf_counter()
+    scope = anyio.CancelScope()
+    garbage = _GarbageWatch(scope)
+    watched = logging.getLogger("mcp.client.stdio")
+    watched.addHandler(garbage)
+    try:
+        with anyio.fail_after(limits.timeout_s), scope:
+            async with AsyncExitStack() as stack:
+                client = await stack.enter_async_context(
+                    Client(
+                        await _transport(target, limits, stack),
+                        cache=None,
+                        # The runtime's v1 client does the initialize handshake: so do we
+                        # (no server/discover probe first).
+                        mode="legacy",
+                    )
+                )
+                tools, pages = await _pages(client, limits)
+        if garbage.seen:
+            raise DiscoveryError(f"The server wrote something that is not MCP: {garbage.seen}")
+    except TimeoutError as exc:
+        raise DiscoveryError(
+            f"The server did not answer within {limits.timeout_s:g} s (TRAITDECK_MCP_TIMEOUT_S)."
+        ) from exc
+    except DiscoveryError:
+        raise
+    except Exception as exc:  # the SDK, the transport, the process: one plain sentence
+        raise DiscoveryError(f"Listing failed: {_first_line(exc)}") from exc
+    finally:
+        watched.removeHandler(garbage)
+    return Listing(tuple(tools), pages, time.perf_counter() - started)
+
+
+async def _transport(target: Target, limits: Limits, stack: AsyncExitStack) -> Any:
+    if target.transport == STDIO:
+        return StdioServerParameters(
+            command=target.argv[0], args=list(target.argv[1:]), env=dict(target.env) or None
+        )
+    timeout = httpx2.Timeout(limits.timeout_s)
+    if target.transport == SSE:
+        return sse_client(
+            target.url,
+            headers=dict(target.headers) or None,
+            timeout=limits.timeout_s,
+            sse_read_timeout=limits.timeout_s,
+        )
+    http = await stack.enter_async_context(
+        create_mcp_http_client(headers=dict(target.headers) or None, timeout=timeout)
+    )
+    return streamable_http_client(target.url, http_client=http)
+
+
+async def _pages(client: Client, limits: Limits) -> tuple[list[ListedTool], int]:
+    tools: list[ListedTool] = []
+    seen: set[str] = set()
+    size = pages = 0
+    cursor: str | None = None
+    while True:
+        pages += 1
+        result = await client.list_tools(cursor=cursor)
+        for tool in result.tools:
+            sent = tool.model_dump(by_alias=True, exclude_unset=True, mode="json")
+            size += len(json.dumps(sent))
+            if size > limits.max_bytes:
+                raise DiscoveryError(
+                    f"The tool list is over {limits.max_bytes} bytes (TRAITDECK_MCP_MAX_BYTES)."
+                )
+            if tool.name in seen:  # a server repeating a tool: the first listing counts
+                continue
+            seen.add(tool.name)
+            tools.append(
+                ListedTool(
+                    name=tool.name,
+                    description=tool.description,
+                    input_schema=sent.get("inputSchema") or {},
+                    annotations=sent.get("annotations"),
+                    page=pages,
+                )
+            )
+            if len(tools) > limits.max_tools:
+                raise DiscoveryError(
+                    f"The server lists more than {limits.max_tools} tools "
+                    "(TRAITDECK_MCP_MAX_TOOLS); nothing was stored."
+                )
+        cursor = result.next_cursor
+        if not cursor:
+            return tools, pages
+
+
+class _GarbageWatch(logging.Handler):
+    """The SDK's stdio client logs a line it cannot parse and keeps waiting for an answer that
+    will not come; this stops the run at the first such line instead of at the time limit."""
+
+    def __init__(self, scope: anyio.CancelScope) -> None:
+        super().__init__(logging.ERROR)
+        self.scope = scope
+        self.seen = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.seen and "parse" in record.getMessage():
+            error = record.exc_info[1] if record.exc_info else None
+            self.seen = _first_line(error) if error is not None else record.getMessage()
+            self.scope.cancel()
+
+
+def _first_line(exc: BaseException) -> str:
+    # An exception group (anyio task groups) hides the cause one level down.
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
+
+
+def parse_commands(raw: str) -> tuple[tuple[str, ...], ...]:
+    """``TRAITDECK_MCP_STDIO_COMMANDS``: a JSON array of argv arrays of strings."""
+    if not raw.strip():
+        return ()
+    data = json.loads(raw)
+    if not isinstance(data, list) or not all(
+        isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv) for argv in data
+    ):
+        raise ValueError("TRAITDECK_MCP_STDIO_COMMANDS must be a JSON array of argv arrays.")
+    return tuple(tuple(argv) for argv in data)
+
+
+def parse_hosts(raw: str) -> frozenset[str]:
+    return frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
+
+
+def manifest_entries(
+    listing: Listing,
+    *,
+    alias: str,
+    server_id: str,
+    by: str,
+    at: str,
+    transport: str,
+) -> dict[str, dict[str, Any]]:
+    """The manifest entries of a listing: ``mcp.<alias>.<tool>`` → description, params,
+    annotations as sent and where it came from. No ``tool_traits``: the runtime reads none
+    from a server."""
+    out: dict[str, dict[str, Any]] = {}
+    for tool in listing.tools:
+        entry: dict[str, Any] = {
+            "description": tool.description or "",
+            "params": _params(tool.input_schema),
+            "source": {
+                "kind": "mcp",
+                "server_id": server_id,
+                "transport": transport,
+                "at": at,
+                "by": by,
+                "sdk": f"mcp {listing.sdk_version}",
+                "page": tool.page,
+                "credentials": "traitdeck",
+            },
+        }
+        if tool.annotations is not None:
+            entry["annotations"] = dict(tool.annotations)
+        out[f"mcp.{alias}.{tool.name}"] = entry
+    return out
+
+
+def _params(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Parameter names, types and whether required, from the input schema (as the runtime's
+    ``_params_from_schema`` reads them)."""
+    props = schema.get("properties")
+    required = schema.get("required")
+    needed = set(required) if isinstance(required, list) else set()
+    if not isinstance(props, Mapping):
+        return []
+    return [
+        {
+            "name": str(name),
+            "type": str(spec.get("type", "")) if isinstance(spec, Mapping) else "",
+            "required": name in needed,
+        }
+        for name, spec in props.items()
+    ]

@@ -1,0 +1,130 @@
+"""Reads for the discovery panel of an MCP connection's page (docs/discovery.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from policy.discovery.mcp_list import refusal
+from policy.domain.annotations import Hint, Suggestion, hints, suggest
+from policy.domain.connections import Connection
+from policy.domain.loading import MCP, mcp_server
+from policy.domain.mcp_servers import server_config
+from policy.domain.resolution import AgentResolution
+from policy.domain.validate_discovery import discovered_tools, listed_names
+from policy.models import McpServerSetting
+from policy.selectors import DraftState, manifest_for, server_facts
+
+
+@dataclass(frozen=True)
+class DiscoveredRow:
+    name: str
+    tool_id: str
+    description: str
+    page: int
+    offered: bool
+    hints: tuple[Hint, ...]
+    suggestion: Suggestion
+    strategy: tuple[str, ...]
+    source: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class DiscoveryPanel:
+    server_id: str
+    config_where: str | None
+    setting: McpServerSetting | None
+    trusted: bool
+    #: Why the Discover button is disabled (``None``: it is enabled).
+    disabled_reason: str | None
+    rows: tuple[DiscoveredRow, ...]
+
+    @property
+    def command_json(self) -> str:
+        command = self.setting.source_command if self.setting is not None else None
+        return json.dumps(command) if command else ""
+
+    @property
+    def beyond_first_page(self) -> list[str]:
+        return [row.name for row in self.rows if row.offered and row.page > 1]
+
+    @property
+    def default_only(self) -> list[str]:
+        return [row.name for row in self.rows if row.offered and row.suggestion.only_defaults]
+
+
+def discovery_panel(
+    state: DraftState, agent: str, connection: Connection, resolution: AgentResolution
+) -> DiscoveryPanel | None:
+    if connection.kind != MCP or not connection.alias:
+        return None
+    from policy.services_discovery import DiscoveryRefused, discovery_allowlist, discovery_target
+
+    server = mcp_server(connection.raw)
+    config = server_config(state.data, server, os.environ.get("MCP_SERVICES", ""))
+    setting = McpServerSetting.objects.filter(server_id=server).first()
+    trusted = server in server_facts().trusted
+    reason: str | None
+    try:
+        allowlist = discovery_allowlist()
+        if allowlist.empty:
+            reason = (
+                "Nothing is allowlisted: an operator sets TRAITDECK_MCP_STDIO_COMMANDS (argv "
+                "lists) or TRAITDECK_MCP_HTTP_HOSTS (host names) before Traitdeck starts or "
+                "contacts any server."
+            )
+        else:
+            target, _ = discovery_target(state, server)
+            reason = refusal(target, allowlist)
+    except DiscoveryRefused as exc:
+        reason = str(exc)
+    manifest = manifest_for(agent)
+    found = discovered_tools(manifest, connection.alias)
+    listed = listed_names(connection)
+    rows = []
+    for name, entry in found.items():
+        tool_id = connection.tool_id(name)
+        annotations = entry.get("annotations")
+        annotations = annotations if isinstance(annotations, Mapping) else None
+        tool = resolution.find(tool_id)
+        source = manifest.source_for(tool_id) if manifest is not None else {}
+        page = source.get("page")
+        page = page if isinstance(page, int) else 1
+        rows.append(
+            DiscoveredRow(
+                name=name,
+                tool_id=tool_id,
+                description=str(entry.get("description") or ""),
+                page=page,
+                offered=listed is None or name in listed,
+                hints=tuple(hints(annotations).values()),
+                suggestion=suggest(tool_id, annotations, trusted=trusted),
+                strategy=tool.strategy if tool is not None else (),
+                source=source,
+            )
+        )
+    return DiscoveryPanel(
+        server_id=server,
+        config_where=config.where if config is not None else None,
+        setting=setting,
+        trusted=trusted,
+        disabled_reason=reason,
+        rows=tuple(rows),
+    )
+
+
+def beyond_first_page(agent: str) -> list[str]:
+    """Tool ids discovered past their server's first page (the runtime never sees them)."""
+    manifest = manifest_for(agent)
+    if manifest is None:
+        return []
+    return [
+        tool_id
+        for tool_id in manifest.entries
+        if manifest.source_for(tool_id).get("kind") == "mcp"
+        and isinstance(manifest.source_for(tool_id).get("page"), int)
+        and manifest.source_for(tool_id)["page"] > 1
+    ]

@@ -1,0 +1,104 @@
+"""The discovery actions of an MCP connection's page: Discover tools, the server's discovery
+source and trust, Apply suggestions (docs/discovery.md). Plain POST forms: each answers with
+the connection page again, saying what happened."""
+
+from __future__ import annotations
+
+import json
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.views.decorators.http import require_POST
+
+from policy.domain.connections import Connection
+from policy.domain.loading import MCP, mcp_server
+from policy.selectors import DraftState, draft_state
+from policy.services import StaleRevision
+from policy.services_discovery import (
+    DiscoveryRefused,
+    mcp_discover,
+    mcp_server_set,
+    suggestions_apply,
+)
+from policy.views.common import base_revision
+from policy.views.connections import _connection, connection_page
+
+
+@require_POST
+def connection_discover(request: HttpRequest, agent: str, index: int) -> HttpResponse:
+    state = draft_state()
+    connection = _mcp(state, agent, index)
+    try:
+        found = mcp_discover(agent=agent, server_id=mcp_server(connection.raw), user=request.user)
+    except (DiscoveryRefused, LookupError) as exc:
+        return connection_page(request, agent, index, notice=str(exc), status=422)
+    return connection_page(
+        request,
+        agent,
+        index,
+        notice=f"Discovered {found.tools} tool(s) on {found.pages} page(s) in "
+        f"{found.seconds:.2f} s (mcp {found.sdk}).",
+    )
+
+
+@require_POST
+def mcp_server_settings(request: HttpRequest, agent: str, index: int) -> HttpResponse:
+    state = draft_state()
+    connection = _mcp(state, agent, index)
+    raw_command = request.POST.get("source_command", "").strip()
+    command: list[str] | None = None
+    if raw_command:
+        try:
+            parsed = json.loads(raw_command)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, list) or not all(isinstance(a, str) for a in parsed):
+            return connection_page(
+                request,
+                agent,
+                index,
+                notice='The command must be a JSON array of strings, e.g. ["/usr/bin/python3", '
+                '"/srv/mcp/files.py"]. Nothing was saved.',
+                status=422,
+            )
+        command = parsed
+    url = request.POST.get("source_url", "").strip()[:2000]
+    try:
+        mcp_server_set(
+            server_id=mcp_server(connection.raw),
+            source_url=url,
+            source_command=command,
+            transport="sse" if request.POST.get("transport") == "sse" else "",
+            trusted=request.POST.get("trusted") == "on",
+            user=request.user,
+        )
+    except DiscoveryRefused as exc:
+        return connection_page(request, agent, index, notice=str(exc), status=422)
+    return connection_page(request, agent, index, notice="Saved the server's settings.")
+
+
+@require_POST
+def connection_suggestions(request: HttpRequest, agent: str, index: int) -> HttpResponse:
+    state = draft_state()
+    _mcp(state, agent, index)
+    try:
+        _, defaults = suggestions_apply(
+            agent=agent, index=index, base_revision=base_revision(request), user=request.user
+        )
+    except (DiscoveryRefused, StaleRevision) as exc:
+        status = 409 if isinstance(exc, StaleRevision) else 422
+        return connection_page(request, agent, index, notice=str(exc), status=status)
+    note = (
+        f" These rest only on the spec's defaults (the server did not say): {', '.join(defaults)}."
+        if defaults
+        else ""
+    )
+    return connection_page(
+        request, agent, index, notice="Applied the suggested traits to the draft." + note
+    )
+
+
+def _mcp(state: DraftState, agent: str, index: int) -> Connection:
+    connection = _connection(state, agent, index)
+    if connection.kind != MCP:
+        raise Http404(f"Connection #{index + 1} of {agent!r} is not an MCP connection.")
+    return connection

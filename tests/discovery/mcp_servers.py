@@ -1,0 +1,92 @@
+"""MCP servers for the discovery tests, written with the official SDK (low-level ``Server``, so a
+listing can page). Run as ``python mcp_servers.py KIND [--http PORT]``: stdio by default,
+streamable HTTP (uvicorn on 127.0.0.1:PORT) with ``--http``.
+
+Kinds: ``mixed`` (reads and writes, some hints absent), ``paged`` (3 pages), ``silent`` (never
+answers), ``garbage`` (writes non-protocol bytes), ``many`` (5,000 tools, one page; ``many:N``
+for N).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+
+SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+
+
+def _tool(name: str, annotations: dict[str, object] | None = None) -> types.Tool:
+    return types.Tool.model_validate(
+        {
+            "name": name,
+            "description": f"{name} (a test tool)",
+            "inputSchema": SCHEMA,
+            **({"annotations": annotations} if annotations is not None else {}),
+        }
+    )
+
+
+MIXED = [
+    _tool("read_file", {"readOnlyHint": True}),
+    _tool("list_dir", {"readOnlyHint": True, "openWorldHint": False}),
+    _tool("write_file", {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True}),
+    _tool("delete_file", {"destructiveHint": True}),
+    _tool("stat"),  # no annotations at all: every hint is the spec's default
+]
+PAGED = [_tool(f"tool_{i}", {"readOnlyHint": True}) for i in range(7)]
+PAGE = 3
+
+
+def build(kind: str) -> Server:
+    async def list_tools(
+        ctx: object, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        if kind == "mixed":
+            return types.ListToolsResult(tools=MIXED)
+        if kind == "paged":
+            start = int(params.cursor) if params is not None and params.cursor else 0
+            end = start + PAGE
+            cursor = str(end) if end < len(PAGED) else None
+            return types.ListToolsResult(tools=PAGED[start:end], next_cursor=cursor)
+        if kind.startswith("many"):
+            count = int(kind.split(":", 1)[1]) if ":" in kind else 5000
+            return types.ListToolsResult(
+                tools=[_tool(f"t{i}", {"readOnlyHint": i % 2 == 0}) for i in range(count)]
+            )
+        raise ValueError(kind)
+
+    return Server(f"traitdeck-test-{kind}", on_list_tools=list_tools)
+
+
+def main() -> None:
+    kind = sys.argv[1]
+    if kind == "silent":
+        sys.stdin.read()  # reads, never writes: the client waits forever
+        return
+    if kind == "garbage":
+        sys.stdout.write('this is not json-rpc\n{"jsonrpc": 7}\n\x00\x01garbage\n')
+        sys.stdout.flush()
+        time.sleep(60)
+        return
+    server = build(kind)
+    if "--http" in sys.argv:
+        import uvicorn
+
+        port = int(sys.argv[sys.argv.index("--http") + 1])
+        uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning")
+        return
+    from mcp.server.stdio import stdio_server
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+if __name__ == "__main__":
+    main()

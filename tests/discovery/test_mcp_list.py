@@ -1,0 +1,130 @@
+"""Listing real MCP servers written with the official SDK, over stdio and streamable HTTP."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import anyio
+import pytest
+
+from policy.discovery.mcp_list import (
+    Allowlist,
+    DiscoveryError,
+    Limits,
+    Target,
+    list_tools,
+    manifest_entries,
+    parse_commands,
+    refusal,
+)
+from policy.domain.manifest import parse_manifest
+from tests.discovery.conftest import stdio_argv
+
+FAST = Limits(timeout_s=15)
+
+
+def _list(target: Target, limits: Limits = FAST):  # type: ignore[no-untyped-def]
+    return anyio.run(list_tools, target, limits)
+
+
+def test_it_keeps_annotations_exactly_as_the_server_sent_them_over_stdio() -> None:
+    listing = _list(Target("stdio", argv=stdio_argv("mixed")))
+    sent = {tool.name: tool.annotations for tool in listing.tools}
+    assert sent == {
+        "read_file": {"readOnlyHint": True},
+        "list_dir": {"readOnlyHint": True, "openWorldHint": False},
+        "write_file": {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True},
+        "delete_file": {"destructiveHint": True},
+        "stat": None,  # no annotations: absent, not filled with defaults
+    }
+    assert listing.tools[0].input_schema["required"] == ["path"]
+
+
+def test_it_reads_every_page_and_records_the_page_of_each_tool() -> None:
+    listing = _list(Target("stdio", argv=stdio_argv("paged")))
+    assert listing.pages == 3
+    assert [(t.name, t.page) for t in listing.tools] == [
+        ("tool_0", 1), ("tool_1", 1), ("tool_2", 1),
+        ("tool_3", 2), ("tool_4", 2), ("tool_5", 2),
+        ("tool_6", 3),
+    ]  # fmt: skip
+
+
+def test_it_lists_over_streamable_http(http_server: Callable[[str], str]) -> None:
+    url = http_server("paged")
+    listing = _list(Target("http", url=url))
+    assert listing.pages == 3
+    assert len(listing.tools) == 7
+
+
+def test_it_gives_up_on_a_server_that_never_answers_at_the_time_limit() -> None:
+    started = time.perf_counter()
+    with pytest.raises(DiscoveryError, match=r"did not answer within 1 s"):
+        _list(Target("stdio", argv=stdio_argv("silent")), Limits(timeout_s=1))
+    assert time.perf_counter() - started < 8
+
+
+def test_it_stops_at_garbage_before_the_time_limit() -> None:
+    started = time.perf_counter()
+    with pytest.raises(DiscoveryError, match="not MCP"):
+        _list(Target("stdio", argv=stdio_argv("garbage")), Limits(timeout_s=30))
+    assert time.perf_counter() - started < 15
+
+
+def test_it_refuses_more_tools_than_the_cap_and_returns_nothing() -> None:
+    with pytest.raises(DiscoveryError, match=r"more than 50 tools"):
+        _list(Target("stdio", argv=stdio_argv("many:100")), Limits(timeout_s=30, max_tools=50))
+
+
+def test_it_refuses_a_listing_over_the_byte_cap() -> None:
+    with pytest.raises(DiscoveryError, match="over 5000 bytes"):
+        _list(Target("stdio", argv=stdio_argv("many:100")), Limits(timeout_s=30, max_bytes=5000))
+
+
+def test_it_lists_5000_tools_under_the_default_caps() -> None:
+    listing = _list(Target("stdio", argv=stdio_argv("many")), Limits(timeout_s=30))
+    assert len(listing.tools) == 5000
+
+
+def test_it_says_why_a_server_is_not_contacted() -> None:
+    argv = stdio_argv("mixed")
+    nothing = Allowlist()
+    assert "TRAITDECK_MCP_STDIO_COMMANDS" in (refusal(Target("stdio", argv=argv), nothing) or "")
+    # Exact argv match: the interpreter alone, or other arguments, are not enough.
+    only_python = Allowlist(commands=((argv[0],),))
+    assert refusal(Target("stdio", argv=argv), only_python) is not None
+    assert refusal(Target("stdio", argv=argv), Allowlist(commands=(argv,))) is None
+    loopback = Target("http", url="http://127.0.0.1:9/mcp")
+    assert "TRAITDECK_MCP_HTTP_HOSTS" in (refusal(loopback, Allowlist(hosts=frozenset())) or "")
+    assert refusal(loopback, Allowlist(hosts=frozenset({"127.0.0.1"}))) is None
+    assert refusal(Target("http", url="file:///etc/passwd"), Allowlist()) is not None
+
+
+def test_it_reads_the_command_allowlist_as_argv_arrays() -> None:
+    assert parse_commands('[["/usr/bin/python3", "/srv/mcp/files.py"]]') == (
+        ("/usr/bin/python3", "/srv/mcp/files.py"),
+    )
+    with pytest.raises(ValueError, match="argv arrays"):
+        parse_commands('["/usr/bin/python3 /srv/mcp/files.py"]')
+
+
+def test_its_entries_are_a_valid_manifest_with_provenance_and_no_traits() -> None:
+    listing = _list(Target("stdio", argv=stdio_argv("mixed")))
+    entries = manifest_entries(
+        listing,
+        alias="fs",
+        server_id="files",
+        by="ana",
+        at="2026-12-02T09:00:00",
+        transport="stdio",
+    )
+    manifest = parse_manifest(entries)
+    assert "mcp.fs.read_file" in manifest
+    entry = entries["mcp.fs.write_file"]
+    assert "tool_traits" not in entry  # the runtime reads no traits from a server
+    assert entry["params"] == [{"name": "path", "type": "string", "required": True}]
+    assert entry["source"]["page"] == 1
+    assert entry["source"]["by"] == "ana"
+    assert entry["source"]["sdk"].startswith("mcp 2.")
+    assert "annotations" not in entries["mcp.fs.stat"]
