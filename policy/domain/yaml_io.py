@@ -462,6 +462,13 @@ def _shape_error(data: Any, source: SourceMap) -> Diagnostic | None:
         if not source.values:
             message = "the file is empty: it holds no policy"
         return _diagnostic("shape", message, _SHAPE_HINT, (), source.at_value(()))
+    legacy = data.get("tools")
+    if isinstance(legacy, dict) and isinstance(legacy.get("agents"), dict):
+        surfaces = data.get("surfaces")
+        consumer = surfaces.get("as_consumer") if isinstance(surfaces, dict) else None
+        if not isinstance(consumer, dict) or "agents" not in consumer:
+            # The legacy shape: the runtime still reads `tools.agents.<agent>: [connections]`.
+            return None
     node: Any = data
     for depth in range(len(AGENTS)):
         path = AGENTS[: depth + 1]
@@ -521,9 +528,18 @@ def load_policy(
     """Read policy text safely; never raises. Refused text has ``data=None`` and error diagnostics.
 
     Refused: over ``max_bytes``, aliases adding more than ``max_nodes`` nodes, not UTF-8, not
-    YAML, a repeated key, or no ``surfaces.as_consumer.agents`` mapping. A Traitdeck export
-    header whose hash does not match the body only warns (``hash-mismatch``).
+    YAML, a repeated key, or neither a ``surfaces.as_consumer.agents`` mapping nor the legacy
+    ``tools.agents`` one. A Traitdeck export header whose hash does not match the body only
+    warns (``hash-mismatch``).
     """
+    return check_policy(load_document(text, max_bytes=max_bytes, max_nodes=max_nodes))
+
+
+def load_document(
+    text: str | bytes, *, max_bytes: int = WEB_MAX_BYTES, max_nodes: int = MAX_NODES
+) -> LoadedPolicy:
+    """Read any YAML document safely (no policy shape checked yet); never raises. ``data`` is
+    what was read even when a diagnostic refuses it; ``refused`` says whether one does."""
     decoded = _decode(text, max_bytes)
     if isinstance(decoded, Diagnostic):
         return LoadedPolicy(None, SourceMap(), [decoded], True, None)
@@ -532,10 +548,7 @@ def load_policy(
     source = SourceMap()
     try:
         data, source, errors = _load_yaml(decoded, max_nodes)
-        shape = None if errors else _shape_error(data, source)
-        diagnostics += [*errors, shape] if shape else errors
-        if not errors and not shape:
-            diagnostics += _encoding_errors(data, source)
+        diagnostics += errors
     except _Refusal as refusal:
         diagnostics.append(refusal.diagnostic)
     except yaml.YAMLError as exc:
@@ -547,7 +560,19 @@ def load_policy(
         message = f"the text cannot be read as YAML: {exc}"
         diagnostics.append(_diagnostic("yaml-syntax", message, "check the file is a YAML policy"))
     refused = any(d.severity is Severity.ERROR for d in diagnostics)
-    return LoadedPolicy(None if refused else data, source, diagnostics, refused, header_hash)
+    return LoadedPolicy(data, source, diagnostics, refused, header_hash)
+
+
+def check_policy(loaded: LoadedPolicy) -> LoadedPolicy:
+    """``loaded`` refused unless its data is a policy: the agents mapping where the runtime
+    reads it, and no text a page or database could not hold. Refused data is dropped."""
+    diagnostics = list(loaded.diagnostics)
+    if not loaded.refused:
+        shape = _shape_error(loaded.data, loaded.source)
+        diagnostics += [shape] if shape else _encoding_errors(loaded.data, loaded.source)
+    refused = any(d.severity is Severity.ERROR for d in diagnostics)
+    data = None if refused else loaded.data
+    return LoadedPolicy(data, loaded.source, diagnostics, refused, loaded.header_hash)
 
 
 def _encoding_errors(data: Any, source: SourceMap) -> list[Diagnostic]:
