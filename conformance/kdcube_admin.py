@@ -3,10 +3,10 @@ with its own ``mount_integrations_routers``, its own props store (descriptor aut
 mode + Redis) on a real ``redis-server``, and the ``workspace`` example descriptor.
 
 Only the authentication dependency is swapped: instead of a JWT from KDCube's identity provider,
-the bearer token is looked up in KDCube's own ``SimpleIDP`` (a token file of three users written
-here), and the route's own requirements (``RequireUser`` + ``RequireRoles("kdcube:role:super-admin")``,
-read from the dependency's closure) are checked by KDCube's ``AuthManager.validate_requirements``,
-mapped to statuses exactly as its gateway maps them (authentication → 401, authorization → 403).
+the bearer token is looked up in KDCube's own ``SimpleIDP`` (a token file of two users written
+here), and the route's own requirements (``RequireUser`` +
+``RequireRoles("kdcube:role:super-admin")``, read from the dependency's closure) are checked
+by KDCube's ``AuthManager.validate_requirements``, mapped to statuses exactly as its gateway maps them (authentication → 401, authorization → 403).
 
 Nothing here is copied from KDCube: every module is imported from ``KDCUBE_SRC``.
 """
@@ -43,7 +43,7 @@ SECRET_ENV = {
     "TD_REC_KNOWLEDGE_KEY": "resolved-knowledge-secret",
 }
 #: Installed libraries loaded before the stand-in finder exists: they probe optional packages
-#: (``hiredis``, ``chardet``, ``uvloop``) with try/except ImportError, which a stand-in would answer.
+#: (``hiredis``, ``chardet``, ``uvloop``) with try/except ImportError; a stand-in would answer.
 PREIMPORT = ("requests", "httpx", "langchain_core", "langgraph.graph", "uvicorn")
 
 
@@ -130,7 +130,9 @@ def write_descriptor(src: Path, workdir: Path) -> Path:
     }
     path = workdir / "bundles.yaml"
     # A comment KDCube's file-authority writes drop (recorded as whether it survives).
-    path.write_text("# kept by hand: review before editing\n" + yaml.safe_dump(doc, sort_keys=False))
+    path.write_text(
+        "# kept by hand: review before editing\n" + yaml.safe_dump(doc, sort_keys=False)
+    )
     return path
 
 

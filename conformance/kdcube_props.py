@@ -257,7 +257,11 @@ def record(server: AdminServer) -> list[dict[str, Any]]:
             "tenant": TENANT,
             "project": PROJECT,
             "op": "merge",
-            "props": {"surfaces": {"as_consumer": {"mcp": {"services": {"mcpServers": {"knowledge": None}}}}}},
+            "props": {
+                "surfaces": {
+                    "as_consumer": {"mcp": {"services": {"mcpServers": {"knowledge": None}}}}
+                }
+            },
         },
         agents=("main",),
     )

@@ -138,9 +138,7 @@ def _request(target: Target, method: str, **kwargs: Any) -> dict[str, Any]:
 
 def props_read(target: Target) -> dict[str, Any]:
     """``GET …/props``: ``{bundle_id, tenant, project, props, defaults}`` (secrets resolved)."""
-    return _request(
-        target, "GET", params={"tenant": target.tenant, "project": target.project}
-    )
+    return _request(target, "GET", params={"tenant": target.tenant, "project": target.project})
 
 
 def props_merge(target: Target, patch: Mapping[str, Any]) -> dict[str, Any]:

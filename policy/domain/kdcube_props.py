@@ -73,23 +73,22 @@ def masked(node: Any, paths: list[Path]) -> Any:
     """``node`` with the value at each of ``paths`` replaced by :data:`SECRET` (where present)."""
     out = json.loads(json.dumps(node))
     for path in paths:
-        parent = out
-        for key in path[:-1]:
-            if isinstance(parent, Mapping) and key in parent:
-                parent = parent[key]
-            elif isinstance(parent, list) and isinstance(key, int) and key < len(parent):
-                parent = parent[key]
-            else:
-                parent = None
-                break
         if not path:
             return SECRET
-        last = path[-1]
-        if isinstance(parent, dict) and last in parent:
-            parent[last] = SECRET
-        elif isinstance(parent, list) and isinstance(last, int) and last < len(parent):
-            parent[last] = SECRET
+        parent: Any = out
+        for key in path[:-1]:
+            parent = _child(parent, key)
+        if _child(parent, path[-1]) is not None:
+            parent[path[-1]] = SECRET
     return out
+
+
+def _child(node: Any, key: Any) -> Any:
+    if isinstance(node, Mapping):
+        return node.get(key)
+    if isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
+        return node[key]
+    return None
 
 
 def subtree_hash(subtree: Any) -> str:
