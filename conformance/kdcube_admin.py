@@ -6,7 +6,8 @@ Only the authentication dependency is swapped: instead of a JWT from KDCube's id
 the bearer token is looked up in KDCube's own ``SimpleIDP`` (a token file of two users written
 here), and the route's own requirements (``RequireUser`` +
 ``RequireRoles("kdcube:role:super-admin")``, read from the dependency's closure) are checked
-by KDCube's ``AuthManager.validate_requirements``, mapped to statuses exactly as its gateway maps them (authentication → 401, authorization → 403).
+by KDCube's ``AuthManager.validate_requirements``, mapped to statuses exactly as its gateway
+maps them (authentication → 401, authorization → 403).
 
 Nothing here is copied from KDCube: every module is imported from ``KDCUBE_SRC``.
 """
