@@ -107,7 +107,7 @@ class Recorder:
 def traitdeck_version(effective: dict[str, Any]) -> dict[str, Any]:
     """The version Traitdeck pushes: the workspace bundle's consumer surface as an operator
     imported it from the descriptor (the secret stays a reference), with the rendering tools
-    removed and one trait changed."""
+    removed, one trait changed and the knowledge server narrowed to one tool."""
     subtree = copy.deepcopy(effective)
     node = subtree
     for key in KNOWLEDGE_KEY_PATH[:-1]:
@@ -118,6 +118,11 @@ def traitdeck_version(effective: dict[str, Any]) -> dict[str, Any]:
     for tool in subtree["agents"]["main"]["tools"]:
         if tool.get("name") == "web":
             tool["tool_traits"]["web_fetch"] = {"strategy": ["exploration", "exploitation"]}
+        if tool.get("name") == "knowledge":
+            # Traitdeck refuses traits on "*" of a server whose tools it does not know (an error
+            # that blocks publishing): the operator names the one tool the agent may use.
+            tool["allowed"] = ["search_docs"]
+            tool["tool_traits"] = {"search_docs": {"strategy": ["exploration"]}}
     return {"surfaces": {"as_consumer": subtree}}
 
 

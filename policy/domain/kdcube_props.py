@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -89,6 +90,54 @@ def _child(node: Any, key: Any) -> Any:
     if isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
         return node[key]
     return None
+
+
+#: Where a connection carries credentials: an MCP server's ``headers``/``env`` values, and any
+#: value whose key names a secret. KDCube answers such a value resolved when the descriptor held a
+#: reference, and Traitdeck cannot tell a resolved secret from a literal: it imports neither.
+_SECRET_KEY = re.compile(r"(token|secret|password|passwd|api[_-]?key|authorization)", re.I)
+_CREDENTIAL_MAPPINGS = frozenset({"headers", "env"})
+
+
+def credential_paths(node: Any, path: Path = ()) -> list[Path]:
+    """Paths of the text values in credential positions under ``node``."""
+    out: list[Path] = []
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            here = (*path, key)
+            if isinstance(value, str) and (
+                _SECRET_KEY.search(str(key)) or (path and str(path[-1]) in _CREDENTIAL_MAPPINGS)
+            ):
+                if not value.startswith("${secret:"):  # a key of KDCube's secret store, not a value
+                    out.append(here)
+            else:
+                out.extend(credential_paths(value, here))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            out.extend(credential_paths(value, (*path, index)))
+    return out
+
+
+def value_at(node: Any, path: Path) -> Any:
+    for key in path:
+        node = _child(node, key)
+    return node
+
+
+def pulled_subtree(effective: Any, *known: Any) -> tuple[Any, list[str]]:
+    """The owned subtree to import from what the runtime loads, and the paths shown as
+    :data:`SECRET`. At a credential position the reference Traitdeck already holds there (in
+    ``known``: the draft's, the version's subtree) is kept; without one the value becomes
+    :data:`SECRET`, which a push refuses until a reference replaces it."""
+    out = without_nulls(effective)
+    secret: list[str] = []
+    for path in credential_paths(out):
+        ref = next((value_at(k, path) for k in known if is_secret_ref(value_at(k, path))), None)
+        parent = value_at(out, path[:-1])
+        parent[path[-1]] = ref if ref is not None else SECRET
+        if ref is None:
+            secret.append(format_path(path))
+    return out, secret
 
 
 def subtree_hash(subtree: Any) -> str:
@@ -205,6 +254,13 @@ def push_patch(target: Target, policy: Mapping[str, Any]) -> dict[str, Any]:
     version = version_subtree(policy)
     if not isinstance(version, Mapping):
         raise PushRefused("The version has no surfaces.as_consumer to push.")
+    unset = [format_path(p) for p in _marker_paths(version)]
+    if unset:
+        raise PushRefused(
+            "A secret was not imported at "
+            + ", ".join(unset)
+            + ": put its reference there (env:NAME or file:PATH) before pushing."
+        )
     restored = restored_by_defaults(target.subtree_of_defaults(), version)
     if restored:
         raise PushRefused(
@@ -214,6 +270,19 @@ def push_patch(target: Target, policy: Mapping[str, Any]) -> dict[str, Any]:
             " Add them to the version, or remove them from the bundle's code."
         )
     return nest(target.path, removal_patch(target.stored, version))
+
+
+def _marker_paths(node: Any, path: Path = ()) -> list[Path]:
+    if node == SECRET:
+        return [path]
+    out: list[Path] = []
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            out.extend(_marker_paths(value, (*path, key)))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            out.extend(_marker_paths(value, (*path, index)))
+    return out
 
 
 def differs(target: Target, policy: Mapping[str, Any]) -> list[str]:
