@@ -77,6 +77,9 @@ PAGES: dict[str, dict[str, str]] = {
     "policy:impact-round": {"GET": VIEWER},
     "policy:publish": {"GET": PUBLISHER, "POST": PUBLISHER},
     "policy:rollback": {"POST": PUBLISHER},
+    "policy:kdcube-push": {"POST": PUBLISHER},
+    # Reading KDCube's props to preview them is a read; applying goes through policy:import.
+    "policy:kdcube-import": {"GET": VIEWER},
     "observe:live": {"GET": VIEWER},
     "observe:history": {"GET": VIEWER},
     "observe:round": {"GET": VIEWER},

@@ -6,6 +6,7 @@ from policy.views import (
     agents,
     connections,
     inspect,
+    kdcube,
     manifest,
     suites,
     tools,
@@ -63,6 +64,8 @@ urlpatterns = [
     path("versions/", versions.versions_view, name="versions"),
     path("versions/<int:number>/", versions.version_view, name="version"),
     path("versions/<int:number>/rollback/", versions.rollback_view, name="rollback"),
+    path("versions/<int:number>/push/", kdcube.kdcube_push_view, name="kdcube-push"),
+    path("kdcube/import/", kdcube.kdcube_import_view, name="kdcube-import"),
     path("diff/", versions.diff_view, name="diff"),
     path("export.yaml", transfer.export_view, name="export"),
 ]

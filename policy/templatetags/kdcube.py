@@ -1,0 +1,35 @@
+"""``{% kdcube_drift %}``: the config-drift card (overview, versions page) when the KDCube bundle's
+props differ from the version in force; ``{% kdcube_push_status version %}``: a version's push."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from policy.kdcube import config_drift, config_drift_sentence, kdcube_configured, push_status
+
+register = template.Library()
+
+
+@register.inclusion_tag("policy/kdcube_drift.html", takes_context=True)
+def kdcube_drift(context: Any) -> dict[str, Any]:
+    row = config_drift() if kdcube_configured() else None
+    return {
+        "drift": row,
+        "sentence": config_drift_sentence(row),
+        "can": context.get("can"),
+        "csrf_token": context.get("csrf_token"),
+    }
+
+
+@register.inclusion_tag("policy/kdcube_push.html", takes_context=True)
+def kdcube_push_status(context: Any, number: int, *, compact: bool = False) -> dict[str, Any]:
+    return {
+        "configured": kdcube_configured(),
+        "number": number,
+        "push": push_status([number]).get(number),
+        "compact": compact,
+        "can": context.get("can"),
+        "csrf_token": context.get("csrf_token"),
+    }
