@@ -22,6 +22,7 @@ from observe.api import router as observe_router
 from observe.selectors import BadCursor
 from policy.api import router as policy_router
 from policy.api_edit import router as policy_edit_router
+from policy.api_kdcube import router as kdcube_router
 from policy.api_versions import router as versions_router
 from policy.api_versions import runtime_router
 from policy.domain.dryrun import RoundSpecError
@@ -169,6 +170,7 @@ api.add_router("/v1", audit_router)
 api.add_router("/v1", versions_router)
 api.add_router("/v1", runtime_router)
 api.add_router("/v1", bridge_router)
+api.add_router("/v1", kdcube_router)
 
 
 class HealthOut(Schema):

@@ -89,3 +89,30 @@ def test_the_overview_and_versions_page_show_config_drift(
         assert "by admin@kdcube: agents.main differs from version 1" in page
         assert "Import as draft" in page
         assert f"Push version {version} again" in page
+
+
+def test_the_api_pushes_reports_drift_and_imports(
+    server: ReplayServer, publisher_client: Any, version: int
+) -> None:
+    server.expect("push-read", "push-write", "push-read-back")
+    pushed = publisher_client.post(
+        "/api/v1/kdcube/push", {"overwrite": True}, content_type="application/json"
+    ).json()
+    assert (pushed["version"], pushed["status"]) == (version, "pushed")
+    server.expect("drift-read")
+    kdcube.kdcube_observe(source="poll")
+    status = publisher_client.get("/api/v1/kdcube").json()
+    assert status["config_drift"]["differs"] == ["agents.main"]
+    assert status["pushed"]["hash"] == pushed["hash"]
+    server.expect("drift-read")
+    preview = publisher_client.post("/api/v1/kdcube/pull").json()
+    assert preview["applied"] is False
+    added = [line for line in preview["diff"].splitlines() if line.startswith("+")]
+    assert any(line.endswith("- exploitation") for line in added)
+    assert preview["secrets_not_imported"] == []
+
+
+def test_the_api_says_when_no_target_is_configured(publisher_client: Any) -> None:
+    answer = publisher_client.get("/api/v1/kdcube")
+    assert answer.status_code == 404
+    assert "No KDCube target is configured" in answer.json()["error"]
