@@ -125,6 +125,7 @@ API: dict[tuple[str, str], str] = {
     ("GET", "/api/v1/kdcube"): VIEWER,
     ("POST", "/api/v1/kdcube/push"): PUBLISHER,
     ("POST", "/api/v1/kdcube/pull"): EDITOR_TO_APPLY,
+    ("POST", "/api/v1/kdcube/props-changed"): TOKEN,
     ("GET", "/api/v1/agents/{agent}/config.yaml"): TOKEN,
     ("POST", "/api/v1/events"): TOKEN,
     ("POST", "/api/v1/bridge/status"): TOKEN,

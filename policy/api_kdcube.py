@@ -10,13 +10,14 @@ from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 from ninja.responses import Status
 
-from accounts.auth import session_auth
+from accounts.auth import RuntimeTokenAuth, session_auth
 from config.api_io import if_match_revision
 from policy.importing import import_preview
 from policy.kdcube import (
     KDCubeOff,
     config_drift,
     config_drift_sentence,
+    kdcube_observe,
     kdcube_pull,
     kdcube_push,
     kdcube_target,
@@ -156,3 +157,34 @@ def kdcube_pull_api(request: HttpRequest, dry_run: bool = True) -> Any:
         return {**result, "applied": False, "revision": preview.draft.revision}
     state = draft_replace(data=preview.data, base_revision=base_revision, user=request.user)
     return {**result, "applied": True, "revision": state.revision}
+
+
+class ChangedIn(Schema):
+    source: str = Field(default="listener", pattern="^(listener|poll)$")
+    updated_by: str = Field(default="", max_length=150)
+
+
+class ChangedOut(Schema):
+    outside_change: bool
+    differs: list[str]
+    version: int | None
+
+
+@router.post(
+    "/kdcube/props-changed",
+    auth=RuntimeTokenAuth("events:write"),
+    response={200: ChangedOut, 404: ErrorOut, 502: ErrorOut},
+)
+def kdcube_props_changed(request: HttpRequest, payload: ChangedIn) -> Any:
+    """The bridge saw ``bundles.props.update`` (or its fallback poll is due): read the props
+    and compare them with the version in force (token scope ``events:write``)."""
+    _target_label()
+    try:
+        seen = kdcube_observe(source=payload.source, updated_by=payload.updated_by)
+    except KDCubeError as exc:
+        return Status(502, {"error": str(exc)})
+    return {
+        "outside_change": seen.outside_change,
+        "differs": seen.read.differs,
+        "version": seen.read.version,
+    }

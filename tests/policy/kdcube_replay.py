@@ -39,6 +39,8 @@ def exchange(case_id: str) -> dict[str, Any]:
 class ReplayServer:
     def __init__(self) -> None:
         self.expected: list[dict[str, Any]] = []
+        #: Exchanges answered any number of times (a poll asks the same again and again).
+        self.always: list[dict[str, Any]] = []
         self.unexpected: list[str] = []
         self.served: list[str] = []
         #: name → how the next request is answered instead of the recording ("slow", "500", "drop").
@@ -96,6 +98,10 @@ class ReplayServer:
         with self._lock:
             self.expected.extend(exchange(c) for c in case_ids)
 
+    def expect_always(self, case_id: str) -> None:
+        with self._lock:
+            self.always.append(exchange(case_id))
+
     def answer(self, request: dict[str, Any]) -> tuple[int, Any]:
         with self._lock:
             fault, self.fault = self.fault, None
@@ -110,6 +116,10 @@ class ReplayServer:
                 case = self.expected.pop(0)
                 self.served.append(case["id"])
                 return case["response"]["status"], case["response"]["json"]
+            for case in self.always:
+                if case["request"] == request:
+                    self.served.append(case["id"])
+                    return case["response"]["status"], case["response"]["json"]
             self.unexpected.append(json.dumps(request, sort_keys=True)[:500])
         return 599, {"detail": "not in the recording"}
 
