@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from conformance import fixtures, harness
+from conformance.families import config as config_family
 from conformance.kdcube_admin import BUNDLE_ID, PROJECT, TENANT, TOKENS, AdminServer
 
 NAME = "kdcube-props"
@@ -166,6 +167,12 @@ def record(server: AdminServer) -> list[dict[str, Any]]:
         "differs_before_push": kdcube_props.differs(before, version),
     }
     assert kdcube_client.props_read(target)["props"] == after["props"]
+    # What the runtime then gives the model: the loader and tool subsystem over defaults ← props.
+    rt = harness.load(server.src)
+    merged = server.integrations._deep_merge_props(first["defaults"], server.stored_props())
+    rec.cases[-1]["model_facing"] = config_family.runtime_tools(
+        rt, {"policy": merged, "agent": "main", "manifest": {}, "role": "parent"}
+    )
 
     # An admin changes one trait through KDCube's API (the widget's merge); Traitdeck reads it.
     rec.scenario = "outside-change"

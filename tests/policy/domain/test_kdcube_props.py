@@ -145,3 +145,15 @@ def test_it_hashes_a_subtree_stably_whatever_the_key_order() -> None:
     assert kdcube_props.subtree_hash({"a": 1, "b": [1, 2]}) == kdcube_props.subtree_hash(
         {"b": [1, 2], "a": 1}
     )
+
+
+def test_the_runtime_gives_the_model_traitdecks_effective_view_after_the_push() -> None:
+    # Recorded: the runtime's loader and tool subsystem over defaults ← the props KDCube stored.
+    from conformance.families import config
+
+    back = BY_ID["push-read-back"]
+    view = config.predict(
+        {"policy": back["traitdeck"]["version"], "agent": "main", "manifest": {}, "role": "parent"}
+    )
+    assert view == back["model_facing"]
+    assert "mcp.knowledge.search_docs" in [tool["id"] for tool in view]
