@@ -3,7 +3,7 @@ with its own ``mount_integrations_routers``, its own props store (descriptor aut
 mode + Redis) on a real ``redis-server``, and the ``workspace`` example descriptor.
 
 Only the authentication dependency is swapped: instead of a JWT from KDCube's identity provider,
-the bearer token is looked up in KDCube's own ``SimpleIDP`` (a token file of two users written
+the bearer token is looked up in KDCube's own ``SimpleIDP`` (a token file of three users written
 here), and the route's own requirements (``RequireUser`` +
 ``RequireRoles("kdcube:role:super-admin")``, read from the dependency's closure) are checked
 by KDCube's ``AuthManager.validate_requirements``, mapped to statuses exactly as its gateway
@@ -35,6 +35,7 @@ EXAMPLES = "kdcube_ai_app/apps/chat/sdk/examples/bundles"
 #: Bearer tokens of the SimpleIDP users this server knows (test-only secrets, nothing real).
 TOKENS = {
     "admin": "td-rec-super-admin",
+    "ops": "td-rec-ops-admin",
     "viewer": "td-rec-registered-user",
 }
 #: Secret references placed in the descriptor: the loader resolves them (KDCube's
@@ -202,6 +203,16 @@ class AdminServer:
                 "permissions": [],
             },
         )
+        # A second super-admin: the person who edits the props in KDCube's own widget.
+        idp.add_user(
+            TOKENS["ops"],
+            {
+                "sub": "ops-admin",
+                "username": "ops-admin",
+                "roles": ["kdcube:role:super-admin"],
+                "permissions": [],
+            },
+        )
         idp.add_user(
             TOKENS["viewer"],
             {
@@ -353,6 +364,7 @@ def run_forever(src: Path) -> None:  # pragma: no cover - a manual aid for walkt
                     "project": PROJECT,
                     "bundle": BUNDLE_ID,
                     "admin_token": TOKENS["admin"],
+                    "ops_token": TOKENS["ops"],
                 }
             ),
             flush=True,

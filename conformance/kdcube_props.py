@@ -33,7 +33,12 @@ NOTICE = (
     "example bundle's descriptor and code defaults."
 )
 PROPS = f"/admin/integrations/bundles/{BUNDLE_ID}/props"
-AUTH = {"admin": TOKENS["admin"], "viewer": TOKENS["viewer"], "invalid": "not-a-token"}
+AUTH = {
+    "admin": TOKENS["admin"],
+    "ops": TOKENS["ops"],
+    "viewer": TOKENS["viewer"],
+    "invalid": "not-a-token",
+}
 #: The secret reference the descriptor holds inside the owned subtree (what Traitdeck keeps).
 KNOWLEDGE_KEY_PATH = ("mcp", "services", "mcpServers", "knowledge", "headers", "X-Api-Key")
 
@@ -183,6 +188,7 @@ def record(server: AdminServer) -> list[dict[str, Any]]:
     rec.send(
         "admin-changes-a-trait",
         "POST",
+        auth="ops",
         body={
             "tenant": TENANT,
             "project": PROJECT,

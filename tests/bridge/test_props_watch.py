@@ -119,7 +119,7 @@ def test_the_bridge_sees_a_change_made_in_kdcube(
         assert first == {
             "source": "listener",
             "differs": ["agents.main"],
-            "by": "traitdeck-publisher",
+            "by": "ops-admin",
         }
         audit = traitdeck.manage(
             "shell",

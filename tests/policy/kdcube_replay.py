@@ -22,7 +22,11 @@ from conformance import fixtures
 
 NAME = "kdcube-props"
 #: The recorded server's tokens (test-only, see ``conformance.kdcube_admin.TOKENS``).
-TOKENS = {"td-rec-super-admin": "admin", "td-rec-registered-user": "viewer"}
+TOKENS = {
+    "td-rec-super-admin": "admin",
+    "td-rec-ops-admin": "ops",
+    "td-rec-registered-user": "viewer",
+}
 
 
 def recorded() -> dict[str, Any]:

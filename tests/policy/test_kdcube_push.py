@@ -68,14 +68,14 @@ def test_it_publishes_into_kdcube_after_a_pull_and_sees_an_outside_change(
 
     # An admin changes one trait in KDCube; the listener reads it: config drift.
     server.expect("drift-read")
-    seen = kdcube.kdcube_observe(source="listener", updated_by="traitdeck-publisher")
+    seen = kdcube.kdcube_observe(source="listener", updated_by="ops-admin")
     assert seen.outside_change
     drift = kdcube.config_drift()
     assert drift is not None
     assert drift.differs == ["agents.main"]
     sentence = kdcube.config_drift_sentence(drift)
     assert sentence is not None
-    assert "by traitdeck-publisher: agents.main differs from version 1" in sentence
+    assert "by ops-admin: agents.main differs from version 1" in sentence
     entry = AuditEntry.objects.get(action="kdcube.outside-change")
     assert entry.after["differs"] == ["agents.main"]
 
