@@ -97,6 +97,7 @@ def _record_read(
     )
 
 
+@transaction.atomic
 def _push_row(
     *, version: PolicyVersion, target: str, status: str, answer: str, actor: Any, digest: str = ""
 ) -> KDCubePush:
@@ -118,7 +119,9 @@ def _push_row(
     return row
 
 
-@transaction.atomic
+# Not atomic as a whole: KDCube's answers can take up to three time limits, and a transaction
+# held meanwhile would block every other writer (SQLite takes its write lock at BEGIN). Each
+# record (a read, a push and its audit entry) commits on its own.
 def kdcube_push(*, actor: Any, number: int | None = None, overwrite: bool = False) -> KDCubePush:
     """Write version ``number`` (default: the one in force) into KDCube's props and check that
     the runtime then loads exactly it. Always records the attempt; never raises for KDCube's
@@ -194,7 +197,6 @@ class Observed:
     outside_change: bool
 
 
-@transaction.atomic
 def kdcube_observe(*, source: str, updated_by: str = "") -> Observed:
     """Read the target and compare it with the version in force (the drift listener, the
     fallback poll, a pull). A subtree that changed since the last read and now differs from the
@@ -202,7 +204,19 @@ def kdcube_observe(*, source: str, updated_by: str = "") -> Observed:
     target = kdcube_target()
     previous = last_read()
     in_force = version_published()
-    seen = _read(target)
+    seen = _read(target)  # outside any transaction: see kdcube_push
+    with transaction.atomic():
+        return _observed(target, seen, previous, in_force, source, updated_by)
+
+
+def _observed(
+    target: kdcube_client.Target,
+    seen: kdcube_props.Target,
+    previous: KDCubeRead | None,
+    in_force: PolicyVersion | None,
+    source: str,
+    updated_by: str,
+) -> Observed:
     row = _record_read(
         target=target, seen=seen, source=source, in_force=in_force, updated_by=updated_by
     )
@@ -219,7 +233,8 @@ def kdcube_observe(*, source: str, updated_by: str = "") -> Observed:
 
 
 def config_drift_sentence(row: KDCubeRead | None) -> str | None:
-    """ "changed in KDCube at 10:02 by admin: agents.main differs" (None: no config drift)."""
+    """The config-drift sentence ("changed in KDCube at 10:02 by admin: agents.main differs
+    from version 3"); None when there is no config drift."""
     if row is None or not row.differs:
         return None
     who = f" by {row.updated_by}" if row.updated_by else ""

@@ -167,3 +167,34 @@ def test_the_commands_push_and_pull(server: ReplayServer, capsys: Any) -> None:
     with pytest.raises(CommandError) as err:
         call_command("policy", "push", "--version", "9")
     assert err.value.returncode == 1
+
+
+def test_a_rollback_pushes_the_copy(
+    server: ReplayServer, django_capture_on_commit_callbacks: Any
+) -> None:
+    from policy.versions import policy_rollback
+
+    draft_replace(data=VERSION, base_revision=None, user="test")
+    policy_publish(actor="test", message="v1", confirm_warnings=True)
+    other = {"surfaces": {"as_consumer": {"agents": {"main": {"tools": []}}}}}
+    draft_replace(data=other, base_revision=None, user="test")
+    policy_publish(actor="test", message="v2", confirm_warnings=True)
+    server.expect("push-read")
+    kdcube.kdcube_pull()
+    server.expect("push-read", "push-write", "push-read-back")
+    with django_capture_on_commit_callbacks(execute=True):
+        copy = policy_rollback(actor="test", number=1, message="back")
+    row = KDCubePush.objects.get()
+    assert (row.version, row.status) == (copy.number, "pushed")
+
+
+def test_the_pull_command_applies_with_yes(server: ReplayServer, capsys: Any) -> None:
+    from policy.selectors import draft_state
+
+    server.expect("push-read")
+    call_command("policy", "pull", "--yes")
+    captured = capsys.readouterr()
+    assert "imported from KDCube into the draft" in captured.out
+    assert f"{SECRET_PATH}: secret, not imported" in captured.err
+    tools = draft_state().data["surfaces"]["as_consumer"]["agents"]["main"]["tools"]
+    assert "rendering" in [t["name"] for t in tools]

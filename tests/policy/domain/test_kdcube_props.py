@@ -157,3 +157,30 @@ def test_the_runtime_gives_the_model_traitdecks_effective_view_after_the_push() 
     )
     assert view == back["model_facing"]
     assert "mcp.knowledge.search_docs" in [tool["id"] for tool in view]
+
+
+def test_it_refuses_to_push_a_secret_that_was_not_imported_by_path() -> None:
+    pulled, secrets = kdcube_props.pulled_subtree(
+        {
+            "mcp": {"services": {"mcpServers": {"k": {"headers": {"X-Api-Key": "plain"}}}}},
+            "agents": {"main": {"tools": []}},
+        }
+    )
+    assert secrets == ["mcp.services.mcpServers.k.headers.X-Api-Key"]
+    with pytest.raises(PushRefused) as err:
+        kdcube_props.push_patch(
+            Target(props={}, defaults={}), {"surfaces": {"as_consumer": pulled}}
+        )
+    assert "mcp.services.mcpServers.k.headers.X-Api-Key" in str(err.value)
+
+
+def test_a_pull_keeps_the_reference_traitdeck_holds_at_a_credential() -> None:
+    ours = {"mcp": {"services": {"k": {"env": {"TOKEN": "env:K_TOKEN"}}}}}
+    pulled, secrets = kdcube_props.pulled_subtree(
+        {"mcp": {"services": {"k": {"env": {"TOKEN": "resolved", "MODE": "${secret:a.b}"}}}}}, ours
+    )
+    assert secrets == []
+    assert pulled["mcp"]["services"]["k"]["env"] == {
+        "TOKEN": "env:K_TOKEN",
+        "MODE": "${secret:a.b}",
+    }
