@@ -14,17 +14,29 @@ from ninja.errors import HttpError
 from accounts.auth import session_auth
 from config.api_io import if_match_revision, read_body, read_json
 from policy.domain.catalog import catalog_entries, render_catalog, render_scope
+from policy.domain.descriptor_write import ExportRefused
+from policy.domain.descriptors import DescriptorError
+from policy.domain.diagnostics import summarize
 from policy.domain.dryrun import dry_run, parse_round_spec
+from policy.domain.edits import as_sentence
 from policy.domain.jsonable import jsonable
 from policy.domain.resolution import AgentResolution, UnknownAgentError, effective_json
+from policy.domain.tools_unknown import render_unseen, unseen_tools
 from policy.domain.yaml_io import WEB_MAX_BYTES
-from policy.exporting import draft_export_response
+from policy.exporting import (
+    VersionMissing,
+    descriptor_export,
+    descriptor_response,
+    draft_export_response,
+)
 from policy.importing import import_preview
 from policy.selectors import (
     DraftState,
+    agent_prediction,
     agent_resolution,
     draft_state,
     dry_run_mode,
+    role_param,
     text_analysis,
 )
 from policy.services import StaleRevision, draft_replace
@@ -56,15 +68,40 @@ class ReportOut(Schema):
 
 
 class RefusalOut(ReportOut):
-    """Text that cannot become a policy: why, and its diagnostics. Nothing was changed."""
+    """Text that cannot become a policy: why, and its diagnostics. Nothing was changed. For a
+    KDCube bundles descriptor: the ids of its bundles that carry a policy."""
 
     error: str
+    policy_bundles: list[str] = []
+
+
+class BundleMissingOut(Schema):
+    """A bundles descriptor without the bundle asked for (``?bundle=``)."""
+
+    error: str
+    policy_bundles: list[str]
 
 
 class ImportOut(ReportOut):
     diff: str
     applied: bool
     revision: int
+    #: The bundle imported when the text was a KDCube bundles descriptor, and the ids of its
+    #: bundles that carry a policy (a client may offer them to choose another).
+    bundle: str | None = None
+    policy_bundles: list[str] = []
+
+
+def descriptor_refusal(exc: DescriptorError) -> Status:
+    """A descriptor whose bundle cannot be read as asked: 404 for a bundle it does not have
+    (with the ids it has), 422 when it has none, several and none was named, or is malformed."""
+    body: dict[str, Any] = {
+        "error": f"{as_sentence(str(exc))} Nothing was changed.",
+        "policy_bundles": list(exc.policy_ids),
+    }
+    if exc.kind == "unknown":
+        return Status(404, body)
+    return Status(422, {**body, "diagnostics": [], "summary": summarize([])})
 
 
 class ConflictOut(Schema):
@@ -88,12 +125,18 @@ JSON_BODY = {
 
 
 @router.post(
-    "/policy/validate", response={200: ReportOut, 413: RefusalOut}, openapi_extra=YAML_BODY
+    "/policy/validate",
+    response={200: ReportOut, 404: BundleMissingOut, 413: RefusalOut, 422: RefusalOut},
+    openapi_extra=YAML_BODY,
 )
-def validate(request: HttpRequest) -> Any:
-    """Diagnostics of a YAML text (any text: a syntax error is a `yaml-syntax` diagnostic)."""
+def validate(request: HttpRequest, bundle: str | None = None) -> Any:
+    """Diagnostics of a YAML text (any text: a syntax error is a `yaml-syntax` diagnostic).
+    A KDCube bundles descriptor is read for `bundle` (default: its only bundle with a policy)."""
     body = read_body(request, content_types=YAML_TYPES, limit=WEB_MAX_BYTES)
-    analysis = text_analysis(body, max_bytes=WEB_MAX_BYTES)
+    try:
+        analysis = text_analysis(body, max_bytes=WEB_MAX_BYTES, bundle=bundle)
+    except DescriptorError as exc:
+        return descriptor_refusal(exc)
     too_large = [d for d in analysis.diagnostics if d.code == "yaml-too-large"]
     if too_large:
         error = f"The text is too large: {too_large[0].message}."
@@ -103,16 +146,26 @@ def validate(request: HttpRequest) -> Any:
 
 @router.post(
     "/policy/import",
-    response={200: ImportOut, 409: ConflictOut, 413: RefusalOut, 422: RefusalOut},
+    response={
+        200: ImportOut,
+        404: BundleMissingOut,
+        409: ConflictOut,
+        413: RefusalOut,
+        422: RefusalOut,
+    },
     openapi_extra=YAML_BODY,
 )
-def import_policy(request: HttpRequest, dry_run: bool = True) -> Any:
+def import_policy(request: HttpRequest, dry_run: bool = True, bundle: str | None = None) -> Any:
     """Preview (default) or apply a YAML import: diagnostics, a diff against the draft, and
     with `dry_run=false` the draft is replaced. Refused text changes nothing (422, or 413 when
-    too large)."""
+    too large). A KDCube bundles descriptor imports the props of `bundle` (default: its only
+    bundle with a policy; 422 when it has several, 404 naming them for an unknown one)."""
     body = read_body(request, content_types=YAML_TYPES, limit=WEB_MAX_BYTES)
     base_revision = if_match_revision(request)
-    preview = import_preview(body, max_bytes=WEB_MAX_BYTES)
+    try:
+        preview = import_preview(body, max_bytes=WEB_MAX_BYTES, bundle=bundle)
+    except DescriptorError as exc:
+        return descriptor_refusal(exc)
     if preview.refused:
         return Status(
             413 if preview.too_large else 422,
@@ -125,7 +178,12 @@ def import_policy(request: HttpRequest, dry_run: bool = True) -> Any:
     # believes it has would mislead.
     if base_revision is not None and base_revision != preview.draft.revision:
         raise StaleRevision(base_revision, preview.draft.revision)
-    result = {**preview.analysis.report(), "diff": preview.diff}
+    result = {
+        **preview.analysis.report(),
+        "diff": preview.diff,
+        "bundle": preview.bundle,
+        "policy_bundles": list(preview.analysis.policy_bundles),
+    }
     if dry_run:
         return {**result, "applied": False, "revision": preview.draft.revision}
     new_state = draft_replace(data=preview.data, base_revision=base_revision, user=request.user)
@@ -138,6 +196,36 @@ def export_yaml(request: HttpRequest) -> HttpResponse:
     return draft_export_response()
 
 
+@router.post(
+    "/policy/export-into",
+    response={200: None, 404: BundleMissingOut, 413: RefusalOut, 422: RefusalOut},
+    openapi_extra=YAML_BODY,
+)
+def export_into(request: HttpRequest, bundle: str | None = None, version: int | None = None) -> Any:
+    """The KDCube bundles descriptor sent as the body, with the draft (or `version`) written
+    into bundle `bundle` (default: its only bundle with a policy, else its only bundle): only
+    the policy's lines change, comments and formatting stay (`traitdeck export --into`). 422
+    when the draft changed keys outside the policy or the body is not a descriptor; 404 for an
+    unknown bundle or version."""
+    body = read_body(request, content_types=YAML_TYPES, limit=WEB_MAX_BYTES)
+    try:
+        written = descriptor_export(body, bundle=bundle, version=version)
+    except DescriptorError as exc:
+        return descriptor_refusal(exc)
+    except VersionMissing:
+        return Status(404, {"error": f"There is no version {version}.", "policy_bundles": []})
+    except ExportRefused as exc:
+        return Status(
+            422,
+            {
+                "error": f"{as_sentence(str(exc))} Nothing was written.",
+                "diagnostics": [d.to_dict() for d in exc.diagnostics],
+                "summary": summarize(exc.diagnostics),
+            },
+        )
+    return descriptor_response(written)
+
+
 def agent_or_404(state: DraftState, agent: str) -> AgentResolution:
     """The agent's resolution in ``state``; 404 when the draft has no such agent."""
     try:
@@ -147,30 +235,45 @@ def agent_or_404(state: DraftState, agent: str) -> AgentResolution:
 
 
 @router.get("/agents/{agent}/effective")
-def effective(request: HttpRequest, agent: str) -> Any:
-    """Effective traits of each tool and the layer each key came from (`traitdeck effective`)."""
+def effective(request: HttpRequest, agent: str, role: str | None = None) -> Any:
+    """Effective traits of each tool and the layer each key came from (`traitdeck effective`).
+    `role` (parent, child, none) picks the built-ins, as the CLI's `--role`."""
     # jsonable: a YAML trait key may be a date or a number; JSON keys are text.
-    return jsonable(effective_json(agent_or_404(draft_state(), agent)))
+    run = agent_prediction(draft_state(), agent, role=role_param(role))
+    return jsonable(
+        {
+            **effective_json(run.resolution),
+            "resolved_agent": run.resolved_agent,
+            "unseen_tools": [entry.as_json() for entry in unseen_tools(run.resolution)],
+            "diagnostics": [d.to_dict() for d in run.diagnostics],
+        }
+    )
 
 
 @router.get("/agents/{agent}/catalog")
-def catalog(request: HttpRequest, agent: str, format: str = "text") -> Any:
-    """The catalog text the model reads (`text/plain`), or `{"tools": [{"id", "scope"}]}`."""
+def catalog(request: HttpRequest, agent: str, format: str = "text", role: str | None = None) -> Any:
+    """The catalog text the model reads (`text/plain`), or `{"tools": [{"id", "scope"}]}`;
+    `role` as for the effective traits."""
     if format not in {"text", "json"}:
         raise HttpError(422, "format must be text or json.")
     # The runtime's list: a tool two connections both load is listed twice, as the model reads it.
-    tools = agent_or_404(draft_state(), agent).listing
+    run = agent_prediction(draft_state(), agent, role=role_param(role))
+    tools = run.resolution.listing
     if format == "json":
         return {
+            "resolved_agent": run.resolved_agent,
+            "unseen_tools": [
+                {**entry.as_json(), "scope": entry.scope} for entry in unseen_tools(run.resolution)
+            ],
             "tools": [
                 {
                     "id": t.tool_id,
                     "scope": render_scope(t.traits, t.namespace_overrides, t.namespaces_applicable),
                 }
                 for t in tools
-            ]
+            ],
         }
-    text = render_catalog(catalog_entries(tools))
+    text = render_catalog(catalog_entries(tools)) + render_unseen(unseen_tools(run.resolution))
     return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
 
@@ -186,7 +289,8 @@ def dry_run_round(
     comes from the round's own `multi_action_mode`, else this query parameter, else the
     instruction `profile` (or the agent's default profile), else the server setting."""
     state = draft_state()
-    resolution = agent_or_404(state, agent)
+    run = agent_prediction(state, agent)
     spec = parse_round_spec(read_json(request, limit=WEB_MAX_BYTES))
     mode = dry_run_mode(state, agent, spec, mode=multi_action_mode, profile=profile)
-    return dry_run(spec, resolution, multi_action_mode=mode)
+    result = dry_run(spec, run.resolution, multi_action_mode=mode)
+    return {**result, "resolved_agent": run.resolved_agent}

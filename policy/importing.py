@@ -42,6 +42,11 @@ class ImportPreview:
         return self.analysis.data
 
     @property
+    def bundle(self) -> str | None:
+        """The bundle read when the text was a KDCube bundles descriptor."""
+        return self.analysis.bundle.bundle_id if self.analysis.bundle else None
+
+    @property
     def diff(self) -> str:
         """The unified diff of the two exports (empty when refused or when nothing changes)."""
         if self.new_text is None:
@@ -61,11 +66,17 @@ def import_diff(draft: DraftState, new_text: str) -> str:
 
 
 def import_preview(
-    text: str | bytes, *, max_bytes: int = WEB_MAX_BYTES, uncapped: bool = False
+    text: str | bytes,
+    *,
+    max_bytes: int = WEB_MAX_BYTES,
+    uncapped: bool = False,
+    bundle: str | None = None,
 ) -> ImportPreview:
     """Analyse ``text`` as an import into the current draft; changes nothing. Over one of the
-    web's caps it is refused (``policy-too-large``) unless ``uncapped`` (management commands)."""
-    analysis = text_analysis(text, max_bytes=max_bytes)
+    web's caps it is refused (``policy-too-large``) unless ``uncapped`` (management commands).
+    A KDCube bundles descriptor imports the props of ``bundle`` (or of its only bundle with a
+    policy); raises ``DescriptorError`` when no bundle can be chosen."""
+    analysis = text_analysis(text, max_bytes=max_bytes, bundle=bundle)
     draft = draft_state()
     if not uncapped:
         analysis = refuse_over_caps(analysis, web_caps(), before=draft.data)

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import connection
 from django.urls import NoReverseMatch, reverse
 
+from policy.domain.agent_run import AgentRun, agent_run
 from policy.domain.analysis import Analysis, analyze_text
 from policy.domain.builtins import DEFAULT_ROLE, ROLES
 from policy.domain.dryrun import RoundSpec, resolve_mode
@@ -101,10 +102,12 @@ def draft_analysis(state: DraftState | None = None) -> Analysis:
     return _analysis(state.text, _manifests_json())
 
 
-def text_analysis(text: str | bytes, *, max_bytes: int) -> Analysis:
-    """Diagnostics of text that is not (yet) the draft: validate and import previews."""
+def text_analysis(text: str | bytes, *, max_bytes: int, bundle: str | None = None) -> Analysis:
+    """Diagnostics of text that is not (yet) the draft: validate and import previews. The text
+    may be a KDCube bundles descriptor (``bundle`` names its bundle; raises
+    ``DescriptorError`` when none can be chosen)."""
     per_agent = manifests()
-    return analyze_text(text, manifests=per_agent, max_bytes=max_bytes)
+    return analyze_text(text, manifests=per_agent, max_bytes=max_bytes, bundle=bundle)
 
 
 def agent_resolution(
@@ -113,6 +116,15 @@ def agent_resolution(
     """Raises ``UnknownAgentError`` when the draft has no such agent. ``role`` picks the
     built-ins (parent: react.delegate, child: react.contribute, None: neither)."""
     return resolve_agent(state.data, agent, manifest_for(agent), role=role)
+
+
+def agent_prediction(state: DraftState, agent: str, *, role: str | None = DEFAULT_ROLE) -> AgentRun:
+    """The agent as the runtime runs it, for predictions (effective, catalog, dry-run, the
+    playground): an id the draft does not name falls back as in the runtime, never 404."""
+    run = agent_run(state.data, agent, None, role=role)
+    # The tools are the resolved agent's, and so is the manifest of what its code offers.
+    manifest = manifest_for(run.resolved_agent or agent)
+    return run if manifest is None else agent_run(state.data, agent, manifest, role=role)
 
 
 def role_param(raw: str | None) -> str | None:

@@ -68,4 +68,5 @@ urlpatterns = [
     path("kdcube/import/", kdcube.kdcube_import_view, name="kdcube-import"),
     path("diff/", versions.diff_view, name="diff"),
     path("export.yaml", transfer.export_view, name="export"),
+    path("export/descriptor/", transfer.export_descriptor_view, name="export-descriptor"),
 ]

@@ -9,11 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from policy.domain.descriptors import BundleItem, read_policy_text
 from policy.domain.diagnostics import Diagnostic, has_errors, sort_for_display, summarize
 from policy.domain.manifest import Manifest
 from policy.domain.source import SourceMap
 from policy.domain.validate import validate_policy
-from policy.domain.yaml_io import MAX_NODES, WEB_MAX_BYTES, LoadedPolicy, load_policy
+from policy.domain.yaml_io import MAX_NODES, WEB_MAX_BYTES, LoadedPolicy
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,10 @@ class Analysis:
 
     loaded: LoadedPolicy
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    #: The bundle read when the text was a KDCube bundles descriptor, and the ids of its
+    #: bundles that carry a policy.
+    bundle: BundleItem | None = None
+    policy_bundles: tuple[str, ...] = ()
 
     @property
     def refused(self) -> bool:
@@ -58,11 +63,20 @@ def analyze_text(
     manifests: Mapping[str, Manifest] | None = None,
     max_bytes: int = WEB_MAX_BYTES,
     max_nodes: int = MAX_NODES,
+    bundle: str | None = None,
 ) -> Analysis:
-    """Load ``text`` and, unless it is refused, validate the policy it holds (``manifest`` for
-    every agent, ``manifests`` per agent name)."""
-    loaded = load_policy(text, max_bytes=max_bytes, max_nodes=max_nodes)
+    """Load ``text`` — bundle props, or a KDCube bundles descriptor whose bundle ``bundle`` (or
+    its only bundle with a policy) is read — and, unless it is refused, validate the policy it
+    holds (``manifest`` for every agent, ``manifests`` per agent name). Raises
+    ``DescriptorError`` when a descriptor's bundle cannot be chosen."""
+    read = read_policy_text(text, bundle=bundle, max_bytes=max_bytes, max_nodes=max_nodes)
+    loaded = read.loaded
     diagnostics = list(loaded.diagnostics)
     if not loaded.refused:
         diagnostics += validate_policy(loaded.data, loaded.source, manifest, manifests=manifests)
-    return Analysis(loaded=loaded, diagnostics=sort_for_display(diagnostics))
+    return Analysis(
+        loaded=loaded,
+        diagnostics=sort_for_display(diagnostics),
+        bundle=read.bundle,
+        policy_bundles=read.policy_ids,
+    )

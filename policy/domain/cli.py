@@ -15,9 +15,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from policy.domain.agent_run import AgentRun, agent_run
 from policy.domain.analysis import Analysis, analyze_text
 from policy.domain.builtins import DEFAULT_ROLE, ROLES
 from policy.domain.catalog import catalog_entries, render_catalog
+from policy.domain.descriptor_write import ExportRefused, export_into_descriptor
+from policy.domain.descriptors import DescriptorError
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.dryrun import RoundSpecError, describe, dry_run, parse_round_spec, resolve_mode
 from policy.domain.impact import (
@@ -38,11 +41,10 @@ from policy.domain.resolution import (
     AgentResolution,
     UnknownAgentError,
     effective_json,
-    resolve_agent,
-    resolve_consumer,
 )
 from policy.domain.suites import SuiteError, load_suite, run_suite
 from policy.domain.suites import summary as suite_summary
+from policy.domain.tools_unknown import render_unseen, unseen_tools
 from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
 
 EXIT_OK = 0
@@ -82,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("file", metavar="FILE", help="policy YAML ('-' reads standard input)")
         cmd.add_argument("--manifest", metavar="M.json", help="tools discovered in code (JSON)")
         cmd.add_argument(
+            "--bundle",
+            metavar="ID",
+            help="when FILE is a KDCube bundles descriptor: the bundle whose props to read "
+            "(default: the only one carrying a policy)",
+        )
+        cmd.add_argument(
             "--max-bytes",
             type=positive_int,
             default=CLI_MAX_BYTES,
@@ -120,6 +128,18 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the agent's instruction_profiles.default)",
     )
     command("fmt", "Print the policy in Traitdeck's canonical export form.", formats=False)
+    export = command(
+        "export",
+        "Write the policy into a KDCube bundles descriptor, changing only the policy's lines "
+        "(comments, quoting, key order and blank lines stay); prints it unless --in-place.",
+        formats=False,
+    )
+    export.add_argument(
+        "--into", required=True, metavar="bundles.yaml", help="the KDCube bundles descriptor"
+    )
+    export.add_argument(
+        "--in-place", action="store_true", help="rewrite the descriptor instead of printing it"
+    )
     replay = command(
         "replay",
         "Replay recorded rounds under the policy: with --against, what changes from OTHER to "
@@ -135,6 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
         "it ran as ('-' reads standard input)",
     )
     replay.add_argument("--against", metavar="OTHER", help="the baseline policy YAML")
+    replay.add_argument(
+        "--against-bundle",
+        metavar="ID",
+        help="when OTHER is a bundles descriptor: the bundle whose props to read",
+    )
     replay.add_argument(
         "--multi-action-mode",
         metavar="MODE",
@@ -204,6 +229,17 @@ def _manifest(args: argparse.Namespace) -> Manifest | None:
         raise UsageError(f"manifest {args.manifest} is malformed: {exc}") from exc
 
 
+def _analyze(path: str, args: argparse.Namespace, bundle: str | None) -> Analysis:
+    """The policy of a file: bundle props, or the chosen bundle of a bundles descriptor."""
+    text = _read(path, args.max_bytes, "file")
+    try:
+        return analyze_text(
+            text, manifest=args.manifest_data, max_bytes=args.max_bytes, bundle=bundle
+        )
+    except DescriptorError as exc:
+        raise DescriptorError(exc.kind, f"{path}: {exc}", exc.policy_ids) from exc
+
+
 def _diagnostic_line(file: str, diagnostic: Diagnostic) -> str:
     """Compiler-style, so editors and CI logs link to the line: ``file:12:5: error [code] …``."""
     where = f"{file}:{diagnostic.line}:{diagnostic.column}" if diagnostic.line else file
@@ -243,9 +279,14 @@ def _note_errors(file: str, analysis: Analysis, err: TextIO) -> int:
     return EXIT_NEGATIVE
 
 
-def _resolve(analysis: Analysis, args: argparse.Namespace) -> AgentResolution:
+def _run(analysis: Analysis, args: argparse.Namespace, err: TextIO) -> AgentRun:
+    """The agent as the runtime runs it: an id the policy does not name falls back as there
+    (``agent-resolved`` on stderr)."""
     role = None if args.role == "none" else args.role
-    return resolve_agent(analysis.data, args.agent, args.manifest_data, role=role)
+    run = agent_run(analysis.data, args.agent, args.manifest_data, role=role)
+    for diagnostic in run.diagnostics:
+        err.write(_diagnostic_line(args.file, diagnostic) + "\n")
+    return run
 
 
 def cmd_validate(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
@@ -259,9 +300,16 @@ def cmd_validate(args: argparse.Namespace, analysis: Analysis, out: TextIO, err:
 
 
 def cmd_effective(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
-    resolution = _resolve(analysis, args)
+    run = _run(analysis, args, err)
     # A YAML key may be a date or a number: JSON (and the provenance) spell keys as text.
-    data = jsonable(effective_json(resolution))
+    data = jsonable(
+        {
+            **effective_json(run.resolution),
+            "resolved_agent": run.resolved_agent,
+            "unseen_tools": [entry.as_json() for entry in unseen_tools(run.resolution)],
+            "diagnostics": [d.to_dict() for d in run.diagnostics],
+        }
+    )
     if args.format == "json":
         _print_json(data, out)
     else:
@@ -278,11 +326,15 @@ def cmd_effective(args: argparse.Namespace, analysis: Analysis, out: TextIO, err
             if tool["execution_design"]:
                 design = json.dumps(tool["execution_design"], ensure_ascii=False)
                 out.write(f"    execution design: {design}\n")
+        for unseen in data["unseen_tools"]:
+            strategy = ", ".join(unseen["traits"].get("strategy", ["unknown"]))
+            early = "starts early" if unseen["early"] else "after generation"
+            out.write(f"{unseen['pattern']}  [{strategy}]  {early}  ({unseen['tools']})\n")
     return _note_errors(args.file, analysis, err)
 
 
 def cmd_catalog(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
-    resolution = _resolve(analysis, args)
+    resolution = _run(analysis, args, err).resolution
     tools = [t for t in resolution.tools if not (args.no_builtins and t.builtin)]
     if args.tool is not None:
         tools = [t for t in tools if t.tool_id == args.tool]
@@ -291,11 +343,14 @@ def cmd_catalog(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: 
             return EXIT_NEGATIVE
     listing = [t for t in resolution.listing if t in tools]
     out.write(render_catalog(catalog_entries(listing)))
+    if args.tool is None:
+        out.write(render_unseen(unseen_tools(resolution)))
     return _note_errors(args.file, analysis, err)
 
 
 def cmd_dry_run(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
-    resolution = _resolve(analysis, args)
+    run = _run(analysis, args, err)
+    resolution = run.resolution
     try:
         spec = parse_round_spec(_read_json(args.round, args.max_bytes, "round"))
     except RoundSpecError as exc:
@@ -308,7 +363,7 @@ def cmd_dry_run(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: 
     )
     result = dry_run(spec, resolution, multi_action_mode=mode)
     if args.format == "json":
-        _print_json(result, out)
+        _print_json({**result, "resolved_agent": run.resolved_agent}, out)
     else:
         for line in describe(result):
             out.write(line + "\n")
@@ -317,6 +372,32 @@ def cmd_dry_run(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: 
 
 def cmd_fmt(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
     out.write(export_text(analysis.data))
+    return _note_errors(args.file, analysis, err)
+
+
+def cmd_export(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
+    descriptor = _read(args.into, args.max_bytes, "descriptor")
+    try:
+        written = export_into_descriptor(descriptor, analysis.data, bundle=args.bundle)
+    except DescriptorError as exc:
+        raise DescriptorError(exc.kind, f"{args.into}: {exc}", exc.policy_ids) from exc
+    except ExportRefused as exc:
+        for diagnostic in exc.diagnostics:
+            err.write(_diagnostic_line(args.into, diagnostic) + "\n")
+        err.write(f"traitdeck: {exc}; nothing was written\n")
+        return EXIT_NEGATIVE
+    if args.in_place:
+        target = Path(args.into)
+        temporary = target.with_name(f".{target.name}.traitdeck-tmp")
+        try:
+            temporary.write_bytes(written.text.encode("utf-8"))
+            temporary.replace(target)  # atomic: a reader sees the old file or the new one
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.into}: {exc.strerror or exc}") from exc
+        where = ".".join(str(part) for part in written.location)
+        err.write(f"traitdeck: wrote the policy into {args.into} ({written.bundle_id}: {where})\n")
+    else:
+        out.write(written.text)
     return _note_errors(args.file, analysis, err)
 
 
@@ -343,10 +424,7 @@ def _side(analysis: Analysis, args: argparse.Namespace) -> tuple[Resolver, ModeF
     role = None if args.role == "none" else args.role
 
     def resolver(agent: str) -> AgentResolution | None:
-        try:
-            return resolve_consumer(analysis.data, agent, args.manifest_data, role=role)
-        except UnknownAgentError:
-            return None
+        return agent_run(analysis.data, agent, args.manifest_data, role=role).resolution
 
     modes: dict[str, str | None] = {}
 
@@ -371,11 +449,7 @@ def cmd_replay(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: T
         else:
             out.write(prediction_summary(prediction) + "\n")
         return _note_errors(args.file, analysis, err)
-    other = analyze_text(
-        _read(args.against, args.max_bytes, "file"),
-        manifest=args.manifest_data,
-        max_bytes=args.max_bytes,
-    )
+    other = _analyze(args.against, args, args.against_bundle)
     if other.refused:
         return _print_refused(args.against, other, err)
     baseline, baseline_mode = _side(other, args)
@@ -410,16 +484,17 @@ def cmd_test(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: Tex
         suite = load_suite(_read(args.suite, args.max_bytes, "suite"))
     except SuiteError as exc:
         raise UsageError(f"suite {args.suite} is malformed: {exc}") from exc
-    resolver, mode = _side(analysis, args)
-    resolution = resolver(suite.agent)
-    if resolution is None:
-        err.write(f"traitdeck: {args.file} has no agent {suite.agent!r} (nor a default agent)\n")
-        return EXIT_NEGATIVE
-    results = run_suite(suite, resolution, mode=mode(suite.agent))
+    _, mode = _side(analysis, args)
+    role = None if args.role == "none" else args.role
+    run = agent_run(analysis.data, suite.agent, args.manifest_data, role=role)
+    for diagnostic in run.diagnostics:
+        err.write(_diagnostic_line(args.file, diagnostic) + "\n")
+    results = run_suite(suite, run.resolution, mode=mode(suite.agent))
     if args.format == "json":
         _print_json(
             {
                 "agent": suite.agent,
+                "resolved_agent": run.resolved_agent,
                 "cases": [
                     {"name": r.name, "passed": r.passed, "failures": list(r.failures)}
                     for r in results
@@ -444,6 +519,7 @@ COMMANDS = {
     "catalog": cmd_catalog,
     "dry-run": cmd_dry_run,
     "fmt": cmd_fmt,
+    "export": cmd_export,
     "replay": cmd_replay,
     "test": cmd_test,
 }
@@ -453,14 +529,16 @@ def run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.manifest_data = _manifest(args)
-        text = _read(args.file, args.max_bytes, "file")
-        analysis = analyze_text(text, manifest=args.manifest_data, max_bytes=args.max_bytes)
+        analysis = _analyze(args.file, args, args.bundle)
         if analysis.refused and args.command != "validate":
             return _print_refused(args.file, analysis, err)
         return COMMANDS[args.command](args, analysis, out, err)
     except UsageError as exc:
         err.write(f"traitdeck: {exc}\n")
         return EXIT_USAGE
+    except DescriptorError as exc:
+        err.write(f"traitdeck: {exc}\n")
+        return exc.exit_code
     except UnknownAgentError:
         err.write(f"traitdeck: {args.file} has no agent {args.agent!r}\n")
         return EXIT_NEGATIVE

@@ -9,7 +9,7 @@ It never raises, whatever the structure under ``agents``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from policy.domain.builtins import BUILTIN_ALIAS
 from policy.domain.connections import (
@@ -17,6 +17,7 @@ from policy.domain.connections import (
     MCP,
     NAMED_SERVICE,
     PYTHON,
+    WILDCARD,
     Connection,
 )
 from policy.domain.diagnostics import Diagnostic
@@ -26,6 +27,8 @@ from policy.domain.multi_action import multi_action_enabled, profile_mode
 from policy.domain.paths import AGENTS
 from policy.domain.resolution import AgentResolution, agents_mapping, resolve_agent_key
 from policy.domain.source import SourceMap
+from policy.domain.tools_unknown import CODE as TOOLS_UNKNOWN
+from policy.domain.tools_unknown import EVERY_TOOL, tools_unknown
 from policy.domain.validate_keys import check_design_entries, check_namespaces, check_trait_keys
 from policy.domain.validate_report import Reporter, close_match, describe, shape_list
 from policy.domain.validate_tools import check_tools, untypeable
@@ -47,7 +50,37 @@ def validate_policy(
     for key, agent in agents_mapping(data).items():
         own = manifests.get(str(key)) if manifests else None
         _check_agent(reporter, data, key, agent, own or manifest)
+    for key, connections in legacy_agents(data).items():
+        own = manifests.get(str(key)) if manifests else None
+        _check_legacy_agent(reporter, data, key, connections, own or manifest)
     return reporter.diagnostics
+
+
+def legacy_agents(data: Any) -> Mapping[Any, Any]:
+    """The legacy ``tools.agents`` mapping (agent → list of connections), read by the runtime
+    when ``surfaces.as_consumer.agents`` has no entry for the agent it runs."""
+    tools = data.get("tools") if isinstance(data, Mapping) else None
+    agents = tools.get("agents") if isinstance(tools, Mapping) else None
+    return agents if isinstance(agents, Mapping) else {}
+
+
+def _check_legacy_agent(
+    reporter: Reporter, data: Any, key: Any, connections: Any, manifest: Manifest | None
+) -> None:
+    path = ("tools", "agents", key)
+    if not isinstance(connections, list):
+        reporter.error(
+            "shape",
+            path,
+            f"Legacy agent {key!r} must be a list of connections, not {describe(connections)}; "
+            "the runtime loads no configured tool for it.",
+            "Write it as a list: each item one connection mapping (kind, alias, allowed, …).",
+        )
+        return
+    resolution = resolve_agent_key(data, key, manifest)
+    if resolution.loaded_from != key or not resolution.legacy:
+        return  # the runtime reads surfaces.as_consumer.agents for this id: checked there
+    _check_loaded(reporter, data, key, resolution)
 
 
 def _check_agent(
@@ -87,6 +120,11 @@ def _check_agent(
         # The runtime reads another agent's connections for this id: those are checked there.
         _fallback(reporter, key, resolution)
         return
+    _check_loaded(reporter, data, key, resolution)
+
+
+def _check_loaded(reporter: Reporter, data: Any, key: Any, resolution: AgentResolution) -> None:
+    """The connections and tools the runtime loads for the agent ``key``."""
     reached = frozenset(
         candidate
         for tool in resolution.tools
@@ -175,8 +213,34 @@ def _check_connection(reporter: Reporter, connection: Connection, reached: froze
     if not connection.loadable:
         _unloadable(reporter, connection)
         return
-    check_trait_keys(reporter, connection, reached)
+    unknown = tools_unknown(connection)
+    if unknown:
+        _tools_unknown(reporter, connection)
+    check_trait_keys(reporter, connection, reached, tools_unknown=unknown)
     check_design_entries(reporter, connection)
+
+
+def _tools_unknown(reporter: Reporter, connection: Connection) -> None:
+    raw, alias = connection.raw, connection.alias or ""
+    traits = raw.get("tool_traits")
+    keys = [str(k) for k in traits] if isinstance(traits, Mapping) else []
+    where: tuple[Any, ...] = connection.path
+    at: Literal["key", "first_key"] = "first_key"
+    if WILDCARD in keys:
+        where, at = (*connection.path, "tool_traits", WILDCARD), "key"
+    elif "allowed" in raw:
+        where, at = (*connection.path, "allowed"), "key"
+    server = "server" if connection.kind == MCP else "module"
+    applies = f" Its tool_traits ({', '.join(keys)}) apply" if keys else " Its tools are offered"
+    reporter.info(
+        TOOLS_UNKNOWN,
+        where,
+        f"{alias} offers {EVERY_TOOL.replace('server', server)} at run time, and Traitdeck has "
+        f"not seen them.{applies} as the runtime finds them; Traitdeck cannot check the names.",
+        "Upload the manifest or discover the tools, so Traitdeck can list them and check "
+        "their traits.",
+        at=at,
+    )
 
 
 def _id_key_ignored(reporter: Reporter, connection: Connection) -> None:
@@ -203,9 +267,18 @@ def _id_key_ignored(reporter: Reporter, connection: Connection) -> None:
 def _unloadable(reporter: Reporter, connection: Connection) -> None:
     raw = connection.raw
     if connection.kind == PYTHON and "module or ref" in (connection.problem or ""):
-        message = "it has neither module nor ref, so there is no code to load"
-        hint = "Add ref: path/to/tools.py or module: package.module."
-    elif connection.kind == PYTHON:
+        # Not an error: a bundle's own code (a LangGraph agent, say) may read the connection.
+        reporter.warning(
+            "connection-unloadable",
+            connection.path,
+            "The ReAct loader skips this python connection: it has neither module nor ref, so "
+            "it offers none of its tools to a ReAct agent. The bundle's own code may read it.",
+            "Add ref: path/to/tools.py or module: package.module if a ReAct agent should use "
+            "these tools; leave it as it is if the bundle's own code binds them.",
+            at="first_key",
+        )
+        return
+    if connection.kind == PYTHON:
         message = "it has no alias or name, so its tools would have no id prefix"
         hint = "Add alias: <name>; the model sees <alias>.<callable>."
         if "id" in raw:

@@ -112,9 +112,15 @@ def _check_overrides(
 
 
 def check_trait_keys(
-    reporter: Reporter, connection: Connection, reached: frozenset[str] = frozenset()
+    reporter: Reporter,
+    connection: Connection,
+    reached: frozenset[str] = frozenset(),
+    *,
+    tools_unknown: bool = False,
 ) -> None:
-    """``reached``: every trait-table key a tool of the agent reads (its id, ``<alias>.*``, …)."""
+    """``reached``: every trait-table key a tool of the agent reads (its id, ``<alias>.*``, …).
+    ``tools_unknown``: the connection offers tools Traitdeck has not seen, so a key that matches
+    none it knows may still match one (``tools-unknown`` says so; no error)."""
     raw, path = connection.raw, connection.path
     if not shape_mapping(reporter, raw, path, "tool_traits"):
         return
@@ -125,7 +131,7 @@ def check_trait_keys(
     for key, entry in raw["tool_traits"].items():
         entry_path = (*path, "tool_traits", key)
         target = _trait_target(connection, key, reached, offered)
-        if target is None:
+        if target is None and not tools_unknown:
             _target_unknown(reporter, connection, key, entry_path, None, callables)
         if connection.kind == MCP and isinstance(key, str):
             qualified = qualify_mcp_key(key, alias)

@@ -22,8 +22,15 @@ from policy.domain.cli import json_text
 from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
 from policy.domain.overseer import DEFAULT_MAX_ACTIONS, FINAL_ACTIONS
 from policy.domain.resolution import AgentResolution, EffectiveTool, UnknownAgentError
+from policy.domain.tools_unknown import unseen_tools
 from policy.domain.traits import normalize_traits, resolved_strategy
-from policy.selectors import agent_resolution, draft_state, dry_run_mode, role_param
+from policy.selectors import (
+    agent_prediction,
+    agent_resolution,
+    draft_state,
+    dry_run_mode,
+    role_param,
+)
 from policy.views.agents import render_page
 
 
@@ -90,6 +97,7 @@ def effective_view(request: HttpRequest, agent: str) -> HttpResponse:
             "agent": resolution.agent,
             "configured": [row for row in rows if not row.tool.builtin],
             "builtins": [row for row in rows if row.tool.builtin],
+            "unseen": [entry.as_json() for entry in unseen_tools(resolution)],
             "role": role or "none",
         },
     )
@@ -291,7 +299,11 @@ def playground(request: HttpRequest, agent: str) -> HttpResponse:
     Every button posts the whole form (htmx: one round trip, the workspace is swapped; without
     JavaScript: a normal form post). ``op`` says what to do: run, or change the composition.
     """
-    resolution = _resolution(agent)
+    # Agent pages are reached from the draft's agents (404 for others); the dry-run JSON names
+    # the agent resolved to, as the CLI's and the API's do.
+    _resolution(agent)
+    run = agent_prediction(draft_state(), agent)
+    resolution = run.resolution
     default_choice = _default_choice(resolution, request.GET.get("tool"))
     result: dict[str, Any] | None = None
     round_json = ""
@@ -319,7 +331,10 @@ def playground(request: HttpRequest, agent: str) -> HttpResponse:
                         mode=request.POST.get("multi_action_mode") or None,
                         profile=None,
                     )
-                    result = dry_run(parsed, resolution, multi_action_mode=mode)
+                    result = {
+                        **dry_run(parsed, resolution, multi_action_mode=mode),
+                        "resolved_agent": run.resolved_agent,
+                    }
                     # A saved case keeps the mode the round ran with.
                     case_json = json.dumps({**spec, "multi_action_mode": mode}, ensure_ascii=False)
         else:

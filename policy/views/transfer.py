@@ -9,12 +9,21 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from policy.domain.descriptor_write import ExportRefused
+from policy.domain.descriptors import DescriptorError
 from policy.domain.diagnostics import Severity
+from policy.domain.edits import as_sentence
 from policy.domain.yaml_io import WEB_MAX_BYTES
-from policy.exporting import draft_export_response
+from policy.exporting import (
+    VersionMissing,
+    descriptor_export,
+    descriptor_response,
+    draft_export_response,
+)
 from policy.importing import ImportPreview, import_preview
 from policy.selectors import draft_state
 from policy.services import StaleRevision, draft_replace
+from policy.versions import version_list
 from policy.views.agents import render_page
 from policy.views.common import base_revision, page_url
 
@@ -65,7 +74,26 @@ def _preview_context(preview: ImportPreview, text: str | bytes) -> dict[str, Any
         "base_revision": preview.draft.revision,
         # Carried back by the Apply form: what is applied is exactly what was previewed.
         # (Text that is not UTF-8 is refused, so "replace" never changes what gets applied.)
-        "carried_text": text.decode("utf-8", "replace") if isinstance(text, bytes) else text,
+        "carried_text": _carried(text),
+        "bundle": preview.bundle,
+        "policy_bundles": preview.analysis.policy_bundles,
+    }
+
+
+def _carried(text: str | bytes) -> str:
+    return text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+
+
+def _bundle_context(exc: DescriptorError, text: str | bytes, bundle: str | None) -> dict[str, Any]:
+    return {
+        "text": "" if isinstance(text, bytes) else text,
+        "previewed": True,
+        "refused": True,
+        "bundle_problem": str(exc)[:1].upper() + str(exc)[1:],
+        "policy_bundles": exc.policy_ids,
+        "bundle": bundle,
+        "carried_text": _carried(text),
+        "diagnostics": [],
     }
 
 
@@ -97,7 +125,12 @@ def import_view(request: HttpRequest) -> HttpResponse:
         return _page(request, {"previewed": True, "notice": TOO_LARGE}, status=413, partial=partial)
     if not text.strip():
         return _page(request, {"previewed": True, "notice": NO_TEXT}, status=422, partial=partial)
-    preview = import_preview(text, max_bytes=WEB_MAX_BYTES)
+    bundle = request.POST.get("bundle") or None
+    try:
+        preview = import_preview(text, max_bytes=WEB_MAX_BYTES, bundle=bundle)
+    except DescriptorError as exc:
+        # A KDCube bundles descriptor whose bundle must be picked: the preview offers them.
+        return _page(request, _bundle_context(exc, text, bundle), status=422, partial=partial)
     context = {"text": "" if isinstance(text, bytes) else text, **_preview_context(preview, text)}
     if preview.too_large:
         return _page(request, {**context, "notice": TOO_LARGE}, status=413, partial=partial)
@@ -132,3 +165,43 @@ def import_view(request: HttpRequest) -> HttpResponse:
 def export_view(request: HttpRequest) -> HttpResponse:
     """The draft as a YAML download: the same bytes as the API export and ``traitdeck fmt``."""
     return draft_export_response()
+
+
+def export_descriptor_view(request: HttpRequest) -> HttpResponse:
+    """GET: the form. POST: the uploaded KDCube bundles descriptor, downloaded back with the
+    draft (or a version) written into one bundle, only the policy's lines changed."""
+    numbers = [version.number for version in version_list()]
+    context: dict[str, Any] = {"versions": numbers, "max_bytes": WEB_MAX_BYTES}
+    if request.method != "POST":
+        return render_page(request, "policy/export_descriptor.html", context)
+    bundle = (request.POST.get("bundle") or "").strip() or None
+    version_raw = request.POST.get("version") or ""
+    version = int(version_raw) if version_raw.isdigit() else None
+    context.update({"bundle": bundle or "", "version": version})
+    try:
+        descriptor = _submitted_text(request)
+    except _TooLarge:
+        return render_page(
+            request, "policy/export_descriptor.html", {**context, "problem": TOO_LARGE}, status=413
+        )
+    if not (descriptor.strip() if isinstance(descriptor, str) else descriptor.strip()):
+        problem = "Choose your bundles descriptor (bundles.yaml) to upload."
+        return render_page(
+            request, "policy/export_descriptor.html", {**context, "problem": problem}, status=422
+        )
+    try:
+        written = descriptor_export(descriptor, bundle=bundle, version=version)
+    except DescriptorError as exc:
+        problem = as_sentence(str(exc))
+        context.update({"problem": problem, "policy_bundles": exc.policy_ids})
+        status = 404 if exc.kind == "unknown" else 422
+        return render_page(request, "policy/export_descriptor.html", context, status=status)
+    except VersionMissing:
+        problem = f"There is no version {version}."
+        return render_page(
+            request, "policy/export_descriptor.html", {**context, "problem": problem}, status=404
+        )
+    except ExportRefused as exc:
+        context.update({"problem": as_sentence(str(exc)), "diagnostics": exc.diagnostics})
+        return render_page(request, "policy/export_descriptor.html", context, status=422)
+    return descriptor_response(written)

@@ -184,7 +184,16 @@ def test_import_is_a_dry_run_by_default_and_changes_nothing(api: Client) -> None
     response = post_yaml(api, IMPORT, POLICY)
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"diagnostics", "summary", "diff", "applied", "revision"}
+    assert set(body) == {
+        "diagnostics",
+        "summary",
+        "diff",
+        "applied",
+        "revision",
+        "bundle",
+        "policy_bundles",
+    }
+    assert (body["bundle"], body["policy_bundles"]) == (None, [])  # bundle props, no descriptor
     assert body["applied"] is False
     assert body["revision"] == 0
     assert not PolicyDraft.objects.exists()
@@ -298,21 +307,40 @@ def test_export_is_byte_identical_to_traitdeck_fmt(imported: Client, tmp_path: P
 AGENT_GETS = ["/api/v1/agents/{a}/effective", "/api/v1/agents/{a}/catalog"]
 
 
-@pytest.mark.parametrize("url", [*AGENT_GETS, "/api/v1/agents/{a}/catalog?format=json"])
-def test_agent_endpoints_answer_404_on_a_fresh_instance(url: str, api: Client) -> None:
-    response = api.get(url.format(a="main"))
-    assert response.status_code == 404
-    assert response.json() == {"error": "The draft has no agent 'main'."}
+# Predictions follow the runtime, which never refuses an agent id (tool_config._agent_keys):
+# an id the draft does not name runs with the default agent's tools, or the built-ins alone.
+# Editing routes keep their 404 (tests/policy/test_api_edit.py).
 
 
-def test_dry_run_answers_404_for_an_unknown_agent(imported: Client) -> None:
-    response = post_json(imported, "/api/v1/agents/nobody/dry-run", {"turn_id": "t"})
-    assert response.status_code == 404
+def test_a_prediction_on_a_fresh_instance_offers_the_built_ins_only(api: Client) -> None:
+    body = api.get("/api/v1/agents/main/effective").json()
+    assert body["resolved_agent"] is None
+    assert all(tool_id.startswith("react.") for tool_id in body["tools"])
+    assert [d["code"] for d in body["diagnostics"]] == ["agent-resolved"]
+    catalog = api.get("/api/v1/agents/main/catalog?format=json").json()
+    assert catalog["resolved_agent"] is None
+
+
+def test_a_dry_run_for_an_agent_the_draft_does_not_name_uses_main(imported: Client) -> None:
+    response = post_json(
+        imported, "/api/v1/agents/nobody/dry-run", {"turn_id": "t", "iteration": 0, "actions": []}
+    )
+    assert response.status_code == 200
+    assert response.json()["resolved_agent"] == "main"
 
 
 @pytest.mark.parametrize("url", AGENT_GETS)
-def test_agent_endpoints_answer_404_for_an_unknown_agent(url: str, imported: Client) -> None:
-    assert imported.get(url.format(a="nobody")).status_code == 404
+def test_a_prediction_for_an_agent_the_draft_does_not_name_uses_main(
+    url: str, imported: Client
+) -> None:
+    named = imported.get(url.format(a="main"))
+    other = imported.get(url.format(a="nobody"))
+    assert other.status_code == 200
+    if url.endswith("effective"):
+        assert other.json()["tools"] == named.json()["tools"]
+        assert other.json()["resolved_agent"] == "main"
+    else:
+        assert other.content == named.content
 
 
 def cli_output(argv: list[str], tmp_path: Path, files: dict[str, str]) -> str:

@@ -286,15 +286,25 @@ def test_dry_run_on_a_policy_with_errors_prints_verdicts_and_exits_1(
     ],
     ids=lambda c: c[0],
 )
-def test_an_unknown_agent_exits_1_with_one_line(
+def test_an_agent_the_policy_does_not_name_runs_with_the_default_agents_tools(
     command: list[str], policy: Path, tmp_path: Path
 ) -> None:
+    # The runtime never refuses an agent id: it falls back to default_agent, main, default
+    # (tool_config._agent_keys). The prediction follows it and says so.
     round_file = write_json(tmp_path, "r.json", {"turn_id": "t", "iteration": 0, "actions": []})
     args = [str(round_file) if a == "ROUND" else a for a in command]
     result = traitdeck(args[0], policy, *args[1:])
-    assert result.code == 1
-    assert result.out == ""
-    assert result.err.strip() == f"traitdeck: {policy} has no agent 'nobody'"
+    assert result.code == 0
+    assert "[agent-resolved]" in result.err
+    assert "runs agent 'nobody' with agent 'main''s tools" in result.err
+    named = traitdeck(args[0], policy, *[a if a != "nobody" else "main" for a in args[1:]])
+    assert result.out == named.out
+
+
+def test_the_json_of_a_prediction_names_the_agent_it_resolved_to(policy: Path) -> None:
+    result = traitdeck("effective", policy, "--agent", "helper", "--format", "json")
+    body = json.loads(result.out)
+    assert (body["agent"], body["resolved_agent"]) == ("helper", "main")
 
 
 def test_an_unknown_tool_exits_1_with_one_line(policy: Path) -> None:

@@ -1,9 +1,9 @@
 """``policy import|export|publish``: the draft and its versions from the shell (GitOps).
 
 Exit codes (DESIGN §6): 0 done; 1 the answer is negative (text refused by the import rule, a
-publish blocked by errors or with nothing to publish, nothing published, an unknown version);
-2 the command could not run as asked (usage, ``--publish`` without ``--message``, an unreadable
-file).
+publish blocked by errors or with nothing to publish, nothing published, an unknown version or
+``--bundle``); 2 the command could not run as asked (usage, ``--publish`` without ``--message``,
+an unreadable file, a bundles descriptor with no bundle to choose or several and none named).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.services import add_actor_argument, cli_actor
+from policy.domain.descriptors import DescriptorError
 from policy.domain.yaml_io import CLI_MAX_BYTES
 from policy.importing import import_preview
 from policy.selectors import draft_state
@@ -37,6 +38,12 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True, parser_class=CommandParser)
         imp = sub.add_parser("import", help="replace the draft with FILE ('-': standard input)")
         imp.add_argument("file", metavar="FILE")
+        imp.add_argument(
+            "--bundle",
+            metavar="ID",
+            help="when FILE is a KDCube bundles descriptor: the bundle whose props to import "
+            "(default: the only one carrying a policy)",
+        )
         imp.add_argument("--publish", action="store_true", help="publish it as the next version")
         imp.add_argument("--message", help="the version's message (required with --publish)")
         imp.add_argument(
@@ -106,7 +113,12 @@ class Command(BaseCommand):
             raise CommandError("--publish needs --message", returncode=2)
         text = self._read(options["file"])
         # Like the traitdeck CLI, commands have no size caps (they are the web's).
-        preview = import_preview(text, max_bytes=CLI_MAX_BYTES, uncapped=True)
+        try:
+            preview = import_preview(
+                text, max_bytes=CLI_MAX_BYTES, uncapped=True, bundle=options["bundle"]
+            )
+        except DescriptorError as exc:
+            raise CommandError(f"{exc}; nothing was changed", returncode=exc.exit_code) from None
         for diagnostic in preview.analysis.diagnostics:
             self.stderr.write(diagnostic.as_text())
         if preview.refused:

@@ -56,7 +56,8 @@ def test_it_reads_the_only_bundle_carrying_a_policy_without_being_asked() -> Non
         """
     )
     read = read_policy_text(text)
-    assert read.bundle is not None and read.bundle.bundle_id == "agent@1"
+    assert read.bundle is not None
+    assert read.bundle.bundle_id == "agent@1"
     assert not read.loaded.refused
     assert read.loaded.data["surfaces"]["as_consumer"]["agents"] == {"main": {"tools": []}}
 
@@ -64,7 +65,8 @@ def test_it_reads_the_only_bundle_carrying_a_policy_without_being_asked() -> Non
 def test_it_refuses_to_guess_between_two_bundles_with_a_policy() -> None:
     with pytest.raises(DescriptorError) as caught:
         read_policy_text(TWO)
-    assert caught.value.kind == "ambiguous" and caught.value.exit_code == 2
+    assert caught.value.kind == "ambiguous"
+    assert caught.value.exit_code == 2
     assert caught.value.policy_ids == ("agent@1", "other@1")
 
 
@@ -79,7 +81,8 @@ def test_it_says_no_bundle_carries_a_policy() -> None:
     text = 'bundles: {version: "1", items: [{id: a, config: {surfaces: {as_provider: {}}}}]}'
     with pytest.raises(DescriptorError) as caught:
         read_policy_text(text)
-    assert caught.value.kind == "none" and caught.value.exit_code == 2
+    assert caught.value.kind == "none"
+    assert caught.value.exit_code == 2
 
 
 def test_it_reads_a_top_level_items_list_as_the_file_store_does_not() -> None:
@@ -104,7 +107,8 @@ def test_it_merges_legacy_props_shallowly_on_top_of_config() -> None:
     read = read_policy_text(text)
     assert list(read.loaded.data["surfaces"]["as_consumer"]["agents"]) == ["helper"]
     assert read.loaded.data["ui"] == {"x": 1}
-    assert read.bundle is not None and read.bundle.item_path(("surfaces",))[3] == "props"
+    assert read.bundle is not None
+    assert read.bundle.item_path(("surfaces",))[3] == "props"
 
 
 def test_it_skips_items_kdcube_skips_and_keeps_earlier_props_for_an_empty_repeat() -> None:

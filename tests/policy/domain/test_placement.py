@@ -273,8 +273,8 @@ def test_the_counts_cover_every_place() -> None:
         {"ref": "t.py", "alias": "b", "allowed": ["s"], "tool_traits": {"s": {"strategy": "x"}}},
     )
     counts = placed(data).counts()
-    assert counts.errors == 3  # shape (agent), connection-unloadable, strategy-value (row)
-    assert counts.warnings == 0
+    assert counts.errors == 2  # shape (agent), strategy-value (row)
+    assert counts.warnings == 1  # connection-unloadable: python without module or ref
 
 
 def test_a_non_mapping_connection_is_reported_on_the_agent() -> None:
