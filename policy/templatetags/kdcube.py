@@ -25,10 +25,17 @@ def kdcube_drift(context: Any) -> dict[str, Any]:
 
 @register.inclusion_tag("policy/kdcube_push.html", takes_context=True)
 def kdcube_push_status(context: Any, number: int, *, compact: bool = False) -> dict[str, Any]:
+    # One query for the whole versions list, not one per row.
+    pushes = context.render_context.get("kdcube_pushes")
+    if pushes is None or number not in pushes.get("asked", ()):
+        numbers = [getattr(v, "number", None) for v in context.get("versions") or ()]
+        asked = {n for n in numbers if isinstance(n, int)} | {number}
+        pushes = {"asked": asked, "rows": push_status(sorted(asked))}
+        context.render_context["kdcube_pushes"] = pushes
     return {
         "configured": kdcube_configured(),
         "number": number,
-        "push": push_status([number]).get(number),
+        "push": pushes["rows"].get(number),
         "compact": compact,
         "can": context.get("can"),
         "csrf_token": context.get("csrf_token"),

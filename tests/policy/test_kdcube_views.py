@@ -116,3 +116,22 @@ def test_the_api_says_when_no_target_is_configured(publisher_client: Any) -> Non
     answer = publisher_client.get("/api/v1/kdcube")
     assert answer.status_code == 404
     assert "No KDCube target is configured" in answer.json()["error"]
+
+
+def test_the_versions_list_reads_pushes_in_one_query(
+    server: ReplayServer, publisher_client: Any, version: int
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert publisher_client.get("/policy/versions/").status_code == 200
+        return sum("kdcubepush" in q["sql"].lower() for q in ctx.captured_queries)
+
+    one = queries()
+    for n in range(3):
+        data = {"surfaces": {"as_consumer": {"agents": {f"a{n}": {"tools": []}}}}}
+        draft_replace(data=data, base_revision=None, user="test")
+        policy_publish(actor="test", message=f"v{n}", confirm_warnings=True)
+    assert queries() == one == 1
