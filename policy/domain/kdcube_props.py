@@ -147,7 +147,7 @@ def subtree_hash(subtree: Any) -> str:
 
 
 def version_subtree(policy: Mapping[str, Any]) -> Any:
-    """The owned subtree of a Traitdeck policy (``surfaces.as_consumer``)."""
+    """The owned subtree of a Traitdeck policy (``surfaces.as_consumer``, or legacy ``tools.agents``)."""
     return owned_subtree(policy)
 
 
@@ -254,6 +254,12 @@ def push_patch(target: Target, policy: Mapping[str, Any]) -> dict[str, Any]:
     version = version_subtree(policy)
     if not isinstance(version, Mapping):
         raise PushRefused("The version has no surfaces.as_consumer to push.")
+    if target.path != owned_path(policy):
+        raise PushRefused(
+            f"KDCube's props hold the policy at {'.'.join(map(str, target.path))} and the version"
+            f" at {'.'.join(map(str, owned_path(policy)))}: one merge cannot move it. Move the"
+            " bundle's policy in KDCube first (or import it, which keeps its shape)."
+        )
     unset = [format_path(p) for p in _marker_paths(version)]
     if unset:
         raise PushRefused(

@@ -184,3 +184,11 @@ def test_a_pull_keeps_the_reference_traitdeck_holds_at_a_credential() -> None:
         "TOKEN": "env:K_TOKEN",
         "MODE": "${secret:a.b}",
     }
+
+
+def test_it_refuses_to_push_over_the_legacy_shape_instead_of_writing_beside_it() -> None:
+    target = Target(props={"tools": {"agents": {"main": [{"kind": "python"}]}}}, defaults={})
+    version = {"surfaces": {"as_consumer": {"agents": {"main": {"tools": []}}}}}
+    with pytest.raises(PushRefused) as err:
+        kdcube_props.push_patch(target, version)
+    assert "tools.agents" in str(err.value)
