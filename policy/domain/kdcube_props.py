@@ -147,7 +147,7 @@ def subtree_hash(subtree: Any) -> str:
 
 
 def version_subtree(policy: Mapping[str, Any]) -> Any:
-    """The owned subtree of a Traitdeck policy (``surfaces.as_consumer``, or legacy ``tools.agents``)."""
+    """The owned subtree of a Traitdeck policy (``surfaces.as_consumer``, or ``tools.agents``)."""
     return owned_subtree(policy)
 
 
