@@ -30,6 +30,9 @@ from policy.kdcube_client import KDCubeError
 from policy.models import KDCubePush, KDCubeRead, PolicyVersion
 from policy.versions import version_data, version_get, version_published
 
+#: Reads kept (about two days of the default poll).
+KEEP_READS = 1000
+
 
 class KDCubeOff(Exception):
     """No KDCube target is configured (the ``TRAITDECK_KDCUBE_*`` settings)."""
@@ -87,7 +90,7 @@ def _record_read(
     updated_by: str = "",
 ) -> KDCubeRead:
     differs = kdcube_props.differs(seen, version_data(in_force)) if in_force else []
-    return KDCubeRead.objects.create(
+    row = KDCubeRead.objects.create(
         target=target.label,
         source=source,
         stored_hash=_hash(seen),
@@ -95,6 +98,10 @@ def _record_read(
         differs=differs,
         updated_by=updated_by[:150],
     )
+    # The poll reads every few minutes: keep the recent reads, not all of them (the audit log
+    # keeps every outside change).
+    KDCubeRead.objects.filter(id__lte=row.id - KEEP_READS).delete()
+    return row
 
 
 @transaction.atomic

@@ -198,3 +198,18 @@ def test_the_pull_command_applies_with_yes(server: ReplayServer, capsys: Any) ->
     assert f"{SECRET_PATH}: secret, not imported" in captured.err
     tools = draft_state().data["surfaces"]["as_consumer"]["agents"]["main"]["tools"]
     assert "rendering" in [t["name"] for t in tools]
+
+
+def test_it_keeps_the_recent_reads_only(
+    server: ReplayServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from policy.models import KDCubeRead
+
+    monkeypatch.setattr(kdcube, "KEEP_READS", 2)
+    draft_replace(data=VERSION, base_revision=None, user="test")
+    policy_publish(actor="test", message="v", confirm_warnings=True)
+    server.expect_always("drift-read")
+    for _ in range(4):
+        kdcube.kdcube_observe(source="poll")
+    assert KDCubeRead.objects.count() == 2
+    assert AuditEntry.objects.filter(action="kdcube.outside-change").count() == 1
