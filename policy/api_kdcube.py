@@ -31,17 +31,17 @@ from policy.versions import version_published
 router = Router(tags=["kdcube"], auth=session_auth)
 
 
-class ErrorOut(Schema):
+class KDCubeErrorOut(Schema):
     error: str
 
 
-class PushIn(Schema):
+class KDCubePushIn(Schema):
     version: int | None = Field(default=None, ge=1, le=2**31 - 1)
     #: Write although the subtree changed since Traitdeck read it (or was never read).
     overwrite: bool = False
 
 
-class PushOut(Schema):
+class KDCubePushOut(Schema):
     version: int
     target: str
     status: str
@@ -50,7 +50,7 @@ class PushOut(Schema):
     at: datetime
 
 
-class DriftOut(Schema):
+class KDCubeDriftOut(Schema):
     version: int | None
     differs: list[str]
     updated_by: str
@@ -58,15 +58,15 @@ class DriftOut(Schema):
     sentence: str
 
 
-class StatusOut(Schema):
+class KDCubeStatusOut(Schema):
     target: str
     in_force: int | None
-    pushed: PushOut | None
+    pushed: KDCubePushOut | None
     last_read_at: datetime | None
-    config_drift: DriftOut | None
+    config_drift: KDCubeDriftOut | None
 
 
-class PullOut(Schema):
+class KDCubePullOut(Schema):
     diff: str
     secrets_not_imported: list[str]
     applied: bool
@@ -92,7 +92,7 @@ def _push_out(row: Any) -> dict[str, Any]:
     }
 
 
-@router.get("/kdcube", response={200: StatusOut, 404: ErrorOut})
+@router.get("/kdcube", response={200: KDCubeStatusOut, 404: KDCubeErrorOut})
 def kdcube_status(request: HttpRequest) -> Any:
     """The configured target, the push of the version in force and any config drift (the
     bundle's props changed outside Traitdeck). 404 when no target is configured."""
@@ -118,8 +118,8 @@ def kdcube_status(request: HttpRequest) -> Any:
     }
 
 
-@router.post("/kdcube/push", response={200: PushOut, 404: ErrorOut})
-def kdcube_push_api(request: HttpRequest, payload: PushIn) -> Any:
+@router.post("/kdcube/push", response={200: KDCubePushOut, 404: KDCubeErrorOut})
+def kdcube_push_api(request: HttpRequest, payload: KDCubePushIn) -> Any:
     """Push a version (default: the one in force). 200 with ``status`` ``pushed``, ``failed``
     (KDCube's answer) or ``refused`` (nothing written, ``answer`` says why)."""
     _target_label()
@@ -132,7 +132,13 @@ def kdcube_push_api(request: HttpRequest, payload: PushIn) -> Any:
 
 @router.post(
     "/kdcube/pull",
-    response={200: PullOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut, 502: ErrorOut},
+    response={
+        200: KDCubePullOut,
+        404: KDCubeErrorOut,
+        409: KDCubeErrorOut,
+        422: KDCubeErrorOut,
+        502: KDCubeErrorOut,
+    },
 )
 def kdcube_pull_api(request: HttpRequest, dry_run: bool = True) -> Any:
     """Import from KDCube: preview (default) the owned subtree its runtimes load against the
@@ -159,12 +165,12 @@ def kdcube_pull_api(request: HttpRequest, dry_run: bool = True) -> Any:
     return {**result, "applied": True, "revision": state.revision}
 
 
-class ChangedIn(Schema):
+class KDCubeChangedIn(Schema):
     source: str = Field(default="listener", pattern="^(listener|poll)$")
     updated_by: str = Field(default="", max_length=150)
 
 
-class ChangedOut(Schema):
+class KDCubeChangedOut(Schema):
     outside_change: bool
     differs: list[str]
     version: int | None
@@ -173,9 +179,9 @@ class ChangedOut(Schema):
 @router.post(
     "/kdcube/props-changed",
     auth=RuntimeTokenAuth("events:write"),
-    response={200: ChangedOut, 404: ErrorOut, 502: ErrorOut},
+    response={200: KDCubeChangedOut, 404: KDCubeErrorOut, 502: KDCubeErrorOut},
 )
-def kdcube_props_changed(request: HttpRequest, payload: ChangedIn) -> Any:
+def kdcube_props_changed(request: HttpRequest, payload: KDCubeChangedIn) -> Any:
     """The bridge saw ``bundles.props.update`` (or its fallback poll is due): read the props
     and compare them with the version in force (token scope ``events:write``)."""
     _target_label()
