@@ -60,7 +60,7 @@ conformance: venv
 	@test -n "$(KDCUBE_SRC)" || { echo "make conformance needs KDCUBE_SRC=<runtime package root>" >&2; exit 2; }
 	@test -x $(KVENV)/bin/python || { PYBIN=$$(scripts/find-python) && "$$PYBIN" -m venv $(KVENV); }
 	$(KVENV)/bin/pip install --quiet -r conformance/requirements-kdcube.txt
-	@scripts/ensure-system-deps scale
+	@scripts/ensure-system-deps redis
 	KDCUBE_SRC=$(KDCUBE_SRC) PYTHONPATH=$(CURDIR) $(KVENV)/bin/python -m conformance.record
 	KDCUBE_SRC=$(KDCUBE_SRC) PYTHONPATH=$(CURDIR) $(KVENV)/bin/python -m conformance.kdcube_props
 	$(PY) -m conformance.compare
