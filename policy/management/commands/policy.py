@@ -8,6 +8,7 @@ an unreadable file, a bundles descriptor with no bundle to choose or several and
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from audit.services import add_actor_argument, cli_actor
 from policy.domain.descriptors import DescriptorError
 from policy.domain.yaml_io import CLI_MAX_BYTES
 from policy.importing import import_preview
+from policy.kdcube import KDCubeOff, kdcube_pull, kdcube_push
+from policy.kdcube_client import KDCubeError
 from policy.selectors import draft_state
 from policy.services import draft_replace
 from policy.versions import (
@@ -153,8 +156,7 @@ class Command(BaseCommand):
         self.stdout.write(f"published version {created.number} ({created.sha256})")
 
     def _push(self, options: dict[str, Any]) -> None:
-        from policy.kdcube import KDCubeOff, kdcube_push
-
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request is noise
         try:
             row = kdcube_push(
                 actor=cli_actor(options["actor"]),
@@ -170,9 +172,7 @@ class Command(BaseCommand):
         self.stdout.write(f"pushed version {row.version} to {row.target} (hash {row.subtree_hash})")
 
     def _pull(self, options: dict[str, Any]) -> None:
-        from policy.kdcube import KDCubeOff, kdcube_pull
-        from policy.kdcube_client import KDCubeError
-
+        logging.getLogger("httpx").setLevel(logging.WARNING)
         try:
             pulled = kdcube_pull()
         except KDCubeOff as exc:
