@@ -71,7 +71,28 @@ class Recorder:
                     for tool, t in cfg.tool_traits.items()
                 },
             }
+        out["mcp_servers"] = self.mcp_servers(merged)
         return json.loads(json.dumps(out, default=str))
+
+    @staticmethod
+    def mcp_servers(merged: dict[str, Any]) -> dict[str, bool]:
+        """Which configured MCP servers the runtime can open: the services config the workflow
+        resolves (``BaseWorkflow._resolve_mcp_services_config``) read by ``MCPToolsSubsystem``."""
+        from types import SimpleNamespace
+
+        from kdcube_ai_app.apps.chat.sdk.runtime.mcp.mcp_tools_subsystem import MCPToolsSubsystem
+        from kdcube_ai_app.apps.chat.sdk.solutions.chatbot.base_workflow import BaseWorkflow
+
+        workflow = SimpleNamespace(bundle_props=merged, get_prop_path=BaseWorkflow.get_prop_path)
+        services = BaseWorkflow._resolve_mcp_services_config(workflow)  # type: ignore[arg-type]
+        subsystem = MCPToolsSubsystem(
+            bundle_id=BUNDLE_ID,
+            mcp_tool_specs=[{"server_id": "knowledge", "alias": "knowledge"}],
+            adapter_factory=lambda server: None,
+            cache=None,
+            services_config=services,
+        )
+        return {"knowledge": subsystem._server_spec("knowledge") is not None}
 
     def send(
         self,

@@ -192,3 +192,10 @@ def test_it_refuses_to_push_over_the_legacy_shape_instead_of_writing_beside_it()
     with pytest.raises(PushRefused) as err:
         kdcube_props.push_patch(target, version)
     assert "tools.agents" in str(err.value)
+
+
+def test_the_recording_shows_a_null_mcp_server_cannot_be_opened() -> None:
+    # Why a server the version drops is sent as null: the runtime's services config then has
+    # no usable entry for it, as if it had never been configured.
+    assert BY_ID["merge-list-without-a-tool"]["loader"]["mcp_servers"] == {"knowledge": True}
+    assert BY_ID["merge-server-null"]["loader"]["mcp_servers"] == {"knowledge": False}
