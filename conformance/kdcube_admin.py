@@ -62,12 +62,14 @@ class RedisServer:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         exe = shutil.which("redis-server")
         if exe is None:
-            raise RuntimeError("redis-server is missing: run scripts/ensure-system-deps scale")
-        subprocess.run(
+            raise RuntimeError("redis-server is missing: run scripts/ensure-system-deps redis")
+        # Not daemonized: this process owns it, stops it and reaps it.
+        self.process = subprocess.Popen(
             [
                 exe,
                 "--bind",
@@ -78,16 +80,11 @@ class RedisServer:
                 "",
                 "--appendonly",
                 "no",
-                "--daemonize",
-                "yes",
-                "--pidfile",
-                str(self.workdir / "redis.pid"),
-                "--logfile",
-                str(self.workdir / "redis.log"),
                 "--dir",
                 str(self.workdir),
             ],
-            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -97,11 +94,10 @@ class RedisServer:
         raise RuntimeError("redis-server did not start")
 
     def stop(self) -> None:
-        subprocess.run(
-            ["redis-cli", "-p", str(self.port), "shutdown", "nosave"],
-            capture_output=True,
-            check=False,
-        )
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
 
     @property
     def url(self) -> str:
@@ -276,6 +272,13 @@ class AdminServer:
         return app
 
     def start(self) -> AdminServer:
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()  # never leave a redis-server or the scratch directory behind
+            raise
+
+    def _start(self) -> AdminServer:
         import uvicorn
 
         self.redis.start()
@@ -354,6 +357,13 @@ class AdminServer:
 
 def run_forever(src: Path) -> None:  # pragma: no cover - a manual aid for walkthroughs
     """``python -m conformance.kdcube_admin``: serve until interrupted, print how to reach it."""
+    import signal
+
+    # The walkthrough stops this process with SIGTERM: leave through the context manager.
+    def interrupted(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupted)
     with AdminServer(src) as server:
         print(
             json.dumps(
