@@ -24,9 +24,8 @@ from observe.domain.drift import round_drift, summary
 from observe.domain.rounds import Assembly
 from observe.models import Round
 from policy.domain.multi_action import profile_mode
-from policy.domain.resolution import UnknownAgentError, resolve_consumer
 from policy.domain.round_policy import RoundPolicy
-from policy.selectors import manifest_for
+from policy.selectors import policy_agent_run
 from policy.versions import version_data, version_get, version_index
 
 logger = logging.getLogger(__name__)
@@ -41,10 +40,7 @@ def _version_policy(number: int, agent: str) -> tuple[RoundPolicy, str | None]:
     if found is None:
         return _NO_TOOLS, None
     data = version_data(found)
-    try:
-        policy = RoundPolicy.of(resolve_consumer(data, agent, manifest_for(agent)).tools)
-    except UnknownAgentError:
-        policy = _NO_TOOLS
+    policy = RoundPolicy.of(policy_agent_run(data, agent).resolution.tools)
     return policy, profile_mode(data, agent, None)
 
 

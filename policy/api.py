@@ -92,7 +92,7 @@ class ImportOut(ReportOut):
     policy_bundles: list[str] = []
 
 
-def descriptor_refusal(exc: DescriptorError) -> Status:
+def descriptor_refusal(exc: DescriptorError) -> Status[Any]:
     """A descriptor whose bundle cannot be read as asked: 404 for a bundle it does not have
     (with the ids it has), 422 when it has none, several and none was named, or is malformed."""
     body: dict[str, Any] = {

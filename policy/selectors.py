@@ -121,10 +121,16 @@ def agent_resolution(
 def agent_prediction(state: DraftState, agent: str, *, role: str | None = DEFAULT_ROLE) -> AgentRun:
     """The agent as the runtime runs it, for predictions (effective, catalog, dry-run, the
     playground): an id the draft does not name falls back as in the runtime, never 404."""
-    run = agent_run(state.data, agent, None, role=role)
+    return policy_agent_run(state.data, agent, role=role)
+
+
+def policy_agent_run(data: Any, agent: str, *, role: str | None = DEFAULT_ROLE) -> AgentRun:
+    """:func:`agent_prediction` for any policy document (a version's, an impact side's, a
+    suite's), with the stored manifest of the agent whose tools the runtime reads."""
+    run = agent_run(data, agent, None, role=role)
     # The tools are the resolved agent's, and so is the manifest of what its code offers.
     manifest = manifest_for(run.resolved_agent or agent)
-    return run if manifest is None else agent_run(state.data, agent, manifest, role=role)
+    return run if manifest is None else agent_run(data, agent, manifest, role=role)
 
 
 def role_param(raw: str | None) -> str | None:

@@ -16,7 +16,6 @@ from django.db import IntegrityError, transaction
 from audit.services import audit_record
 from policy.domain.decide import decide_any, outcomes_by_slot
 from policy.domain.dryrun import parse_round_spec, resolve_mode
-from policy.domain.resolution import UnknownAgentError, resolve_consumer
 from policy.domain.suites import (
     Case,
     CaseResult,
@@ -27,7 +26,12 @@ from policy.domain.suites import (
     run_suite,
 )
 from policy.models import SuiteCase
-from policy.selectors import DraftState, agent_default_mode, draft_state, manifest_for
+from policy.selectors import (
+    DraftState,
+    agent_default_mode,
+    draft_state,
+    policy_agent_run,
+)
 
 
 class CaseRefused(ValueError):
@@ -64,10 +68,7 @@ def suite_check(agent: str, state: DraftState | None = None) -> AgentSuiteResult
     """The agent's cases under the draft."""
     data = (state or draft_state()).data
     suite = suite_of(agent)
-    try:
-        resolution = resolve_consumer(data, agent, manifest_for(agent))
-    except UnknownAgentError:
-        return AgentSuiteResult(agent, (), missing=True)
+    resolution = policy_agent_run(data, agent).resolution
     mode = agent_default_mode(data, agent)
     return AgentSuiteResult(agent, run_suite(suite, resolution, mode=mode))
 
@@ -101,10 +102,7 @@ def case_save(*, agent: str, name: str, round_data: Mapping[str, Any], actor: An
     except ValueError as exc:
         raise CaseRefused(f"The round cannot be a case: {exc}") from None
     draft = draft_state().data
-    try:
-        resolution = resolve_consumer(draft, agent, manifest_for(agent))
-    except UnknownAgentError:
-        raise CaseRefused(f"The draft has no agent {agent!r} (nor a default agent).") from None
+    resolution = policy_agent_run(draft, agent).resolution
     mode = resolve_mode(spec, agent_default_mode(draft, agent))
     # Pinned by the same path run_suite checks the case with.
     decision = decide_any(spec, resolution, multi_action_mode=mode)

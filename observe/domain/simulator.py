@@ -44,16 +44,14 @@ from observe.domain.scenarios import (
     pick_scenario,
     plan_round,
 )
+from policy.domain.agent_run import agent_run
 from policy.domain.dryrun import RoundSpec, dry_run
 from policy.domain.execution_design import parse_design
 from policy.domain.manifest import Manifest
 from policy.domain.overseer import Action, strategy_of
 from policy.domain.resolution import (
     AgentResolution,
-    UnknownAgentError,
     agent_names,
-    resolve_agent,
-    resolve_agent_key,
 )
 from policy.domain.round_policy import RoundPolicy
 
@@ -416,8 +414,5 @@ class Simulator:
 
 
 def _resolve(data: Mapping[str, Any], agent: str, manifest: Manifest | None) -> AgentResolution:
-    try:
-        return resolve_agent(data, agent, manifest)
-    except UnknownAgentError:
-        # No connections: only the runtime's built-in tools.
-        return resolve_agent_key(data, agent, manifest)
+    # As the runtime runs it: an agent the policy does not name falls back (agent_run).
+    return agent_run(data, agent, manifest).resolution

@@ -420,11 +420,18 @@ def _recorded_rounds(path: str) -> Iterator[RecordedRound]:
             raise UsageError(f"rounds {path} is not UTF-8 text") from exc
 
 
-def _side(analysis: Analysis, args: argparse.Namespace) -> tuple[Resolver, ModeFor]:
+def _side(
+    analysis: Analysis, args: argparse.Namespace, resolved: dict[str, str | None] | None = None
+) -> tuple[Resolver, ModeFor]:
+    """How one side of a replay runs each agent; ``resolved`` collects, per agent id, the agent
+    whose tools the runtime reads (the JSON's ``resolved_agents``)."""
     role = None if args.role == "none" else args.role
 
     def resolver(agent: str) -> AgentResolution | None:
-        return agent_run(analysis.data, agent, args.manifest_data, role=role).resolution
+        run = agent_run(analysis.data, agent, args.manifest_data, role=role)
+        if resolved is not None:
+            resolved[agent] = run.resolved_agent
+        return run.resolution
 
     modes: dict[str, str | None] = {}
 
@@ -441,11 +448,12 @@ def _side(analysis: Analysis, args: argparse.Namespace) -> tuple[Resolver, ModeF
 
 
 def cmd_replay(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
-    candidate, candidate_mode = _side(analysis, args)
+    resolved: dict[str, str | None] = {}
+    candidate, candidate_mode = _side(analysis, args, resolved)
     if args.against is None:
         prediction = predict(_recorded_rounds(args.rounds), policy=candidate, mode=candidate_mode)
         if args.format == "json":
-            _print_json(prediction, out)
+            _print_json({**prediction, "resolved_agents": resolved}, out)
         else:
             out.write(prediction_summary(prediction) + "\n")
         return _note_errors(args.file, analysis, err)
@@ -472,7 +480,8 @@ def cmd_replay(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: T
     if args.format == "json":
         # One line, with the C encoder: a report over 100k rounds lists every affected one, and
         # its values are plain JSON already.
-        out.write(json.dumps(report.as_json(), ensure_ascii=False, separators=(",", ":")) + "\n")
+        body = {**report.as_json(), "resolved_agents": resolved}
+        out.write(json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
         for line in describe_report(report):
             out.write(line + "\n")
@@ -529,7 +538,13 @@ def run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.manifest_data = _manifest(args)
-        analysis = _analyze(args.file, args, args.bundle)
+        try:
+            analysis = _analyze(args.file, args, args.bundle)
+        except DescriptorError as exc:
+            if args.command != "export" or exc.kind != "props-with-bundle":
+                raise
+            # export's --bundle names the bundle of --into; POLICY may be plain bundle props.
+            analysis = _analyze(args.file, args, None)
         if analysis.refused and args.command != "validate":
             return _print_refused(args.file, analysis, err)
         return COMMANDS[args.command](args, analysis, out, err)

@@ -21,7 +21,6 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from policy.domain.descriptors import (
-    CONFIG,
     ITEMS,
     BundleItem,
     DescriptorError,
@@ -85,15 +84,6 @@ def _choose(data: Any, bundle: str | None) -> BundleItem:
     raise DescriptorError(kind, f"name the bundle to write into with --bundle ({listed})")
 
 
-def _location(item: BundleItem) -> Path:
-    """``(container, *path)``: where the item's owned subtree is, or will be created."""
-    props = item.props or {}
-    path = owned_path(props)
-    if item.sources.get(path[0]) is not None and path[0] in props:
-        return (item.sources[path[0]], *path)
-    return (CONFIG, *path)
-
-
 def _refusal(code: str, message: str, hint: str) -> ExportRefused:
     return ExportRefused(message, [Diagnostic(Severity.ERROR, code, "", None, None, message, hint)])
 
@@ -131,7 +121,7 @@ def export_into_descriptor(
             message,
             "Edit those keys in the descriptor itself, or import the descriptor again.",
         )
-    location = _location(item)
+    location = item.owned_location
     new_owned = copy.deepcopy(_get(draft, owned_path(draft)))
     expected = copy.deepcopy(loaded.data)
     node: Any = _get(expected, (*ITEMS, item.index))
@@ -141,6 +131,8 @@ def export_into_descriptor(
         node = node[key]
     node[location[-1]] = new_owned
     root = yaml.compose(text, Loader=yaml.SafeLoader)
+    if root is None:  # not reachable: a descriptor is a mapping
+        raise DescriptorError("malformed", "the descriptor is empty")
     out = _Splicer(text).result(root, loaded.data, expected)
     if out is None:
         target = (*ITEMS, item.index, *location)
@@ -181,7 +173,8 @@ class _Splicer:
 
     def whole(self, root: Node, target: Path, old: Any, new: Any) -> str | None:
         """Write the node at ``target`` (or its nearest existing ancestor) out whole."""
-        node, value_old, col, path = root, old, 0, ()
+        node, value_old, col = root, old, 0
+        path: Path = ()
         for key in target:
             child = _child(node, key)
             if child is None or not isinstance(value_old, Mapping | list):
@@ -406,9 +399,11 @@ def _child(node: Node, key: Any) -> Node | None:
     if isinstance(node, MappingNode):
         for key_node, value_node in node.value:
             if isinstance(key_node, ScalarNode) and key_node.value == key:
-                return value_node
+                found: Node = value_node
+                return found
     if isinstance(node, SequenceNode) and isinstance(key, int) and key < len(node.value):
-        return node.value[key]
+        item: Node = node.value[key]
+        return item
     return None
 
 

@@ -48,7 +48,8 @@ _REFUSED_ITEM_KEYS: Final = frozenset({"git_url", "git_ref", "git_subdir", "git_
 
 class DescriptorError(Exception):
     """No bundle can be read as asked. ``unknown``: the named bundle carries no policy (exit 1);
-    ``none``/``ambiguous``/``malformed``: the command cannot run as asked (exit 2, API 422)."""
+    ``none``/``ambiguous``/``malformed``/``props-with-bundle`` (a bundle named for text that is
+    bundle props): the command cannot run as asked (exit 2, API 422)."""
 
     def __init__(self, kind: str, message: str, policy_ids: tuple[str, ...] = ()) -> None:
         super().__init__(message)
@@ -76,6 +77,13 @@ class BundleItem:
     def owned(self) -> Path:
         """Where the owned subtree is (or would be created) in the props."""
         return owned_path(self.props or {})
+
+    @property
+    def owned_location(self) -> Path:
+        """``(container, *path)``: where in the item the owned subtree is (or will be created):
+        ``props`` when ``props`` holds its top-level key, else ``config``."""
+        path = self.owned
+        return (self.sources.get(path[0], CONFIG) if self.props else CONFIG, *path)
 
     @property
     def has_policy(self) -> bool:
@@ -312,7 +320,7 @@ def read_policy_text(
     if document.refused or not is_descriptor(document.data):
         if bundle is not None and not document.refused:
             message = "--bundle names a bundle of a descriptor, but the file is bundle props"
-            raise DescriptorError("malformed", message)
+            raise DescriptorError("props-with-bundle", message)
         return PolicyText(check_policy(document))
     data = document.data
     item = choose_bundle(data, bundle)

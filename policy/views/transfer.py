@@ -77,6 +77,9 @@ def _preview_context(preview: ImportPreview, text: str | bytes) -> dict[str, Any
         "carried_text": _carried(text),
         "bundle": preview.bundle,
         "policy_bundles": preview.analysis.policy_bundles,
+        "owned_at": ".".join(preview.analysis.bundle.owned_location)
+        if preview.analysis.bundle
+        else "",
     }
 
 

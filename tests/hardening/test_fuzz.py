@@ -167,6 +167,10 @@ yaml_texts = st.text(any_char, min_size=1, max_size=300) | st.sampled_from(
         "surfaces: {as_consumer: {agents: {main: {tools: [{alias: x, alias: y}]}}}}\n",
         "%YAML 9.9\n---\na: 1\n",
         "\ufeffsurfaces: {}\n",
+        # KDCube bundles descriptors: one bundle with a policy, none, a malformed one.
+        "bundles: {items: [{id: a, config: {surfaces: {as_consumer: {agents: {m: {}}}}}}]}\n",
+        "bundles: {items: [{id: a}, {id: b, props: {tools: {agents: {x: 5}}}}]}\n",
+        "bundles: 7\n",
     ]
 )
 yaml_structures = policies.map(dumped).filter(lambda text: text is not None)
@@ -184,8 +188,10 @@ class YamlDoor:
     def check(self, text: str) -> None:
         raw = body_bytes(text)
         validate = self.client.post("/api/v1/policy/validate", data=raw, content_type=YAML)
-        assert validate.status_code in {200, 413}, validate.content[:300]
+        assert validate.status_code in {200, 413, 422}, validate.content[:300]
         assert "diagnostics" in validate.json()
+        if validate.status_code == 422:  # a bundles descriptor without a bundle to read
+            assert "policy_bundles" in validate.json()
         imported = self.client.post(
             "/api/v1/policy/import?dry_run=false", data=raw, content_type=YAML
         )

@@ -215,3 +215,28 @@ def test_a_connection_whose_tools_are_unseen_shows_as_every_tool_the_server_list
     page = api.get("/policy/agents/main/effective/").content.decode()
     assert "mcp.knowledge.*" in page
     assert "every tool the server lists" in page
+
+
+LEGACY = (
+    "tools:\n  agents:\n    default_agent:\n      - {kind: python, alias: t, ref: t.py,"
+    " allowed: [a], tool_traits: {a: {strategy: [exploration]}}}\n"
+)
+
+
+def test_the_legacy_tools_agents_shape_imports_and_predicts_as_the_runtime(api: Client) -> None:
+    response = post_yaml(api, f"{IMPORT}?dry_run=false", LEGACY)
+    assert response.status_code == 200
+    assert response.json()["summary"]["errors"] == 0
+    effective = api.get("/api/v1/agents/helper/effective").json()
+    assert effective["resolved_agent"] == "default_agent"
+    assert effective["tools"]["t.a"]["traits"] == {"strategy": ["exploration"]}
+    for url in ("/policy/", "/api/v1/agents", "/policy/export.yaml", "/policy/versions/"):
+        assert api.get(url).status_code == 200, url
+
+
+def test_a_legacy_draft_can_be_published(api: Client) -> None:
+    assert post_yaml(api, f"{IMPORT}?dry_run=false", LEGACY).status_code == 200
+    out = io.StringIO()
+    call_command("policy", "publish", "--message", "legacy", "--yes", stdout=out, stderr=out)
+    assert "published version 1" in out.getvalue()
+    assert api.get("/api/v1/versions/1/export.yaml").status_code == 200

@@ -59,7 +59,8 @@ def test_a_failing_page_gets_our_server_error_page(debug: bool) -> None:
 
 @override_settings(DEBUG=True)
 def test_the_api_keeps_its_json_not_found(viewer: Client) -> None:
-    response = viewer.get("/api/v1/agents/nobody-here/effective")
+    # An editing route: predictions follow the runtime's agent fallback and answer 200.
+    response = viewer.get("/api/v1/agents/nobody-here/connections")
     assert response.status_code == 404
     assert response["Content-Type"].startswith("application/json")
 
