@@ -213,3 +213,11 @@ def test_it_keeps_the_recent_reads_only(
         kdcube.kdcube_observe(source="poll")
     assert KDCubeRead.objects.count() == 2
     assert AuditEntry.objects.filter(action="kdcube.outside-change").count() == 1
+
+
+def test_the_commands_say_when_no_target_is_configured() -> None:
+    for action in ("push", "pull"):
+        with pytest.raises(CommandError) as err:
+            call_command("policy", action)
+        assert err.value.returncode == 2
+        assert "No KDCube target is configured" in str(err.value)
