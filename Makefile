@@ -58,10 +58,11 @@ test-conformance: venv
 # a git checkout (e.g. a `git archive` extract).
 conformance: venv
 	@test -n "$(KDCUBE_SRC)" || { echo "make conformance needs KDCUBE_SRC=<runtime package root>" >&2; exit 2; }
-	@test -x $(KVENV)/bin/python || { PYBIN=$$(scripts/find-python) && "$$PYBIN" -m venv $(KVENV) && $(KVENV)/bin/pip install --quiet pyyaml pydantic pydantic-settings pytest pytest-asyncio httpx; }
-	@# KDCube's example MCP servers (the discovery family) are built on the v1 SDK class.
-	@$(KVENV)/bin/pip install --quiet "mcp==1.30.0" "sniffio==1.3.1"
+	@test -x $(KVENV)/bin/python || { PYBIN=$$(scripts/find-python) && "$$PYBIN" -m venv $(KVENV); }
+	$(KVENV)/bin/pip install --quiet -r conformance/requirements-kdcube.txt
+	@scripts/ensure-system-deps redis
 	KDCUBE_SRC=$(KDCUBE_SRC) PYTHONPATH=$(CURDIR) $(KVENV)/bin/python -m conformance.record
+	KDCUBE_SRC=$(KDCUBE_SRC) PYTHONPATH=$(CURDIR) $(KVENV)/bin/python -m conformance.kdcube_props
 	$(PY) -m conformance.compare
 
 test-django: venv

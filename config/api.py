@@ -23,6 +23,7 @@ from observe.selectors import BadCursor
 from policy.api import router as policy_router
 from policy.api_discovery import router as discovery_router
 from policy.api_edit import router as policy_edit_router
+from policy.api_kdcube import router as kdcube_router
 from policy.api_versions import router as versions_router
 from policy.api_versions import runtime_router
 from policy.domain.dryrun import RoundSpecError
@@ -171,6 +172,7 @@ api.add_router("/v1", versions_router)
 api.add_router("/v1", runtime_router)
 api.add_router("/v1", bridge_router)
 api.add_router("/v1", discovery_router)
+api.add_router("/v1", kdcube_router)
 
 
 class HealthOut(Schema):

@@ -14,14 +14,18 @@ def path_for(name: str) -> Path:
     return FIXTURES / f"{name}.json"
 
 
-def write(name: str, commit: str, cases: list[dict[str, Any]]) -> Path:
+def write(
+    name: str, commit: str, cases: list[dict[str, Any]], *, notice: str | None = None
+) -> Path:
     FIXTURES.mkdir(parents=True, exist_ok=True)
     path = path_for(name)
-    body = {
+    body: dict[str, Any] = {
         "family": name,
         "runtime": {"repository": RUNTIME_REPO, "commit": commit},
         "cases": cases,
     }
+    if notice:
+        body["notice"] = notice
     # One case per line: a re-recording shows up in a diff as the cases that changed.
     head = json.dumps({k: v for k, v in body.items() if k != "cases"}, sort_keys=True)
     # Inputs keep their mapping order: the runtime reads some of it (react.write params).

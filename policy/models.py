@@ -116,3 +116,47 @@ class McpServerSetting(models.Model):
 
     def __str__(self) -> str:
         return f"mcp server {self.server_id}"
+
+
+class KDCubePush(models.Model):
+    """One attempt to write a version into the configured KDCube bundle's props.
+
+    ``status``: ``pushed`` (written, read back, and the runtime's view equals the version),
+    ``failed`` (KDCube's answer, or what differs after writing, in ``answer``) or ``refused``
+    (Traitdeck did not write: the subtree changed since the last read, never read, or a key the
+    code defaults would restore). The version itself is never touched by a push.
+    """
+
+    version = models.PositiveIntegerField(db_index=True)
+    target = models.CharField(max_length=300)
+    status = models.CharField(max_length=16)
+    answer = models.TextField(blank=True)
+    subtree_hash = models.CharField(max_length=64, blank=True)
+    actor_name = models.CharField(max_length=150)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"push of version {self.version}: {self.status}"
+
+
+class KDCubeRead(models.Model):
+    """What Traitdeck last saw of the KDCube bundle's owned subtree (hashes only: what KDCube
+    returns has secrets resolved, so no value is kept). ``differs`` lists where the runtime's
+    view differs from ``version`` (the version in force when read)."""
+
+    target = models.CharField(max_length=300)
+    source = models.CharField(max_length=16)
+    stored_hash = models.CharField(max_length=64)
+    version = models.PositiveIntegerField(null=True, blank=True)
+    differs = models.JSONField(default=list)
+    updated_by = models.CharField(max_length=150, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"read of {self.target} ({self.source})"

@@ -259,6 +259,7 @@ def policy_publish(
             message=f"published with {len(failing)} failing regression case(s)",
             after={"failing": failing},
         )
+    _push_after_commit(version, actor)
     return version
 
 
@@ -329,7 +330,19 @@ def policy_rollback(
         },
         after={**(_summary(version) or {}), "copy_of": number},
     )
+    _push_after_commit(version, actor)
     return version
+
+
+def _push_after_commit(version: PolicyVersion, actor: Any) -> None:
+    """With a KDCube target configured, push the new version once it is committed: a push that
+    fails is recorded beside the version and never undoes it."""
+    # Imported here: policy.kdcube reads versions through this module.
+    from policy.kdcube import kdcube_configured, kdcube_push
+
+    if kdcube_configured():
+        number = version.number
+        transaction.on_commit(lambda: kdcube_push(actor=actor, number=number))
 
 
 def agents_in_force() -> frozenset[str]:

@@ -19,6 +19,7 @@ from typing import Any, Final
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bridge.domain.mapping import DEFAULT_PATTERN
+from bridge.props_watch import DEFAULT_POLL_S, PropsWatch, WatchOptions
 from bridge.runner import MAX_PENDING, Bridge, Fatal, Options
 
 TOKEN_ENV: Final = "TRAITDECK_TOKEN"
@@ -92,8 +93,42 @@ class Command(BaseCommand):
             stop=stop,
             say=say,
         )
+        watch = props_watch(o, stop=stop, say=say)
         try:
             bridge.run()
         except Fatal as exc:
             raise CommandError(str(exc), returncode=1) from exc
+        finally:
+            stop.set()
+            if watch is not None:
+                watch.join(timeout=5)
         say(bridge.stats_line(0.0, bridge.counts))
+
+
+def props_watch(o: dict[str, Any], *, stop: threading.Event, say: Any) -> threading.Thread | None:
+    """With the KDCube target's tenant, project and bundle set (the TRAITDECK_KDCUBE_* settings
+    the server uses), watch its props-update channel on the same Redis for config drift."""
+    names = ("TENANT", "PROJECT", "BUNDLE")
+    values = {n: os.environ.get(f"TRAITDECK_KDCUBE_{n}", "").strip() for n in names}
+    if not all(values.values()):
+        return None
+    try:
+        poll_s = float(os.environ.get("TRAITDECK_KDCUBE_POLL_S") or DEFAULT_POLL_S)
+    except ValueError:
+        poll_s = DEFAULT_POLL_S
+    watch = PropsWatch(
+        WatchOptions(
+            redis_url=o["redis"],
+            url=o["url"],
+            token=o["token"],
+            tenant=values["TENANT"],
+            project=values["PROJECT"],
+            bundle=values["BUNDLE"],
+            poll_s=max(5.0, poll_s),
+        ),
+        stop=stop,
+        say=say,
+    )
+    thread = threading.Thread(target=watch.run, name="props-watch", daemon=True)
+    thread.start()
+    return thread

@@ -8,6 +8,7 @@ an unreadable file, a bundles descriptor with no bundle to choose or several and
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from audit.services import add_actor_argument, cli_actor
 from policy.domain.descriptors import DescriptorError
 from policy.domain.yaml_io import CLI_MAX_BYTES
 from policy.importing import import_preview
+from policy.kdcube import KDCubeOff, kdcube_pull, kdcube_push
+from policy.kdcube_client import KDCubeError
 from policy.selectors import draft_state
 from policy.services import draft_replace
 from policy.versions import (
@@ -68,6 +71,17 @@ class Command(BaseCommand):
             help="do nothing (exit 0) when a version exists already (for scripts like the demo)",
         )
         add_actor_argument(pub)
+        push = sub.add_parser("push", help="write a version into the KDCube bundle's props")
+        push.add_argument("--version", type=int, metavar="N", help="version N (default: in force)")
+        push.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="overwrite KDCube's subtree although it changed since Traitdeck read it",
+        )
+        add_actor_argument(push)
+        pull = sub.add_parser("pull", help="import the KDCube bundle's policy into the draft")
+        pull.add_argument("--yes", action="store_true", help="apply (without it: preview only)")
+        add_actor_argument(pull)
 
     def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"]
@@ -75,6 +89,10 @@ class Command(BaseCommand):
             self._export(options)
         elif action == "import":
             self._import(options)
+        elif action == "push":
+            self._push(options)
+        elif action == "pull":
+            self._pull(options)
         else:
             in_force = version_published()
             if options["if_unpublished"] and in_force is not None:
@@ -136,6 +154,45 @@ class Command(BaseCommand):
         except PublishRefused as exc:
             raise CommandError(str(exc), returncode=1) from None
         self.stdout.write(f"published version {created.number} ({created.sha256})")
+
+    def _push(self, options: dict[str, Any]) -> None:
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request is noise
+        try:
+            row = kdcube_push(
+                actor=cli_actor(options["actor"]),
+                number=options["version"],
+                overwrite=options["overwrite"],
+            )
+        except KDCubeOff as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        except LookupError as exc:
+            raise CommandError(str(exc).rstrip("."), returncode=1) from None
+        if row.status != "pushed":
+            raise CommandError(f"version {row.version} {row.status}: {row.answer}", returncode=1)
+        self.stdout.write(f"pushed version {row.version} to {row.target} (hash {row.subtree_hash})")
+
+    def _pull(self, options: dict[str, Any]) -> None:
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+        try:
+            pulled = kdcube_pull()
+        except KDCubeOff as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        except KDCubeError as exc:
+            raise CommandError(str(exc), returncode=1) from None
+        preview = import_preview(pulled.text, max_bytes=CLI_MAX_BYTES, uncapped=True)
+        for path in pulled.secrets:
+            self.stderr.write(f"{path}: secret, not imported (put its env:/file: reference there)")
+        for diagnostic in preview.analysis.diagnostics:
+            self.stderr.write(diagnostic.as_text())
+        if preview.refused:
+            raise CommandError("KDCube's props cannot be imported; nothing changed", returncode=1)
+        self.stdout.write(preview.diff or "no change against the draft\n", ending="")
+        if not options["yes"]:
+            self.stdout.write("preview only: pass --yes to import it into the draft")
+            return
+        actor = cli_actor(options["actor"])
+        state = draft_replace(data=preview.data, base_revision=None, user=actor, uncapped=True)
+        self.stdout.write(f"imported from KDCube into the draft (revision {state.revision})")
 
     def _read(self, name: str) -> bytes:
         try:

@@ -1,0 +1,50 @@
+"""KDCube in the browser: push a version (retry, overwrite), import the bundle's props."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+
+from policy.importing import import_preview
+from policy.kdcube import KDCubeOff, kdcube_pull, kdcube_push
+from policy.kdcube_client import KDCubeError
+from policy.views.transfer import _page, _preview_context
+
+
+def kdcube_push_view(request: HttpRequest, number: int) -> HttpResponse:
+    """POST only: push version ``number`` (the answer shows on the version page)."""
+    if request.method != "POST":
+        return redirect("policy:version", number=number)
+    try:
+        row = kdcube_push(
+            actor=request.user, number=number, overwrite=request.POST.get("overwrite") == "on"
+        )
+    except KDCubeOff as exc:
+        raise Http404(str(exc)) from None
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+    if row.status == "pushed":
+        messages.success(request, f"Pushed version {number} to {row.target}.")
+    else:
+        messages.error(request, f"Version {number} was not pushed ({row.status}): {row.answer}")
+    return redirect("policy:version", number=number)
+
+
+def kdcube_import_view(request: HttpRequest) -> HttpResponse:
+    """Read the KDCube bundle's policy and preview it against the draft, as every import is
+    previewed; the page's Apply button posts to the import page, which applies exactly it."""
+    try:
+        pulled = kdcube_pull()
+    except KDCubeOff as exc:
+        raise Http404(str(exc)) from None
+    except KDCubeError as exc:
+        return _page(request, {"previewed": True, "notice": str(exc)}, status=502)
+    preview = import_preview(pulled.text)
+    context = {
+        "text": pulled.text,
+        **_preview_context(preview, pulled.text),
+        "from_kdcube": True,
+        "kdcube_secrets": pulled.secrets,
+    }
+    return _page(request, context, status=422 if preview.refused else 200)
