@@ -83,11 +83,13 @@ PAGES: dict[str, dict[str, str]] = {
     "policy:diff": {"GET": VIEWER},
     "policy:impact": {"GET": VIEWER},
     "policy:impact-round": {"GET": VIEWER},
+    "policy:impact-round-by-ids": {"GET": VIEWER},
     "policy:publish": {"GET": PUBLISHER, "POST": PUBLISHER},
     "policy:rollback": {"POST": PUBLISHER},
     "observe:live": {"GET": VIEWER},
     "observe:history": {"GET": VIEWER},
     "observe:round": {"GET": VIEWER},
+    "observe:round-by-ids": {"GET": VIEWER},
     # The audit log shows every change with its before/after (manifests, whole policies):
     # publishers (and superusers) read it, as they answer for what goes live.
     "audit:log": {"GET": PUBLISHER},

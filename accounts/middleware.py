@@ -44,6 +44,7 @@ from accounts.access import (
 from accounts.auth import csrf_refusal
 from accounts.roles import has_role, role_granters, user_role
 from accounts.tokens import runtime_token_authenticate
+from policy.domain.numbers import parse_whole
 
 #: ``<int:index>`` / ``<agent>`` in a Django route → ``{index}`` / ``{agent}`` as in OpenAPI.
 _ROUTE_PARAM = re.compile(r"<(?:\w+:)?(\w+)>")
@@ -107,7 +108,8 @@ def _applies(request: HttpRequest, api: bool) -> bool:
         return any(v.strip().lower() in _FALSE for v in request.GET.getlist("dry_run"))
     declared = request.META.get("CONTENT_LENGTH") or "0"
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    if limit is not None and (not declared.isdigit() or int(declared) > limit):
+    size = parse_whole(declared)
+    if limit is not None and (size is None or size > limit):
         # Reading a body this large here would leave the view nothing to answer 413 with; it
         # cannot be a preview-only request we can vouch for, so it needs the editor role.
         return True

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,7 +36,7 @@ from accounts.access import (
     TOKENS,
     VIEWER,
 )
-from accounts.matrix import COLUMNS
+from accounts.matrix import COLUMNS, markdown_matrix
 from accounts.middleware import REFUSED_HEADER
 from accounts.models import Scope
 from accounts.tokens import runtime_token_revoke
@@ -352,3 +353,15 @@ def test_the_api_schema_declares_the_credentials_the_table_takes() -> None:
                     ):
                         wrong.append(f"{method} {template}: {session=} {declared=}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_readme_matrix_is_the_access_table() -> None:
+    """The README's matrix is ``python manage.py role_matrix``'s output, so they cannot drift
+    (compared row by row: a test that patches the table may leave its rows in another order)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = readme.index("Pages (by URL name;")
+    block = readme[start : readme.index("\n## ", start)]
+    expected = markdown_matrix(PAGES, API, TOKENS)
+    assert sorted(block.strip().splitlines()) == sorted(expected.strip().splitlines()), (
+        "README.md's role matrix is stale: paste `python manage.py role_matrix` over it"
+    )
