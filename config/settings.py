@@ -321,6 +321,10 @@ TRAITDECK_CLOCK_SKEW_S = int(os.environ.get("TRAITDECK_CLOCK_SKEW_S", "600"))
 #: Failed logins allowed per account and per client address within the window; 0: no limit.
 TRAITDECK_LOGIN_MAX_ATTEMPTS = int(os.environ.get("TRAITDECK_LOGIN_MAX_ATTEMPTS", "10"))
 TRAITDECK_LOGIN_WINDOW_S = int(os.environ.get("TRAITDECK_LOGIN_WINDOW_S", "900"))
+#: How many proxies in front of daphne append to X-Forwarded-For and are trusted (the login
+#: throttle's client address, ``accounts.login_throttle.client_address``). 0: none, the header
+#: is ignored. Behind the README's nginx (``X-Forwarded-For $remote_addr``): 1.
+TRAITDECK_TRUSTED_PROXY_HOPS = env_int("TRAITDECK_TRUSTED_PROXY_HOPS", 0)
 #: The largest policy the web accepts (the CLI has no caps): over one → ``policy-too-large``.
 TRAITDECK_MAX_AGENTS = int(os.environ.get("TRAITDECK_MAX_AGENTS", "1000"))
 TRAITDECK_MAX_CONNECTIONS = int(os.environ.get("TRAITDECK_MAX_CONNECTIONS", "5000"))
