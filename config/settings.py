@@ -17,6 +17,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from config.server import max_body_bytes
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -293,8 +295,9 @@ if not SERVE_STATIC_FROM_SOURCE:
     # Right after the security and CSP middleware: static responses get their headers too.
     MIDDLEWARE.insert(2, "whitenoise.middleware.WhiteNoiseMiddleware")
 
-#: Largest request body Django reads (the web import refuses over 1 MiB itself, with 413).
-DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+#: Largest request body Django reads (the web import refuses over 1 MiB itself, with 413); the
+#: same number daphne's request refuses past as the bytes arrive (``config.server``, 413).
+DATA_UPLOAD_MAX_MEMORY_SIZE = max_body_bytes()
 
 LOGGING = {
     "version": 1,
