@@ -139,6 +139,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: HEAD runs as GET everywhere and leaves without a body (config.head).
+    "config.head.HeadAsGetMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -293,7 +295,10 @@ STORAGES = {
 }
 if not SERVE_STATIC_FROM_SOURCE:
     # Right after the security and CSP middleware: static responses get their headers too.
-    MIDDLEWARE.insert(2, "whitenoise.middleware.WhiteNoiseMiddleware")
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.csp.ContentSecurityPolicyMiddleware") + 1,
+        "whitenoise.middleware.WhiteNoiseMiddleware",
+    )
 
 #: Largest request body Django reads (the web import refuses over 1 MiB itself, with 413); the
 #: same number daphne's request refuses past as the bytes arrive (``config.server``, 413).

@@ -220,12 +220,18 @@ def manifest_upload(
 
     A manifest is not part of the draft document, but it changes what the draft means (the
     effective traits), so it is a change like any other: the draft's revision grows, and with
-    ``base_revision`` a stale upload is refused (``StaleRevision``) and changes nothing."""
+    ``base_revision`` a stale upload is refused (``StaleRevision``) and changes nothing. The
+    manifest already stored, uploaded again, changes nothing either."""
     draft, current = _locked_draft(base_revision)
     _refuse_unstorable(data, root="the manifest")
     parse_manifest(data)
+    stored = AgentManifest.objects.filter(agent=agent).first()
+    if stored is not None and stored.data == data:
+        # The same manifest again (a runtime re-announcing its tools): nothing changes, so no
+        # revision bump (other editors' forms stay current) and no audit entry.
+        return stored
+    old = stored.data if stored is not None else None
     _bump_revision(draft, current, user)
-    old = AgentManifest.objects.filter(agent=agent).values_list("data", flat=True).first()
     row, _ = AgentManifest.objects.update_or_create(
         agent=agent, defaults={"data": data, "uploaded_by": _user(user)}
     )

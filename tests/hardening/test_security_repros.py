@@ -182,3 +182,53 @@ def test_a_stored_round_whose_ids_no_url_can_hold_still_renders_everywhere(
     impact = admin.post("/api/v1/policy/impact", data='{"baseline": "draft"}', content_type=JSON)
     assert impact.status_code == 200
     assert_every_page_works(admin)
+
+
+def test_a_manifest_put_of_the_same_content_changes_nothing(admin: Client) -> None:
+    manifest = {"jobs.search": {"tool_traits": {"strategy": ["exploration"]}}}
+    url = "/api/v1/agents/main/manifest"
+    first = admin.put(url, data=json.dumps(manifest), content_type=JSON)
+    assert first.status_code == 200, first.content
+    before = stored(admin), first.json()["revision"]
+    again = admin.put(url, data=json.dumps(manifest), content_type=JSON)
+    assert again.status_code == 200
+    assert (stored(admin), again.json()["revision"]) == before
+    changed = admin.put(url, data=json.dumps({"jobs.search": {}}), content_type=JSON)
+    assert changed.json()["revision"] == before[1] + 1
+
+
+def served(client: Client, method: str, path: str) -> Any:
+    """The response as daphne would send it: Django's handler and middleware, without the test
+    client's own removal of HEAD bodies."""
+    from django.core.handlers.base import BaseHandler
+    from django.test import RequestFactory
+
+    handler = BaseHandler()
+    handler.load_middleware()
+    request = getattr(RequestFactory(), method)(path)
+    request.COOKIES.update({k: v.value for k, v in client.cookies.items()})
+    return handler.get_response(request)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/health",
+        "/api/openapi.json",
+        "/api/v1/agents",
+        "/api/v1/rounds/export.jsonl",
+        "/policy/",
+        "/live/history/",
+        "/policy/export.yaml",
+        "/accounts/login/",
+    ],
+)
+def test_head_answers_like_get_without_a_body(admin: Client, path: str) -> None:
+    get = served(admin, "get", path)
+    head = served(admin, "head", path)
+    assert head.status_code == get.status_code == 200
+    assert head["Content-Type"] == get["Content-Type"]
+    body = b"".join(head) if head.streaming else head.content
+    assert body == b""
+    if not get.streaming:
+        assert head["Content-Length"] == str(len(get.content))
