@@ -52,9 +52,15 @@ STEPS = 6
 JSON = "application/json"
 
 #: Any size of number, and text of any code point (lone surrogates included).
-numbers = st.integers() | st.sampled_from([10**400, -(10**400), 2**63, 2**64]) | st.floats()
+numbers = (
+    st.sampled_from([10**400, -(10**400), 2**63, 2**64, 10**18, 1e308])
+    | st.integers()
+    | st.floats()
+)
 texts = any_text | EDGES
 anything = json_like(policy_keys)
+#: Numbers no float holds and no 64-bit column stores.
+HUGE = st.sampled_from([10**400, -(10**400), 2**64])
 
 
 def snapshot() -> tuple[Any, ...]:
@@ -113,10 +119,18 @@ class Writes(RuleBasedStateMachine):
         payload = {"name": agent, **(body if isinstance(body, dict) else {})}
         self.send("POST agents", lambda: self.api("post", "/api/v1/agents", payload))
 
-    @rule(body=anything, timeout=numbers)
-    def add_connection(self, body: Any, timeout: Any) -> None:
+    @rule(body=anything)
+    def add_connection(self, body: Any) -> None:
         payload = {"kind": "mcp", "server_id": "s", **(body if isinstance(body, dict) else {})}
-        payload.setdefault("tool_execution", {"t": {"timeout_s": timeout}})
+        url = "/api/v1/agents/main/connections"
+        self.send("POST connections", lambda: self.api("post", url, payload))
+
+    @rule(timeout=HUGE | numbers)
+    def add_timed_connection(self, timeout: Any) -> None:
+        """A well-formed connection whose only oddity is its timeout, so the number reaches the
+        validator instead of an earlier refusal."""
+        payload = {"kind": "mcp", "server_id": "s", "alias": "s2", "allowed": ["t"]}
+        payload["tool_execution"] = {"t": {"timeout_s": timeout}}
         url = "/api/v1/agents/main/connections"
         self.send("POST connections", lambda: self.api("post", url, payload))
 
