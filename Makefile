@@ -92,7 +92,8 @@ bench: venv
 	echo "=== policy: load, validate, export ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_policy.py && \
 	echo "=== observe: ingest, live, pages; dry-run ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_observe.py && \
 	echo "=== impact: replay recorded rounds under two policies ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_replay.py && \
-	echo "=== discovery: a 5,000-tool MCP server listed and validated ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_discovery.py
+	echo "=== discovery: a 5,000-tool MCP server listed and validated ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_discovery.py && \
+	echo "=== worker memory: four oversized uploads ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_body_limit.py
 
 clean:
 	rm -rf $(VENV) .test-artifacts .mypy_cache .ruff_cache .hypothesis

@@ -6,7 +6,15 @@ needs; ``API`` maps ``(METHOD, "/api/v1/…" path template)`` to the role a brow
 (routes that only runtime tokens use say ``TOKEN``; ``PUBLIC`` needs nothing). A route missing
 from the table is refused — and the role-matrix test fails — so every new route must be added.
 
-``accounts.middleware.AccessMiddleware`` enforces it (pages and API alike);
+``TOKENS`` names the API routes a runtime token (``Authorization: Bearer …``) may use, with
+the scope it must carry (``ANY_SCOPE``: any token). A request that sends an ``Authorization``
+header is judged by its token alone: a missing, unknown or revoked token is 401 on every route,
+a route not in ``TOKENS`` takes no token at all (401), a token without the scope is 403.
+
+``accounts.middleware.AccessMiddleware`` enforces it (pages and API alike), once, before any
+view runs: it decides who is asking (session or token), whether they may, and — for a session's
+unsafe API request — Django's CSRF check. The API's auth classes (``accounts.auth``) only hand
+its decision to the views and describe it in the OpenAPI schema;
 ``python manage.py role_matrix`` prints it as the README's Markdown table. A ``PAGES`` key
 ``"<namespace>:*"`` covers every URL of that namespace (the Django admin). A method missing
 under a URL name falls back to ``"*"``; HEAD and OPTIONS count as GET.
@@ -79,6 +87,7 @@ PAGES: dict[str, dict[str, str]] = {
     "policy:diff": {"GET": VIEWER},
     "policy:impact": {"GET": VIEWER},
     "policy:impact-round": {"GET": VIEWER},
+    "policy:impact-round-by-ids": {"GET": VIEWER},
     "policy:publish": {"GET": PUBLISHER, "POST": PUBLISHER},
     "policy:rollback": {"POST": PUBLISHER},
     "policy:kdcube-push": {"POST": PUBLISHER},
@@ -87,6 +96,7 @@ PAGES: dict[str, dict[str, str]] = {
     "observe:live": {"GET": VIEWER},
     "observe:history": {"GET": VIEWER},
     "observe:round": {"GET": VIEWER},
+    "observe:round-by-ids": {"GET": VIEWER},
     # The audit log shows every change with its before/after (manifests, whole policies):
     # publishers (and superusers) read it, as they answer for what goes live.
     "audit:log": {"GET": PUBLISHER},
@@ -140,4 +150,19 @@ API: dict[tuple[str, str], str] = {
     ("POST", "/api/v1/policy/impact"): VIEWER,
     ("GET", "/api/v1/rounds/{agent}/{turn_id_and_iteration}"): VIEWER,
     ("GET", "/api/v1/audit"): PUBLISHER,
+}
+
+#: Any runtime token (whatever its scopes).
+ANY_SCOPE: Final = "*"
+
+#: (method, path template) → the scope a runtime token needs there. Every other route refuses
+#: tokens (401), whatever the token.
+TOKENS: dict[tuple[str, str], str] = {
+    ("GET", "/api/v1/whoami"): ANY_SCOPE,
+    ("GET", "/api/v1/agents/{agent}/config.yaml"): "config:read",
+    ("POST", "/api/v1/events"): "events:write",
+    ("POST", "/api/v1/bridge/status"): "events:write",
+    ("GET", "/api/v1/rounds"): "events:read",
+    ("GET", "/api/v1/rounds/export.jsonl"): "events:read",
+    ("GET", "/api/v1/rounds/{agent}/{turn_id_and_iteration}"): "events:read",
 }

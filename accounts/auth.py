@@ -2,34 +2,32 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest, HttpResponseForbidden
 from django.middleware.csrf import CsrfViewMiddleware
-from ninja.errors import AuthorizationError, HttpError
 from ninja.security import HttpBearer, SessionAuth
 
 from accounts.models import RuntimeToken
-from accounts.tokens import runtime_token_authenticate
 
 
 class RuntimeTokenAuth(HttpBearer):
-    """A bearer token that must carry ``scope`` (any scope when ``None``).
-
-    Missing, unknown or revoked token → 401; a valid token without the scope → 403.
+    """A runtime token with ``scope`` (any scope when ``None``), as the OpenAPI schema tells
+    clients. ``AccessMiddleware`` has already authenticated it from the access table
+    (``accounts.access.TOKENS``, where ``tests/accounts`` holds each route's scope equal to
+    this one); here the token it admitted is only handed to the view.
     """
 
     def __init__(self, scope: str | None) -> None:
         super().__init__()
         self.scope = scope
 
+    def __call__(self, request: HttpRequest) -> RuntimeToken | None:
+        principal = getattr(request, "principal", None)
+        return principal if isinstance(principal, RuntimeToken) else None
+
     def authenticate(self, request: HttpRequest, token: str) -> RuntimeToken | None:
-        runtime_token = runtime_token_authenticate(token)
-        if runtime_token is None:
-            return None
-        if self.scope is not None and not runtime_token.has_scope(self.scope):
-            raise AuthorizationError(
-                message=f"this token lacks the {self.scope!r} scope",
-            )
-        return runtime_token
+        return self(request)  # pragma: no cover - __call__ answers without parsing the header
 
 
 class _CsrfCheck(CsrfViewMiddleware):
@@ -62,24 +60,14 @@ def _no_view(request: HttpRequest) -> HttpResponseForbidden:  # pragma: no cover
 class BrowserSessionAuth(SessionAuth):
     """A logged-in browser user; unsafe methods need the ``X-CSRFToken`` header.
 
-    Ninja's ``SessionAuth`` checks CSRF before it knows whether anyone is logged in, so a request
-    without a session (e.g. with a runtime token on a session-only route) got "CSRF check
-    Failed" (403) instead of 401. Here who is asking comes first: no logged-in user → 401; a
-    logged-in user whose write fails the CSRF check → 403 JSON with Django's reason.
+    ``AccessMiddleware`` decides both from the access table before the view (who is asking
+    first — no session → 401 — then the CSRF check → 403 JSON with Django's reason); here the
+    user it admitted is only handed to the view.
     """
 
-    def _get_key(self, request: HttpRequest) -> str | None:
-        if not request.user.is_authenticated:
-            return None  # authenticate() answers None: 401
-        if self.csrf and not getattr(request, "_ninja_csrf_exempt", False):
-            reason = csrf_refusal(request)
-            if reason is not None:
-                raise HttpError(
-                    403,
-                    f"CSRF check failed ({reason.rstrip('.')}): send the csrftoken cookie's value"
-                    " as the X-CSRFToken header.",
-                )
-        return request.COOKIES.get(self.param_name)
+    def __call__(self, request: HttpRequest) -> Any:
+        principal = getattr(request, "principal", None)
+        return None if principal is None or isinstance(principal, RuntimeToken) else principal
 
 
 #: A logged-in browser user; unsafe methods need the ``X-CSRFToken`` header.

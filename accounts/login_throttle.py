@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+import unicodedata
 
 from django.conf import settings
 from django.core.cache import cache
@@ -20,9 +21,27 @@ from django.http import HttpRequest
 
 
 def client_address(request: HttpRequest) -> str:
-    """The client's address (daphne's ``--proxy-headers`` puts the proxy's X-Forwarded-For
-    there)."""
-    return str(request.META.get("REMOTE_ADDR") or "unknown")
+    """The client's address as far as this server can trust it.
+
+    ``TRAITDECK_TRUSTED_PROXY_HOPS`` (default 0) says how many proxies in front of daphne append
+    to ``X-Forwarded-For``: with 0 the header is the client's own text and is ignored (the TCP
+    peer counts); with N the N-th entry from the right is the address the outermost trusted
+    proxy saw (what the client wrote before it is not read). Fewer entries than N: the peer.
+    """
+    peer = str(request.META.get("REMOTE_ADDR") or "unknown")
+    hops = settings.TRAITDECK_TRUSTED_PROXY_HOPS
+    if hops <= 0:
+        return peer
+    entries = [e.strip() for e in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+    entries = [e for e in entries if e]
+    return entries[-hops] if len(entries) >= hops else peer
+
+
+def account_key(username: str) -> str:
+    """The account a typed username logs in as: Django's login form strips it and normalises
+    it to NFKC before looking it up (``UsernameField``), so every spelling that reaches the
+    same account is counted as that account (case too: over-counting is safe, under- is not)."""
+    return unicodedata.normalize("NFKC", username.strip()).casefold()
 
 
 def _key(kind: str, value: str) -> str:
@@ -31,7 +50,7 @@ def _key(kind: str, value: str) -> str:
 
 
 def _keys(username: str, address: str) -> list[str]:
-    return [_key("account", username.strip().casefold()), _key("address", address)]
+    return [_key("account", account_key(username)), _key("address", address)]
 
 
 def login_wait(username: str, address: str) -> int:
@@ -64,7 +83,7 @@ def login_failed(username: str, address: str) -> None:
 
 
 def login_succeeded(username: str) -> None:
-    key = _key("account", username.strip().casefold())
+    key = _key("account", account_key(username))
     cache.delete_many([key, f"{key}:until"])
 
 

@@ -3,6 +3,12 @@
 Pages: an anonymous visitor is sent to the login page; a logged-in user without the role gets
 the HTML 403 page (a user with no role at all is told whom to ask). API: 401 JSON without a
 login, 403 JSON without the role. A route the table does not name is refused.
+
+Authentication is decided here, once, before any view: an API request carrying an
+``Authorization`` header is judged by that runtime token alone (``access.TOKENS``); otherwise
+by its session, whose unsafe API requests also pass Django's CSRF check here (the API's views
+are CSRF-exempt for Django's own middleware). The principal goes to ``request.principal`` for
+the API's auth classes to hand on; no view authenticates anybody itself.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from django.urls import ResolverMatch
 from django_htmx.http import reswap, retarget
 
 from accounts.access import (
+    ANY_SCOPE,
     ANY_USER,
     API,
     DOCS,
@@ -31,9 +38,13 @@ from accounts.access import (
     PUBLIC,
     SUPERUSER,
     TOKEN,
+    TOKENS,
     VIEWER,
 )
+from accounts.auth import csrf_refusal
 from accounts.roles import has_role, role_granters, user_role
+from accounts.tokens import runtime_token_authenticate
+from policy.domain.numbers import parse_whole
 
 #: ``<int:index>`` / ``<agent>`` in a Django route → ``{index}`` / ``{agent}`` as in OpenAPI.
 _ROUTE_PARAM = re.compile(r"<(?:\w+:)?(\w+)>")
@@ -47,6 +58,8 @@ REFUSED_HEADER = "X-Access-Refused"
 UNAUTHENTICATED = (
     "Authentication required: log in, or send a runtime token as 'Authorization: Bearer …'."
 )
+#: Methods that change nothing, so a session needs no CSRF token for them (as Django's).
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 
 @dataclass(frozen=True)
@@ -56,6 +69,8 @@ class Rule:
     role: str | None  # None: the route (or this method of it) is not in the table
     api: bool
     route: str
+    #: The scope a runtime token needs here (``None``: no token is taken).
+    token_scope: str | None = None
 
 
 def _method(request: HttpRequest) -> str:
@@ -72,7 +87,10 @@ def rule_for(request: HttpRequest, match: ResolverMatch) -> Rule:
     method = _method(request)
     template = api_template(match)
     if any(path == template for _, path in API):
-        return Rule(API.get((method, template)), api=True, route=f"{method} {template}")
+        key = (method, template)
+        return Rule(
+            API.get(key), api=True, route=f"{method} {template}", token_scope=TOKENS.get(key)
+        )
     rules = PAGES.get(match.view_name)
     if rules is None and match.namespace:
         rules = PAGES.get(f"{match.namespace}:*")
@@ -90,7 +108,8 @@ def _applies(request: HttpRequest, api: bool) -> bool:
         return any(v.strip().lower() in _FALSE for v in request.GET.getlist("dry_run"))
     declared = request.META.get("CONTENT_LENGTH") or "0"
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    if limit is not None and (not declared.isdigit() or int(declared) > limit):
+    size = parse_whole(declared)
+    if limit is not None and (size is None or size > limit):
         # Reading a body this large here would leave the view nothing to answer 413 with; it
         # cannot be a preview-only request we can vouch for, so it needs the editor role.
         return True
@@ -144,17 +163,18 @@ def _check(request: HttpRequest, match: ResolverMatch) -> HttpResponseBase | Non
             response["Allow"] = ", ".join(allowed)
             return response
     role = required_role(request, rule)
-    if role in (PUBLIC, TOKEN):
-        # TOKEN routes authenticate the runtime token (and its scope) themselves.
+    if role == PUBLIC:
         return None
+    if rule.api and "Authorization" in request.headers:
+        # A header a browser never sends by itself: the token alone decides, never the session
+        # that may ride along (so a bogus or revoked token is refused, not waved through).
+        return _token_check(request, rule, request.headers["Authorization"])
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         if not rule.api:
             return redirect_to_login(request.get_full_path())
-        if role is not None and request.headers.get("Authorization"):
-            # No session: a runtime token may still be good for this route; its own
-            # authentication decides (routes that take no tokens answer 401).
-            return None
+        return JsonResponse({"error": UNAUTHENTICATED}, status=401)
+    if role == TOKEN:
         return JsonResponse({"error": UNAUTHENTICATED}, status=401)
     if role is None:
         return _refuse(
@@ -164,7 +184,7 @@ def _check(request: HttpRequest, match: ResolverMatch) -> HttpResponseBase | Non
             no_role=False,
         )
     if role == ANY_USER or has_role(user, role):
-        return None
+        return _session_admitted(request, rule, user)
     if user_role(user) is None:
         return _refuse(
             request,
@@ -174,6 +194,37 @@ def _check(request: HttpRequest, match: ResolverMatch) -> HttpResponseBase | Non
         )
     needed = "a superuser" if role == SUPERUSER else f"the {role} role"
     return _refuse(request, rule, f"This needs {needed}.", no_role=False)
+
+
+def _token_check(request: HttpRequest, rule: Rule, header: str) -> HttpResponseBase | None:
+    scheme, _, secret = header.partition(" ")
+    if rule.token_scope is None or scheme.lower() != "bearer" or not secret.strip():
+        return JsonResponse({"error": UNAUTHENTICATED}, status=401)
+    token = runtime_token_authenticate(secret.strip())
+    if token is None:
+        return JsonResponse({"error": UNAUTHENTICATED}, status=401)
+    if rule.token_scope != ANY_SCOPE and not token.has_scope(rule.token_scope):
+        return JsonResponse(
+            {"error": f"Not allowed: this token lacks the {rule.token_scope!r} scope."},
+            status=403,
+        )
+    request.principal = token  # type: ignore[attr-defined]
+    return None
+
+
+def _session_admitted(request: HttpRequest, rule: Rule, user: Any) -> HttpResponseBase | None:
+    if rule.api and (request.method or "GET").upper() not in SAFE_METHODS:
+        reason = csrf_refusal(request)
+        if reason is not None:
+            return JsonResponse(
+                {
+                    "error": f"CSRF check failed ({reason.rstrip('.')}): send the csrftoken"
+                    " cookie's value as the X-CSRFToken header."
+                },
+                status=403,
+            )
+    request.principal = user  # type: ignore[attr-defined]
+    return None
 
 
 class AccessMiddleware:

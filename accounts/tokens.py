@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from accounts.models import RuntimeToken, Scope
@@ -141,6 +141,12 @@ def runtime_token_authenticate(secret: str) -> RuntimeToken | None:
         return None
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
-        RuntimeToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        try:
+            with transaction.atomic():
+                RuntimeToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        except OperationalError:
+            # Best effort: a busy store (another writer's lock) must not turn authentication
+            # into a 500; the request's own write then answers 503 with Retry-After.
+            return token
         token.last_used_at = now
     return token

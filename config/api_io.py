@@ -16,6 +16,7 @@ import orjson
 from django.http import HttpRequest
 from ninja.errors import HttpError
 
+from policy.domain.numbers import parse_whole
 from policy.domain.text import unencodable_path
 
 JSON_TYPES: Final = ("application/json",)
@@ -47,8 +48,8 @@ def read_body(request: HttpRequest, *, content_types: tuple[str, ...], limit: in
         )
     too_large = f"The body is over the limit of {limit} bytes."
     declared = request.META.get("CONTENT_LENGTH") or "0"
-    # isascii: "²".isdigit() is True, but int("²") fails.
-    if declared.isascii() and declared.isdigit() and int(declared) > limit:
+    size = parse_whole(declared)
+    if size is not None and size > limit:
         raise HttpError(413, too_large)
     body = request.body
     if len(body) > limit:
@@ -136,6 +137,7 @@ def if_match_revision(request: HttpRequest) -> int | None:
     if header is None or header.strip() == "*":  # "*": any current draft, as with no header
         return None
     value = header.strip().removeprefix("W/").strip('"')
-    if not (value.isascii() and value.isdigit() and len(value) <= 18):
+    revision = parse_whole(value)
+    if revision is None:
         raise HttpError(400, 'If-Match must be a quoted draft revision, like "5".')
-    return int(value)
+    return revision

@@ -17,6 +17,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from config.server import max_body_bytes
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -137,6 +139,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: HEAD runs as GET everywhere and leaves without a body (config.head).
+    "config.head.HeadAsGetMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -291,10 +295,14 @@ STORAGES = {
 }
 if not SERVE_STATIC_FROM_SOURCE:
     # Right after the security and CSP middleware: static responses get their headers too.
-    MIDDLEWARE.insert(2, "whitenoise.middleware.WhiteNoiseMiddleware")
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.csp.ContentSecurityPolicyMiddleware") + 1,
+        "whitenoise.middleware.WhiteNoiseMiddleware",
+    )
 
-#: Largest request body Django reads (the web import refuses over 1 MiB itself, with 413).
-DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+#: Largest request body Django reads (the web import refuses over 1 MiB itself, with 413); the
+#: same number daphne's request refuses past as the bytes arrive (``config.server``, 413).
+DATA_UPLOAD_MAX_MEMORY_SIZE = max_body_bytes()
 
 LOGGING = {
     "version": 1,
@@ -321,6 +329,10 @@ TRAITDECK_CLOCK_SKEW_S = int(os.environ.get("TRAITDECK_CLOCK_SKEW_S", "600"))
 #: Failed logins allowed per account and per client address within the window; 0: no limit.
 TRAITDECK_LOGIN_MAX_ATTEMPTS = int(os.environ.get("TRAITDECK_LOGIN_MAX_ATTEMPTS", "10"))
 TRAITDECK_LOGIN_WINDOW_S = int(os.environ.get("TRAITDECK_LOGIN_WINDOW_S", "900"))
+#: How many proxies in front of daphne append to X-Forwarded-For and are trusted (the login
+#: throttle's client address, ``accounts.login_throttle.client_address``). 0: none, the header
+#: is ignored. Behind the README's nginx (``X-Forwarded-For $remote_addr``): 1.
+TRAITDECK_TRUSTED_PROXY_HOPS = env_int("TRAITDECK_TRUSTED_PROXY_HOPS", 0)
 #: The largest policy the web accepts (the CLI has no caps): over one → ``policy-too-large``.
 TRAITDECK_MAX_AGENTS = int(os.environ.get("TRAITDECK_MAX_AGENTS", "1000"))
 TRAITDECK_MAX_CONNECTIONS = int(os.environ.get("TRAITDECK_MAX_CONNECTIONS", "5000"))

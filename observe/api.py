@@ -434,6 +434,7 @@ _IMPACT_TEXT: Final = (
 
 @router.post(
     "/policy/impact",
+    auth=session_auth,
     response={200: dict[str, Any], 422: ErrorOut},
     openapi_extra=IMPACT_BODY,
     summary="Impact of a policy change on recorded rounds",

@@ -40,9 +40,11 @@ UNAUTHENTICATED = 4401
 FORBIDDEN = 4403
 #: Close code for a user who already holds ``TRAITDECK_MAX_WEBSOCKETS_PER_USER`` live streams.
 TOO_MANY_STREAMS = 4429
-#: Close code (RFC 6455 "unsupported data") for a client that sends anything: the stream is
-#: one-way, the page never sends.
-UNSUPPORTED_DATA = 1003
+#: Close code for a client that sends anything: the stream is one-way, the page never sends.
+#: RFC 6455's 1003 ("unsupported data") would say it, but daphne's websocket layer (autobahn)
+#: lets a server close only with 1000 or 3000–4999 and turned 1003 into a 1011 and a traceback;
+#: 4415 is the application-range code, like 4401/4403/4429 (HTTP's 415 Unsupported Media Type).
+UNSUPPORTED_DATA = 4415
 
 #: Live streams open per user id, in this process: with several workers the cap holds per
 #: worker (a user may hold up to cap × workers in all). It bounds what one user can make one
@@ -83,7 +85,7 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
     every ``tick_seconds``.
 
     The protocol is one-way (server → page): anything a client sends closes its stream with
-    1003 and is never parsed. One user holds at most ``TRAITDECK_MAX_WEBSOCKETS_PER_USER``
+    4415 and is never parsed. One user holds at most ``TRAITDECK_MAX_WEBSOCKETS_PER_USER``
     streams (per worker); one more is closed with 4429, which the page explains.
     """
 
@@ -204,7 +206,7 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """The stream is one-way: the live page never sends. Anything a client sends (garbage
-        text, JSON, binary) closes that client's stream with 1003, unread; other viewers go on.
+        text, JSON, binary) closes that client's stream with 4415, unread; other viewers go on.
         (Malformed frames and text that is not UTF-8 never get here: daphne's websocket layer
         closes such a connection itself.)"""
         await self._stop()

@@ -28,6 +28,7 @@ from policy.domain.impact import (
 )
 from policy.domain.manifest import Manifest
 from policy.domain.multi_action import ModeSources
+from policy.domain.numbers import parse_whole
 from policy.domain.resolution import AgentResolution
 from policy.domain.round_policy import RoundPolicy
 from policy.selectors import agent_default_mode, draft_state, manifest_for, policy_agent_run
@@ -64,10 +65,10 @@ def policy_side(ref: str) -> Side:
         found = version_published()
         if found is None:
             raise SideError("Nothing is published yet: compare with the draft or a version.")
-    elif text.isascii() and text.isdigit() and len(text) <= 9:
-        found = version_get(int(text))
+    elif (number := parse_whole(text)) is not None:
+        found = version_get(number)
         if found is None:
-            raise SideError(f"There is no version {int(text)}.")
+            raise SideError(f"There is no version {number}.")
     else:
         raise SideError(f"A side is 'draft', 'published' or a version number (got {ref[:40]!r}).")
     version = found

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlencode
 
 from django.db.models import Count, F, Q, QuerySet
 from django.urls import reverse
@@ -166,18 +168,33 @@ def round_summary(row: Round) -> AssembledRound:
     return assembly_round((row.agent, row.turn_id, row.iteration), row.assembly)
 
 
-def round_url(row: Round | AssembledRound) -> str:
-    """The round page (§4): the iteration is the last segment, a turn_id may contain '/'. A
-    turn_id with a '.' or '..' segment (refused by ingest since, but maybe stored before) gets no
-    link: a browser would resolve it to another page of the site."""
+def round_ids_in_path(agent: str, turn_id: str) -> bool:
+    """Whether a round's ids can be the path ``<agent>/<turn_id>/<iteration>/`` (§4): the agent
+    one segment, neither a ``.``/``..`` segment a browser would resolve elsewhere in the site,
+    and no control character (the route's ``<path:>`` cannot match a line break)."""
     from policy.domain.text import dot_segment
 
-    if dot_segment(row.turn_id):
-        return ""
-    return reverse(
-        "observe:round",
-        kwargs={"agent": row.agent, "turn_id": row.turn_id, "iteration": row.iteration},
-    )
+    if not agent or "/" in agent or dot_segment(agent) or dot_segment(turn_id) or not turn_id:
+        return False
+    return not any(unicodedata.category(char) == "Cc" for char in agent + turn_id)
+
+
+def round_ids_query(agent: str, turn_id: str, iteration: int) -> str:
+    """The ids as a query string: any stored text fits (quoted), nothing is resolved."""
+    return urlencode({"agent": agent, "turn_id": turn_id, "iteration": iteration})
+
+
+def round_url(row: Round | AssembledRound) -> str:
+    """The round page (§4): the iteration is the last segment, a turn_id may contain '/'. Ids
+    that cannot form that path (ingest refuses them now; older rounds may hold them) link to
+    the same page by a query string instead: no page depends on reversing stored text."""
+    if round_ids_in_path(row.agent, row.turn_id):
+        return reverse(
+            "observe:round",
+            kwargs={"agent": row.agent, "turn_id": row.turn_id, "iteration": row.iteration},
+        )
+    query = round_ids_query(row.agent, row.turn_id, row.iteration)
+    return f"{reverse('observe:round-by-ids')}?{query}"
 
 
 @dataclass(frozen=True)

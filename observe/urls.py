@@ -12,4 +12,6 @@ urlpatterns = [
     # A turn_id may contain "/": the path converter takes everything up to the last segment,
     # which is always the iteration (DESIGN §4).
     path("rounds/<str:agent>/<path:turn_id>/<int:iteration>/", views.round_page, name="round"),
+    # The same page for ids no path can hold (observe.selectors.round_url): ?agent=&turn_id=&…
+    path("rounds/", views.round_by_ids, name="round-by-ids"),
 ]

@@ -45,6 +45,7 @@ from observe.selectors import (
     rounds_page,
 )
 from observe.timeline import build_timeline
+from policy.domain.numbers import parse_whole
 from policy.versions import version_index
 
 LIVE_TEMPLATE = "observe/live.html"
@@ -123,6 +124,15 @@ def round_page(request: HttpRequest, agent: str, turn_id: str, iteration: int) -
             "case_round": _case_round(row),
         },
     )
+
+
+def round_by_ids(request: HttpRequest) -> HttpResponse:
+    """The round page, its ids in the query string (``round_url`` for ids no path can hold)."""
+    iteration = parse_whole(request.GET.get("iteration", ""))
+    if iteration is None:
+        raise Http404("No round with this agent, turn and iteration.")
+    agent, turn_id = request.GET.get("agent", ""), request.GET.get("turn_id", "")
+    return round_page(request, agent=agent, turn_id=turn_id, iteration=iteration)
 
 
 def _case_round(row: Round) -> str | None:

@@ -14,6 +14,7 @@ from ninja.responses import Status
 
 from accounts.auth import RuntimeTokenAuth, session_auth
 from config.api_io import if_match_revision
+from policy.domain.numbers import parse_whole
 from policy.domain.version_diff import tool_changes, unified_diff
 from policy.selectors import draft_state
 from policy.versions import (
@@ -110,9 +111,12 @@ def side(name: str) -> tuple[str, Any]:
         if published is None:
             raise HttpError(404, "Nothing is published yet.")
         return f"version {published.number}", version_data(published)
-    if not (name.isascii() and name.isdigit()):
-        raise HttpError(422, f"A diff side is draft, published or a version number, not {name!r}.")
-    found = version_get(int(name))
+    number = parse_whole(name)
+    if number is None:
+        raise HttpError(
+            422, f"A diff side is draft, published or a version number, not {name[:40]!r}."
+        )
+    found = version_get(number)
     if found is None:
         raise HttpError(404, f"There is no version {name}.")
     return f"version {found.number}", version_data(found)

@@ -18,6 +18,7 @@ from policy.domain.connections import (
     WILDCARD,
 )
 from policy.domain.edits import NamespaceEdit, parse_name_list
+from policy.domain.numbers import parse_whole
 
 #: A bound on namespace rows one POST may carry (the form renders the existing ones plus one).
 MAX_NAMESPACE_ROWS = 50
@@ -189,9 +190,9 @@ class NamedServiceConnectionForm(ConnectionForm):
         self.count_error = ""
         if data is not None:
             raw_count = str(data.get("ns-count", "0"))
-            # isascii: "²".isdigit() is True, but int("²") fails.
-            if raw_count.isascii() and raw_count.isdigit():
-                count = min(int(raw_count), MAX_NAMESPACE_ROWS)
+            parsed = parse_whole(raw_count)
+            if parsed is not None:
+                count = min(parsed, MAX_NAMESPACE_ROWS)
             else:
                 count = 0
                 self.count_error = (

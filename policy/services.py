@@ -28,10 +28,11 @@ from policy.domain.caps import over_caps
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.edits import EditError, check_agent_name, remove_agent, rename_agent
 from policy.domain.manifest import parse_manifest
+from policy.domain.numbers import BOUND_TEXT, find_unbounded
 from policy.domain.text import find_nul, show_path, unencodable_path
 from policy.domain.yaml_io import CLI_MAX_BYTES, dump_body, load_policy
 from policy.models import AgentManifest, PolicyDraft
-from policy.selectors import DraftState, draft_state
+from policy.selectors import DraftState, draft_analysis, draft_state
 
 Edit = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -60,6 +61,32 @@ class PolicyTooLarge(EditRefused):
         self.diagnostics = diagnostics
         reasons = "; ".join(d.message for d in diagnostics)
         super().__init__(f"the change is refused ({CAPS_CODE}): {reasons}; nothing was saved")
+
+
+def _refuse_unstorable(data: Any, *, root: str) -> None:
+    """Every way into the draft and the manifests (forms, API, import) ends here: what no page
+    could show, or no database store, is refused before anything is written."""
+    where = unencodable_path(data, root=root)
+    if where is not None:
+        raise EditRefused(
+            f"{where} holds text that cannot be encoded as UTF-8 (a lone surrogate); nothing was"
+            " saved"
+        )
+    nul = find_nul(data)
+    if nul is not None:
+        # Valid UTF-8, but PostgreSQL cannot store it (SQLite can: refused on both alike).
+        raise EditRefused(f"{show_path(nul[0]) or root} holds a NUL character; nothing was saved")
+    huge = find_unbounded(data)
+    if huge is not None:
+        raise EditRefused(f"{show_path(huge) or root} is too large a number: {BOUND_TEXT}")
+
+
+def _check_readable() -> None:
+    """Validate the draft as just written, inside the write's transaction: the same analysis
+    every page shows (and caches), so a change that would break it raises here and is rolled
+    back with everything else the write did — audit entry included — instead of being
+    committed and breaking the pages afterwards."""
+    draft_analysis()
 
 
 def _user(user: Any) -> User | None:
@@ -99,19 +126,7 @@ def draft_change(
         new_data = edit(state.data)
     except EditError as exc:
         raise EditRefused(str(exc)) from exc
-    where = unencodable_path(new_data, root="the policy")
-    if where is not None:
-        # Every way into the draft (forms, API, import) ends here: such text is never stored.
-        raise EditRefused(
-            f"{where} holds text that cannot be encoded as UTF-8 (a lone surrogate); nothing was"
-            " saved"
-        )
-    nul = find_nul(new_data)
-    if nul is not None:
-        # Valid UTF-8, but PostgreSQL cannot store it (SQLite can: refused on both alike).
-        raise EditRefused(
-            f"{show_path(nul[0]) or 'the policy'} holds a NUL character; nothing was saved"
-        )
+    _refuse_unstorable(new_data, root="the policy")
     if not uncapped:
         over = over_caps(new_data, web_caps(), before=state.data)
         if over:
@@ -127,6 +142,7 @@ def draft_change(
     draft.revision = current + 1
     draft.updated_by = _user(user)
     draft.save()
+    _check_readable()
     note = audit or DRAFT_EDITED
     before, after = note.before_after(state.data, new_data)
     audit_record(
@@ -204,11 +220,18 @@ def manifest_upload(
 
     A manifest is not part of the draft document, but it changes what the draft means (the
     effective traits), so it is a change like any other: the draft's revision grows, and with
-    ``base_revision`` a stale upload is refused (``StaleRevision``) and changes nothing."""
+    ``base_revision`` a stale upload is refused (``StaleRevision``) and changes nothing. The
+    manifest already stored, uploaded again, changes nothing either."""
     draft, current = _locked_draft(base_revision)
+    _refuse_unstorable(data, root="the manifest")
     parse_manifest(data)
+    stored = AgentManifest.objects.filter(agent=agent).first()
+    if stored is not None and stored.data == data:
+        # The same manifest again (a runtime re-announcing its tools): nothing changes, so no
+        # revision bump (other editors' forms stay current) and no audit entry.
+        return stored
+    old = stored.data if stored is not None else None
     _bump_revision(draft, current, user)
-    old = AgentManifest.objects.filter(agent=agent).values_list("data", flat=True).first()
     row, _ = AgentManifest.objects.update_or_create(
         agent=agent, defaults={"data": data, "uploaded_by": _user(user)}
     )
@@ -220,6 +243,7 @@ def manifest_upload(
         after=data,
         ref={"agent": agent},
     )
+    _check_readable()
     return row
 
 

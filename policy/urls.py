@@ -24,6 +24,8 @@ urlpatterns = [
         versions.impact_round_view,
         name="impact-round",
     ),
+    # The same page for ids no path can hold (``?agent=&turn_id=&iteration=``).
+    path("impact/rounds/", versions.impact_round_by_ids, name="impact-round-by-ids"),
     path("", agents.agent_list, name="agents"),
     path("agents/add/", agents.agent_add, name="agent-add"),
     path("agents/<str:agent>/", agents.agent_detail, name="agent"),

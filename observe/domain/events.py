@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -130,8 +131,8 @@ def parse_event(raw: Any) -> Event:
         ts = _timestamp(sent_ts)
         sent_ts = format_ts(ts)
     data["ts"] = sent_ts
-    data["agent"] = _text(raw, "agent")
-    data["turn_id"] = _text(raw, "turn_id")
+    data["agent"] = _identifier(_text(raw, "agent"), "agent")
+    data["turn_id"] = _identifier(_text(raw, "turn_id"), "turn_id")
     data["iteration"] = _count(raw, "iteration")
     # ``attempt`` is filled in so that an omitted attempt and ``attempt: 0`` are the same content.
     data["attempt"] = _count(raw, "attempt") if "attempt" in raw else 0
@@ -335,7 +336,22 @@ def _action_name(raw: Mapping[str, Any], data: dict[str, Any], name: str) -> Non
 def _tool_id(raw: Mapping[str, Any], data: dict[str, Any], name: str) -> None:
     # Present but null for final answers and unsupported actions, which name no tool.
     value = _required(raw, name)
-    data[name] = None if value is None else _check_text(value, name)
+    data[name] = None if value is None else _identifier(_check_text(value, name), name)
+
+
+def _identifier(value: str, name: str) -> str:
+    """``agent``, ``turn_id`` and ``tool_id`` name things people open and filter by: a control
+    character (a line break, a tab, DEL…) would make them unreadable and unusable in a URL, and
+    ``.``/``..`` are not names but path steps a browser resolves (DESIGN §4 field rules)."""
+    for index, char in enumerate(value):
+        if unicodedata.category(char) == "Cc":
+            raise EventError(
+                f"{name} must not contain control characters (U+{ord(char):04X} at position"
+                f" {index})"
+            )
+    if value in (".", ".."):
+        raise EventError(f"{name} must not be {value!r} (a '.' or '..' path segment)")
+    return value
 
 
 def _number(raw: Mapping[str, Any], data: dict[str, Any], name: str) -> None:

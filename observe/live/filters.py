@@ -19,6 +19,7 @@ from observe.selectors import (
     RoundFilter,
     relative_time,
 )
+from policy.domain.numbers import parse_whole
 from policy.selectors import draft_agent_names
 
 MAX_CARDS: Final = 200
@@ -116,9 +117,7 @@ def filter_query(round_filter: RoundFilter) -> list[tuple[str, str]]:
 
 def parse_since(value: str | None) -> int | None:
     """The stream's ``since`` version; ``None`` when absent or not a non-negative integer."""
-    if value is None or not (value.isascii() and value.isdigit()):
-        return None
-    return int(value)
+    return None if value is None else parse_whole(value)
 
 
 def known_agents(extra: Iterable[str] = ()) -> list[str]:

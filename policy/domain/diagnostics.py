@@ -25,7 +25,14 @@ SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Codes whose presence means the text cannot be imported at all (DESIGN §6 "Imports").
 #: ``policy-too-large`` (``policy.domain.caps``) only where caps are given: the web, not the CLI.
 REFUSING_CODES = frozenset(
-    {"yaml-syntax", "duplicate-key", "yaml-too-large", "text-encoding", "policy-too-large"}
+    {
+        "yaml-syntax",
+        "duplicate-key",
+        "yaml-too-large",
+        "number-too-large",
+        "text-encoding",
+        "policy-too-large",
+    }
 )
 
 

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from policy.domain.numbers import is_bounded, show_number
+
 MODES: Final = ("sync", "async_job", "streaming", "event")
 RETRIES: Final = ("natural_key", "idempotency_key", "dedup", "not_safe")
 #: Retry stories that make a repeated call harmless.
@@ -87,7 +89,8 @@ def parse_design(raw: Any) -> tuple[ExecutionDesign, list[DesignProblem]]:
             problems.append(
                 DesignProblem(
                     "timeout_s",
-                    f"timeout_s is {timeout!r}; it must be a positive number of seconds.",
+                    f"timeout_s is {show_number(timeout)}; it must be a positive number of"
+                    " seconds.",
                     "Set timeout_s to the worst-case wall-clock time in seconds, e.g. 20.",
                 )
             )
@@ -127,12 +130,11 @@ def parse_design(raw: Any) -> tuple[ExecutionDesign, list[DesignProblem]]:
 
 
 def is_positive_number(value: Any) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
-    )
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    # An int is finite by nature; math.isfinite would convert it to a float first, which
+    # raises OverflowError beyond ~1e308. One that large is still refused: by its bound.
+    return is_bounded(value) and value > 0 and (isinstance(value, int) or math.isfinite(value))
 
 
 def timeout_message(tool_id: str, design: ExecutionDesign, elapsed_s: float | None = None) -> str:

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from policy.domain.jsonable import json_kind
+from policy.domain.numbers import BOUND_TEXT, is_bounded, show_number
 from policy.domain.text import unencodable_path
 
 
@@ -179,6 +180,8 @@ def _unstorable(data: Any) -> str | None:
             return "The manifest contains a NUL character."
         if isinstance(value, float) and not math.isfinite(value):
             return f"The manifest holds the number {value}, which JSON cannot hold."
+        if not is_bounded(value):
+            return f"The manifest holds {show_number(value)}: {BOUND_TEXT}."
         if isinstance(value, Mapping | list):
             if depth >= MAX_DEPTH:
                 return f"The manifest nests deeper than {MAX_DEPTH} levels."

@@ -26,6 +26,7 @@ from yaml.reader import ReaderError
 from yaml.resolver import Resolver
 
 from policy.domain.diagnostics import Diagnostic, Severity
+from policy.domain.numbers import BOUND_TEXT, is_bounded
 from policy.domain.paths import AGENTS, Path, format_path
 from policy.domain.source import Mark, SourceMap
 from policy.domain.text import encodable, find_nul, find_unencodable, show_path
@@ -47,6 +48,10 @@ _FORMAT_LINE = re.compile(r"# traitdeck-format:[ \t]*(\S*)")
 _TAGS = "tag:yaml.org,2002:"
 _MAP_TAG, _SEQ_TAG, _STR_TAG = f"{_TAGS}map", f"{_TAGS}seq", f"{_TAGS}str"
 _MERGE_TAG, _VALUE_TAG = f"{_TAGS}merge", f"{_TAGS}value"
+_INT_TAG = f"{_TAGS}int"
+#: The longest integer text read at all: any in-bound int, in any YAML 1.1 notation (``0b`` +
+#: 60 bits, sexagesimal, ``_`` separators), fits.
+_MAX_INT_TEXT: Final = 100
 # PyYAML names tokens in its messages; people read words.
 _TOKEN_WORDS = {
     "'?'": "a mapping key",
@@ -294,9 +299,14 @@ class _Builder:
     def _scalar(self, node: ScalarNode, path: Path) -> Any:
         if node.tag == _STR_TAG:
             return node.value  # what SafeLoader's str constructor returns, at a fraction the cost
+        if node.tag == _INT_TAG and len(node.value) > _MAX_INT_TEXT:
+            # Checked before PyYAML converts: `0b1` + 100,000 zeros or a 59:59:… chain would
+            # build an int no computation (or ``repr``) survives.
+            return self._too_large(node, path)
         try:
             # SafeLoader's own constructors: the same ints, floats, dates… as yaml.safe_load.
-            return self.loader.construct_object(node, deep=True)
+            value = self.loader.construct_object(node, deep=True)
+            return value if is_bounded(value) else self._too_large(node, path)
         except Exception as exc:  # bad dates raise ValueError, unknown tags ConstructorError
             short = _short_tag(node.tag)
             if node.tag not in yaml.SafeLoader.yaml_constructors:
@@ -306,6 +316,10 @@ class _Builder:
                 message = f"`{_clip(node.value)}` cannot be read as `{short}`: {reason}"
                 hint = "correct it, or put it in quotes to keep it as text"
             return self.fail("yaml-syntax", message, hint, path, node)
+
+    def _too_large(self, node: ScalarNode, path: Path) -> object:
+        message = f"`{_clip(node.value)}` is too large a number: {BOUND_TEXT}"
+        return self.fail("number-too-large", message, "write a smaller number", path, node)
 
     def _key(self, node: Node, path: Path) -> Any:
         if not isinstance(node, ScalarNode):

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from policy.domain.diagnostics import Severity
 from policy.domain.impact import LABELS
+from policy.domain.numbers import parse_whole
 from policy.domain.version_diff import tool_changes, unified_diff
 from policy.selectors import draft_analysis, draft_state
 from policy.services import StaleRevision
@@ -54,8 +55,9 @@ def _side(name: str) -> tuple[str, Any]:
         if published is None:
             return "nothing published", {"surfaces": {"as_consumer": {"agents": {}}}}
         return f"version {published.number}", version_data(published)
-    if name.isascii() and name.isdigit():
-        found = version_get(int(name))
+    number = parse_whole(name)
+    if number is not None:
+        found = version_get(number)
         if found is not None:
             return f"version {found.number}", version_data(found)
     raise Http404(f"There is no version {name!r}.")
@@ -135,16 +137,31 @@ def _impact_context(
 
 
 def _compare_url(impact: Any, sides: str) -> str:
-    """The side-by-side page of an affected round (none for a turn id with dot segments)."""
-    from policy.domain.text import dot_segment
+    """The side-by-side page of an affected round (its ids in the query when no path can hold
+    them, as ``round_url``)."""
+    from observe.selectors import round_ids_in_path, round_ids_query
 
-    if dot_segment(impact.turn_id):
-        return ""
-    path = reverse(
-        "policy:impact-round",
-        kwargs={"agent": impact.agent, "turn_id": impact.turn_id, "iteration": impact.iteration},
-    )
-    return f"{path}?{sides}"
+    if round_ids_in_path(impact.agent, impact.turn_id):
+        path = reverse(
+            "policy:impact-round",
+            kwargs={
+                "agent": impact.agent,
+                "turn_id": impact.turn_id,
+                "iteration": impact.iteration,
+            },
+        )
+        return f"{path}?{sides}"
+    ids = round_ids_query(impact.agent, impact.turn_id, impact.iteration)
+    return f"{reverse('policy:impact-round-by-ids')}?{ids}&{sides}"
+
+
+def impact_round_by_ids(request: HttpRequest) -> HttpResponse:
+    """The side-by-side page, its ids in the query string (``_compare_url``)."""
+    iteration = parse_whole(request.GET.get("iteration", ""))
+    if iteration is None:
+        raise Http404("No round with this agent, turn and iteration.")
+    agent, turn_id = request.GET.get("agent", ""), request.GET.get("turn_id", "")
+    return impact_round_view(request, agent=agent, turn_id=turn_id, iteration=iteration)
 
 
 def _publish_impact() -> dict[str, Any] | None:
@@ -168,7 +185,7 @@ def impact_view(request: HttpRequest) -> HttpResponse:
     baseline = request.GET.get("baseline", "published")
     raw_limit = request.GET.get("limit", str(DEFAULT_WINDOW))
     raw_chunk = request.GET.get("chunk", "")
-    chunk = int(raw_chunk) if raw_chunk.isascii() and raw_chunk.isdigit() else IMPACT_STEP
+    chunk = parse_whole(raw_chunk) or IMPACT_STEP
     context: dict[str, Any] = {
         "candidate_ref": candidate,
         "baseline_ref": baseline,
@@ -179,7 +196,8 @@ def impact_view(request: HttpRequest) -> HttpResponse:
         "chunk": max(1, min(chunk, MAX_WINDOW)),
         "labels": dict(LABELS),
     }
-    if not (raw_limit.isascii() and raw_limit.isdigit() and 1 <= int(raw_limit) <= MAX_WINDOW):
+    limit = parse_whole(raw_limit)
+    if limit is None or not 1 <= limit <= MAX_WINDOW:
         context["refusal"] = f"The window is a whole number of rounds from 1 to {MAX_WINDOW:,}."
         return render(request, "policy/impact.html", context, status=422)
     if version_published() is None and "published" in (candidate.lower(), baseline.lower()):

@@ -4,31 +4,22 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.http import HttpRequest
 from django.test import Client
-from ninja import NinjaAPI
-from ninja.testing import TestClient
 
-from accounts.auth import RuntimeTokenAuth
 from accounts.models import RuntimeToken
 from accounts.tokens import runtime_token_create, runtime_token_revoke
-from config.api import install_error_handlers
 
 pytestmark = pytest.mark.django_db
 
 
-def scoped_api() -> TestClient:
-    """An API with one route that needs the events:write scope and the project's error bodies."""
-    api = NinjaAPI(urls_namespace="scoped-test")
-    install_error_handlers(api)
+def scoped_api() -> Any:
+    """The real stack (access middleware and API) on a route that needs the events:read scope."""
 
-    @api.post("/ingest", auth=RuntimeTokenAuth("events:write"))
-    def ingest(request: HttpRequest) -> dict[str, Any]:
-        token = request.auth  # type: ignore[attr-defined]
-        assert isinstance(token, RuntimeToken)
-        return {"token": token.name}
+    class Scoped:
+        def post(self, path: str, headers: dict[str, str] | None = None) -> Any:
+            return Client().get("/api/v1/rounds", headers=headers or {})
 
-    return TestClient(api)
+    return Scoped()
 
 
 def bearer(secret: str) -> dict[str, str]:
@@ -36,10 +27,10 @@ def bearer(secret: str) -> dict[str, str]:
 
 
 def test_it_accepts_a_token_with_the_scope() -> None:
-    issued = runtime_token_create(name="sim", scopes=["events:write"])
+    issued = runtime_token_create(name="sim", scopes=["events:read"])
     response = scoped_api().post("/ingest", headers=bearer(issued.secret))
     assert response.status_code == 200
-    assert response.json() == {"token": "sim"}
+    assert response.json()["rounds"] == []
 
 
 def test_it_answers_401_json_without_a_token() -> None:
@@ -74,14 +65,14 @@ def test_it_answers_401_for_a_revoked_token() -> None:
 
 
 def test_it_answers_403_json_for_a_token_without_the_scope() -> None:
-    issued = runtime_token_create(name="reader", scopes=["events:read"])
+    issued = runtime_token_create(name="writer", scopes=["events:write"])
     response = scoped_api().post("/ingest", headers=bearer(issued.secret))
     assert response.status_code == 403
-    assert response.json() == {"error": "Not allowed: this token lacks the 'events:write' scope."}
+    assert response.json() == {"error": "Not allowed: this token lacks the 'events:read' scope."}
 
 
 def test_it_records_the_last_use() -> None:
-    issued = runtime_token_create(name="sim", scopes=["events:write"])
+    issued = runtime_token_create(name="sim", scopes=["events:read"])
     scoped_api().post("/ingest", headers=bearer(issued.secret))
     assert RuntimeToken.objects.get(name="sim").last_used_at is not None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 
@@ -87,3 +88,60 @@ def test_the_test_settings_relax_the_limit() -> None:
     from config import settings_test
 
     assert settings_test.TRAITDECK_LOGIN_MAX_ATTEMPTS == 0
+
+
+@pytest.mark.parametrize("variant", ["{} ", " {}", "{}\t", "FULLWIDTH"])
+def test_a_spelling_django_logs_in_as_the_account_is_throttled_with_it(
+    username: str, variant: str
+) -> None:
+    """Django's login form strips the username and NFKC-normalises it: every spelling that logs
+    in as the account counts against it (a full-width ｖｉｃｔｉｍ is victim)."""
+    fail(Client(REMOTE_ADDR=address()), username, 10)
+    if variant == "FULLWIDTH":
+        spelled = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in username)
+    else:
+        spelled = variant.format(username)
+    assert attempt(Client(REMOTE_ADDR=address()), spelled, PASSWORD) == 429
+
+
+def test_a_forwarded_for_header_chosen_by_the_client_moves_nothing_by_default(
+    username: str,
+) -> None:
+    """With no trusted proxy (the default), X-Forwarded-For is the client's own text: rotating it
+    does not give a fresh address count."""
+    peer = address()
+    for i in range(10):
+        client = Client(REMOTE_ADDR=peer, HTTP_X_FORWARDED_FOR=f"203.0.113.{i}")
+        assert attempt(client, f"nobody-{uuid.uuid4().hex[:8]}", "wrong") == 200
+    rotated = Client(REMOTE_ADDR=peer, HTTP_X_FORWARDED_FOR="198.51.100.7")
+    assert attempt(rotated, username, PASSWORD) == 429
+
+
+def test_behind_one_trusted_proxy_the_address_it_saw_counts(username: str) -> None:
+    """One trusted hop: the last X-Forwarded-For entry (what the proxy saw) is the client; what
+    the client wrote before it is ignored."""
+    real = address()
+    with override_settings(TRAITDECK_TRUSTED_PROXY_HOPS=1):
+        for i in range(10):
+            client = Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR=f"10.9.9.{i}, {real}")
+            assert attempt(client, f"nobody-{uuid.uuid4().hex[:8]}", "wrong") == 200
+        same = Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR=f"1.2.3.4, {real}")
+        assert attempt(same, username, PASSWORD) == 429
+        other = Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR=address())
+        assert attempt(other, username, PASSWORD) == 302
+
+
+def test_the_lockout_answer_is_the_same_for_an_existing_and_an_unknown_account(
+    username: str,
+) -> None:
+    unknown = f"ghost-{uuid.uuid4().hex[:10]}"
+    answers = []
+    for name in (username, unknown):
+        client = Client(REMOTE_ADDR=address())
+        fail(client, name, 10)
+        response = client.post("/accounts/login/", {"username": name, "password": PASSWORD})
+        body = re.sub(r"[A-Za-z0-9]{64}", "CSRF", response.content.decode())
+        body = body.replace(name, "NAME")
+        answers.append((response.status_code, response["Retry-After"], body))
+    assert answers[0][0] == 429
+    assert answers[0] == answers[1]

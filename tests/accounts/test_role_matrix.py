@@ -11,14 +11,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.management import call_command
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
+from ninja.constants import NOT_SET
 
 from accounts.access import (
+    ANY_SCOPE,
     ANY_USER,
     API,
     DOCS,
@@ -30,10 +33,13 @@ from accounts.access import (
     PUBLISHER,
     SUPERUSER,
     TOKEN,
+    TOKENS,
     VIEWER,
 )
-from accounts.matrix import COLUMNS
+from accounts.matrix import COLUMNS, markdown_matrix
 from accounts.middleware import REFUSED_HEADER
+from accounts.models import Scope
+from accounts.tokens import runtime_token_revoke
 from config.api import api
 from tests.conftest import make_user
 from tests.observe.ingest_support import post_events, started, token
@@ -237,3 +243,125 @@ def test_a_known_route_with_a_method_it_does_not_take_is_405_not_a_role_refusal(
     assert response.status_code == 405
     assert set(response["Allow"].split(", ")) == {"DELETE", "PATCH"}
     assert response.json()["error"].startswith("GET is not allowed here")
+
+
+#: A site the session's cookies may ride along from, but whose requests must not be obeyed.
+FOREIGN_ORIGIN = "https://attacker.example"
+#: Authorization headers that authenticate nobody.
+BOGUS_AUTHORIZATION = ("Bearer x", "Basic dXNlcjpwYXNz", "Bearer tdk_0_0", "Token abc")
+UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def call_with(check: Check, client: Client, **headers: str) -> Any:
+    do = getattr(client, check.method.lower())
+    if check.method == "GET":
+        return do(check.url, headers=headers)
+    if check.api:
+        return do(check.url, data="{}", content_type="application/json", headers=headers)
+    return do(check.url, data=check.data or {}, headers=headers)
+
+
+def token_outcome_ok(check: Check, scope: str | None, response: Any) -> bool:
+    """What a request carrying ``Authorization`` (a token with ``scope``; ``None``: a bogus or
+    revoked one) may get: public routes answer; pages ignore the header (login first); API
+    routes take only the scope ``TOKENS`` names, refusing every other token before any view."""
+    status = response.status_code
+    if check.role == PUBLIC:
+        return REFUSED_HEADER not in response
+    if not check.api:
+        return status == 302 and response["Location"].startswith("/accounts/login/?next=")
+    if REFUSED_HEADER not in response and status in (401, 403):
+        return False  # a refusal by anything but the table: a view deciding who may
+    needed = TOKENS.get((check.method, check.route))
+    if scope is None or needed is None:
+        return status == 401
+    if needed in (ANY_SCOPE, scope):
+        return REFUSED_HEADER not in response and status not in (401, 403)
+    return status == 403
+
+
+def test_every_route_refuses_bogus_revoked_and_wrongly_scoped_tokens(
+    world: dict[str, Any],
+) -> None:
+    """Anonymous clients with a bogus or revoked ``Authorization`` header, and a token of each
+    scope, against every route: the header never stands in for a login."""
+    missing: list[str] = []
+    checks = page_checks(missing) + api_checks(missing)
+    revoked = token("events:read", "events:write", "config:read", name="matrix-revoked")
+    runtime_token_revoke(name="matrix-revoked")
+    principals: list[tuple[str | None, str]] = [(None, h) for h in BOGUS_AUTHORIZATION]
+    principals.append((None, f"Bearer {revoked}"))
+    principals += [(scope, f"Bearer {token(scope)}") for scope in Scope.values]
+    wrong = []
+    for check in checks:
+        for scope, header in principals:
+            response = call_with(check, Client(), Authorization=header)
+            if not token_outcome_ok(check, scope, response):
+                wrong.append(
+                    f"{check.method} {check.url} with {header[:12]}… ({scope}):"
+                    f" {response.status_code}"
+                )
+    print(f"token matrix: {len(checks) * len(principals)} requests over {len(checks)} routes")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_unsafe_route_refuses_a_session_from_a_foreign_origin(
+    world: dict[str, Any],
+) -> None:
+    """A superuser's session with a valid CSRF token, sent from another site: every unsafe
+    page and API route is refused by the CSRF check (token-only routes take no session)."""
+    missing: list[str] = []
+    checks = [c for c in page_checks(missing) + api_checks(missing) if c.method in UNSAFE]
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(world[SUPERUSER])
+    client.cookies["csrftoken"] = "c" * 32
+    wrong = []
+    for check in checks:
+        response = call_with(check, client, Origin=FOREIGN_ORIGIN, X_CSRFToken="c" * 32)
+        if check.role == TOKEN:
+            ok = response.status_code == 401
+        elif check.api:
+            ok = response.status_code == 403 and "Origin" in response.json()["error"]
+        else:
+            ok = response.status_code == 403
+        if not ok:
+            wrong.append(f"{check.method} {check.url}: {response.status_code}")
+    assert len(checks) >= 40
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_api_schema_declares_the_credentials_the_table_takes() -> None:
+    """The OpenAPI document tells clients what the access table decides: a session wherever a
+    role may use the route, a runtime token (of the table's scope) wherever ``TOKENS`` names it."""
+    wrong = []
+    for prefix, router in api._routers:
+        for path, path_view in router.path_operations.items():
+            for operation in path_view.operations:
+                callbacks = operation.auth_callbacks or (
+                    [] if router.auth is NOT_SET else [router.auth]
+                )
+                template = "/api" + prefix + re.sub(r"\{\w+:(\w+)\}", r"{\1}", path)
+                for method in operation.methods:
+                    key = (method, template)
+                    session = any(type(c).__name__ == "BrowserSessionAuth" for c in callbacks)
+                    scopes = {getattr(c, "scope", "") for c in callbacks if hasattr(c, "scope")}
+                    wants_session = API[key] not in (PUBLIC, TOKEN)
+                    wants_scope = TOKENS.get(key)
+                    declared = {ANY_SCOPE if s is None else s for s in scopes}
+                    if session != wants_session or declared != (
+                        {wants_scope} if wants_scope else set()
+                    ):
+                        wrong.append(f"{method} {template}: {session=} {declared=}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_readme_matrix_is_the_access_table() -> None:
+    """The README's matrix is ``python manage.py role_matrix``'s output, so they cannot drift
+    (compared row by row: a test that patches the table may leave its rows in another order)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = readme.index("Pages (by URL name;")
+    block = readme[start : readme.index("\n## ", start)]
+    expected = markdown_matrix(PAGES, API, TOKENS)
+    assert sorted(block.strip().splitlines()) == sorted(expected.strip().splitlines()), (
+        "README.md's role matrix is stale: paste `python manage.py role_matrix` over it"
+    )

@@ -17,7 +17,7 @@ from urllib.parse import quote, urlsplit
 from django.test import Client
 
 from observe.models import Round
-from observe.selectors import round_url
+from observe.selectors import round_ids_in_path, round_url
 from policy.models import PolicyVersion
 from policy.selectors import agent_url, draft_state
 
@@ -95,8 +95,11 @@ def round_pages(rounds: Iterable[Round] | None = None) -> list[str]:
         url = round_url(row)
         if url:
             pages.append(url)
-        turn = quote(row.turn_id, safe="/")
-        pages.append(f"/api/v1/rounds/{_segment(row.agent)}/{turn}/{row.iteration}")
+        if round_ids_in_path(row.agent, row.turn_id):
+            # The API's one-round path takes the same ids as the page's path; others (stored
+            # before ingest refused them) are read through the rounds list and their page.
+            turn = quote(row.turn_id, safe="/")
+            pages.append(f"/api/v1/rounds/{_segment(row.agent)}/{turn}/{row.iteration}")
     return pages
 
 

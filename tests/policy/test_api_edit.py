@@ -440,7 +440,8 @@ WRITES: list[tuple[str, str, Any]] = [
     ("delete", f"{CONNECTIONS}/0", None),
     ("post", f"{CONNECTIONS}/0/move", {"to": 1}),
     ("put", f"{TOOL}/search", {"strategy": ["neutral"], "early": True}),
-    ("put", MANIFEST, {"jobs.search": {"tool_traits": {}}}),
+    # Not the seeded manifest: the same content again is a no-op (no revision, no audit).
+    ("put", MANIFEST, {"jobs.search": {"tool_traits": {"strategy": ["neutral"]}}}),
     ("delete", MANIFEST, None),
 ]
 WRITE_IDS = [f"{method} {url.removeprefix('/api/v1')}" for method, url, _ in WRITES]

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from accounts.access import API, PAGES
+from accounts.access import API, PAGES, TOKENS
 from accounts.matrix import markdown_matrix
 
 
@@ -14,4 +14,4 @@ class Command(BaseCommand):
     help = "Print who may use each page and API route, as Markdown (the README's role matrix)."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        self.stdout.write(markdown_matrix(PAGES, API))
+        self.stdout.write(markdown_matrix(PAGES, API, TOKENS))

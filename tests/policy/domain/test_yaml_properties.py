@@ -7,16 +7,19 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from policy.domain.numbers import MAX_MAGNITUDE
 from policy.domain.yaml_io import export_text, load_policy
 
 # Text that stresses quoting and block scalars: breaks, spaces, indicators, odd characters.
 tricky_text = st.text(alphabet=st.sampled_from(list(" \n\t\r#:-'\"|>&*!%@`{}[],?ab\x85\u2028")))
 # No NUL: a policy holding one is refused (text-encoding: PostgreSQL cannot store it).
 texts = st.one_of(st.text(st.characters(codec="utf-8", exclude_characters="\x00")), tricky_text)
+# Integers within the bound a document may hold (policy.domain.numbers; beyond: refused).
+integers = st.integers(-(MAX_MAGNITUDE - 1), MAX_MAGNITUDE - 1)
 scalars = st.one_of(
     st.none(),
     st.booleans(),
-    st.integers(),
+    integers,
     st.floats(allow_nan=False, allow_infinity=False),
     texts,
 )
@@ -52,7 +55,7 @@ yaml_scalars = st.one_of(
     st.dates(),
     st.datetimes(min_value=datetime.datetime(1900, 1, 1)),  # noqa: DTZ001 naive like YAML's
 )
-yaml_keys = st.one_of(texts, st.integers(), st.booleans(), st.dates())
+yaml_keys = st.one_of(texts, integers, st.booleans(), st.dates())
 yaml_values = st.recursive(
     yaml_scalars,
     lambda children: st.one_of(

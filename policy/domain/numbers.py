@@ -1,0 +1,67 @@
+"""Bounded numbers: the one parser for whole numbers people type, and the one bound on numbers
+a document may hold.
+
+Python converts any length of digits to an ``int`` (until its 4,300-digit string limit raises
+``ValueError``), and an ``int`` beyond a float's range makes ``math.isfinite`` raise
+``OverflowError``. Input is therefore checked *before* it is converted: text by its characters
+and length (:func:`parse_whole`), parsed documents (YAML, JSON) by magnitude
+(:func:`is_bounded`, :func:`find_unbounded`). No Django here: the web layer, the CLI and the
+domain all use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+#: Digits a typed whole number may have: 18 always fits a signed 64-bit column.
+MAX_DIGITS: Final = 18
+#: The largest magnitude (exclusive) of an integer a policy or request may hold.
+MAX_MAGNITUDE: Final = 10**MAX_DIGITS
+#: What a refusal says about the bound.
+BOUND_TEXT: Final = f"numbers have at most {MAX_DIGITS} digits"
+
+
+def parse_whole(text: object, *, max_digits: int = MAX_DIGITS) -> int | None:
+    """``text`` as a non-negative whole number, or ``None``: ASCII digits only (``"²"`` and
+    ``"٣"`` are digits to ``str.isdigit`` but not here), 1 to ``max_digits`` of them, checked
+    before ``int()`` ever sees the text."""
+    if not isinstance(text, str) or not 1 <= len(text) <= max_digits:
+        return None
+    if not (text.isascii() and text.isdigit()):
+        return None
+    return int(text)
+
+
+def is_bounded(value: object) -> bool:
+    """Whether a parsed value is safe to compute with and to print: any non-number, any float
+    (``inf`` included: floats never overflow), an int below :data:`MAX_MAGNITUDE`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -MAX_MAGNITUDE < value < MAX_MAGNITUDE
+    return True
+
+
+def find_unbounded(data: Any, path: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+    """The path of the first integer in a parsed document beyond the bound, or ``None``."""
+    stack: list[tuple[tuple[Any, ...], Any]] = [(path, data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if not is_bounded(key):
+                    return where
+                stack.append(((*where, key), item))
+        elif isinstance(value, list | tuple):
+            stack.extend(((*where, i), item) for i, item in enumerate(value))
+        elif not is_bounded(value):
+            return where
+    return None
+
+
+def show_number(value: object) -> str:
+    """``repr`` of a value, except an unbounded int, which ``repr`` may refuse to write (over
+    4,300 digits) and nobody can read: it is described by its size."""
+    if isinstance(value, int) and not is_bounded(value):
+        # log10(2) ≈ 0.30103: the digit count without converting (which may itself refuse).
+        return f"a number of about {int(value.bit_length() * 0.30103) + 1} digits"
+    return repr(value)
