@@ -162,6 +162,8 @@ TOKENS: dict[tuple[str, str], str] = {
     ("GET", "/api/v1/agents/{agent}/config.yaml"): "config:read",
     ("POST", "/api/v1/events"): "events:write",
     ("POST", "/api/v1/bridge/status"): "events:write",
+    # The bridge tells Traitdeck that KDCube's props changed (Traitdeck reads them itself).
+    ("POST", "/api/v1/kdcube/props-changed"): "events:write",
     ("GET", "/api/v1/rounds"): "events:read",
     ("GET", "/api/v1/rounds/export.jsonl"): "events:read",
     ("GET", "/api/v1/rounds/{agent}/{turn_id_and_iteration}"): "events:read",
