@@ -124,6 +124,7 @@ API: dict[tuple[str, str], str] = {
     ("POST", "/api/v1/bridge/status"): TOKEN,
     ("GET", "/api/v1/rounds"): VIEWER,
     ("GET", "/api/v1/rounds/export.jsonl"): VIEWER,
+    ("GET", "/api/v1/tools/health"): VIEWER,
     ("POST", "/api/v1/policy/impact"): VIEWER,
     ("GET", "/api/v1/rounds/{agent}/{turn_id_and_iteration}"): VIEWER,
     ("GET", "/api/v1/audit"): PUBLISHER,

@@ -344,3 +344,10 @@ if PASSWORD_RESET_ENABLED:
         }
     }
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "traitdeck@localhost")
+
+# Tool health (docs/tool-health.md): advice needs this many calls; a timeout rate above this is
+# too high (also the live bar's alarm); a synchronous tool with a p95 past this many seconds
+# should be an async job.
+TRAITDECK_HEALTH_MIN_CALLS = int(os.environ.get("TRAITDECK_HEALTH_MIN_CALLS", "20"))
+TRAITDECK_HEALTH_TIMEOUT_RATE = float(os.environ.get("TRAITDECK_HEALTH_TIMEOUT_RATE", "0.05"))
+TRAITDECK_HEALTH_ASYNC_P95_S = float(os.environ.get("TRAITDECK_HEALTH_ASYNC_P95_S", "10"))
