@@ -80,6 +80,8 @@ PAGES: dict[str, dict[str, str]] = {
     "observe:live": {"GET": VIEWER},
     "observe:history": {"GET": VIEWER},
     "observe:round": {"GET": VIEWER},
+    "observe:tools": {"GET": VIEWER},
+    "observe:tool": {"GET": VIEWER},
     # The audit log shows every change with its before/after (manifests, whole policies):
     # publishers (and superusers) read it, as they answer for what goes live.
     "audit:log": {"GET": PUBLISHER},
