@@ -10,7 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from observe.health.report import tool_health_report
+from observe.health.live import alerts_context
+from observe.health.report import timeout_alerts, tool_health_report
 from observe.selectors import RELATIVE_SPANS, relative_time
 
 TOOLS_TEMPLATE: Final = "observe/tools.html"
@@ -63,6 +64,10 @@ def with_advice_links(tool: dict[str, Any]) -> dict[str, Any]:
 
 @require_GET
 def tools(request: HttpRequest) -> HttpResponse:
+    if request.GET.get("partial") == "alerts":
+        # The live page's timeout bar (the stream keeps it current afterwards).
+        context = alerts_context(timeout_alerts(), oob=False)
+        return render(request, "observe/tool_alerts.html#alerts", context)
     window = _window(request)
     agent = request.GET.get("agent") or None
     name = (request.GET.get("q") or "").strip()

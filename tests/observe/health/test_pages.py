@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 
 import pytest
@@ -101,3 +102,15 @@ def test_it_opens_the_editor_untouched_without_a_suggestion(editor_client: Clien
     load_sample_into_draft()
     page = editor_client.get("/live/tools/main/workspace_jobs.search/").content.decode()
     assert "No calls of workspace_jobs.search were recorded" in page or "No tool calls" in page
+
+
+def test_it_puts_the_timeout_bar_on_the_live_page(viewer_client: Client) -> None:
+    load_sample_into_draft()
+    at = datetime.now(UTC) - timedelta(minutes=3)
+    events_ingest([finished("workspace_jobs.search", f"s{i}", 30.0, at=at) for i in range(4)])
+    events_ingest([timed_out("workspace_jobs.search", f"x{i}", 2000, at=at) for i in range(4)])
+    live = viewer_client.get("/live/").content.decode()
+    assert "?partial=alerts" in live
+    bar = viewer_client.get("/live/tools/", {"partial": "alerts"}).content.decode()
+    assert 'data-tool="workspace_jobs.search"' in bar
+    assert "50 % of 8 calls" in bar
