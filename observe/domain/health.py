@@ -46,13 +46,12 @@ _POINT: Final = 1.00995
 #: A timeout whose elapsed time is at least this share of its limit ran into the limit.
 AT_LIMIT_SHARE: Final = 0.9
 
-# Tally keys (a tally is a Counter of these; ``h:<bin>`` and ``r:<code>`` are per bin / code).
+# Tally keys (a tally maps these to counts; ``h:<bin>`` and ``r:<code>`` are per bin / code).
 CALLS, FINISHED, TIMEOUTS, ERRORS = "calls", "finished", "timeouts", "errors"
 AT_LIMIT, LIMIT_MS = "at_limit", "limit_ms"
 EARLY, EARLY_DROPPED, DEDUPS = "early_starts", "early_dropped", "dedups"
 BIN, REJECTION = "h:", "r:"
 
-Tally = Counter[str]
 #: (agent, tool_id, bucket start "YYYY-MM-DDTHH:MM")
 TallyKey = tuple[str, str, str]
 
@@ -78,32 +77,32 @@ def bucket_of(ts: str) -> str:
     return f"{ts[:14]}{minute:02d}"
 
 
-def _later(first: list[Any] | None, second: list[Any] | None) -> list[Any] | None:
-    if first is None or second is None:
-        return first or second
-    return first if (first[0], first[1]) > (second[0], second[1]) else second
+#: One count of one tally: (agent, tool_id, bucket, name).
+FlatKey = tuple[str, str, str, str]
 
 
-def slot_tallies(agent: str, slot: Mapping[str, Any]) -> dict[TallyKey, Tally]:
-    """What one action slot of an assembly contributes, by (agent, tool, bucket).
+def slot_counts(agent: str, slot: Mapping[str, Any], out: dict[FlatKey, int], sign: int) -> None:
+    """Add (``sign`` 1) or take back (-1) what one action slot of an assembly contributes, into
+    ``out`` by (agent, tool, bucket, name).
 
     Each count lands in the bucket of the event that decides it: a call at its timeout (or, when
     it did not time out, its finish), a rejection at the rejection, an early start at the start.
     """
-    observed, tool = slot.get(ACTION_OBSERVED), slot.get("tool")
-    tool_id = observed[3] if observed is not None else (tool[2] if tool is not None else None)
+    observed = slot.get(ACTION_OBSERVED)
+    if observed is not None:
+        tool_id = observed[3]
+    else:
+        tool = slot.get("tool")
+        tool_id = tool[2] if tool is not None else None
     if not isinstance(tool_id, str):
-        return {}
-    found: dict[TallyKey, Tally] = {}
+        return
+    get = out.get
 
     def add(ts: str, name: str, amount: int = 1) -> None:
-        key = (agent, tool_id, bucket_of(ts))
-        tally = found.get(key)
-        if tally is None:
-            tally = found[key] = Counter()
-        tally[name] += amount
+        key = (agent, tool_id, bucket_of(ts), name)
+        out[key] = get(key, 0) + sign * amount
 
-    timeout, finished = slot.get(TOOL_TIMEOUT), slot.get(TOOL_FINISHED)
+    timeout = slot.get(TOOL_TIMEOUT)
     if timeout is not None:
         # [ts, id, tool_call_id, limit_ms, elapsed_ms, async_alternative]
         ts, limit, elapsed = timeout[0], timeout[3], timeout[4]
@@ -113,20 +112,24 @@ def slot_tallies(agent: str, slot: Mapping[str, Any]) -> dict[TallyKey, Tally]:
             add(ts, LIMIT_MS, round(limit))
             if isinstance(elapsed, int | float) and elapsed >= AT_LIMIT_SHARE * limit:
                 add(ts, AT_LIMIT)
-    elif finished is not None:
-        # [ts, id, tool_call_id, status, duration_ms]
-        ts, status, duration = finished[0], finished[3], finished[4]
-        add(ts, CALLS)
-        add(ts, FINISHED)
-        if status == "error":
-            add(ts, ERRORS)
-        if isinstance(duration, int | float) and math.isfinite(duration):
-            add(ts, f"{BIN}{duration_bin(duration)}")
+    else:
+        finished = slot.get(TOOL_FINISHED)
+        if finished is not None:
+            # [ts, id, tool_call_id, status, duration_ms]
+            ts, duration = finished[0], finished[4]
+            add(ts, CALLS)
+            add(ts, FINISHED)
+            if finished[3] == "error":
+                add(ts, ERRORS)
+            if isinstance(duration, int | float) and math.isfinite(duration):
+                add(ts, f"{BIN}{duration_bin(duration)}")
     rejected = slot.get(ACTION_REJECTED)
-    decided = _later(slot.get(ACTION_ACCEPTED), rejected)
-    dropped = decided is not None and decided is rejected
-    if dropped and rejected is not None:
-        add(rejected[0], f"{REJECTION}{rejected[2]}")
+    dropped = False
+    if rejected is not None:
+        accepted = slot.get(ACTION_ACCEPTED)
+        dropped = accepted is None or (rejected[0], rejected[1]) > (accepted[0], accepted[1])
+        if dropped:
+            add(rejected[0], f"{REJECTION}{rejected[2]}")
     early = slot.get(TOOL_EARLY_STARTED)
     if early is not None:
         add(early[0], EARLY)
@@ -135,17 +138,15 @@ def slot_tallies(agent: str, slot: Mapping[str, Any]) -> dict[TallyKey, Tally]:
     dedup = slot.get(LEDGER_DEDUP)
     if dedup is not None:
         add(dedup[0], DEDUPS)
+
+
+def grouped(flat: Mapping[FlatKey, int]) -> dict[TallyKey, dict[str, int]]:
+    """Flat counts as tallies by (agent, tool, bucket), zero counts left out (the stored form)."""
+    found: dict[TallyKey, dict[str, int]] = {}
+    for (agent, tool_id, bucket, name), amount in flat.items():
+        if amount:
+            found.setdefault((agent, tool_id, bucket), {})[name] = amount
     return found
-
-
-def add_into(total: dict[TallyKey, Tally], part: Mapping[TallyKey, Tally], sign: int = 1) -> None:
-    """``total += sign * part``, key by key (zero counts stay until :func:`nonzero`)."""
-    for key, tally in part.items():
-        held = total.get(key)
-        if held is None:
-            held = total[key] = Counter()
-        for name, amount in tally.items():
-            held[name] += sign * amount
 
 
 def nonzero(tally: Mapping[str, int]) -> dict[str, int]:
@@ -166,32 +167,34 @@ def slots_before(state: Mapping[str, Any], events: Iterable[Event]) -> Before:
     """Take :class:`Before` ahead of a merge. Merging replaces a slot's marks in place and every
     mark is a new list, so a shallow copy of each slot keeps the old marks."""
     slots: Mapping[str, dict[str, Any]] = state.get("slots", {})
-    touched = frozenset(
-        f"{event.attempt}:{event.data.get('action_index')}"
-        for event in events
-        if isinstance(event.data.get("action_index"), int)
-    )
+    pairs = set()
+    for event in events:
+        index = event.data.get("action_index")
+        if index.__class__ is int:
+            pairs.add((event.attempt, index))
+    touched = frozenset(f"{attempt}:{index}" for attempt, index in pairs)
     return Before({key: dict(slots[key]) for key in touched if key in slots}, touched)
 
 
-def round_change(agent: str, before: Before, state: Mapping[str, Any]) -> dict[TallyKey, Tally]:
-    """What a merge changed in the tallies: the touched slots now minus the same slots before."""
-    change: dict[TallyKey, Tally] = {}
+def round_change(
+    agent: str, before: Before, state: Mapping[str, Any], out: dict[FlatKey, int]
+) -> None:
+    """Add to ``out`` what a merge changed: the touched slots now minus the same slots before."""
     slots: Mapping[str, Mapping[str, Any]] = state.get("slots", {})
     for old in before.slots.values():
-        add_into(change, slot_tallies(agent, old), -1)
+        slot_counts(agent, old, out, -1)
     for key in before.touched:
-        if key in slots:
-            add_into(change, slot_tallies(agent, slots[key]))
-    return change
+        slot = slots.get(key)
+        if slot is not None:
+            slot_counts(agent, slot, out, 1)
 
 
-def round_tallies(agent: str, state: Mapping[str, Any]) -> dict[TallyKey, Tally]:
+def round_tallies(agent: str, state: Mapping[str, Any]) -> dict[TallyKey, dict[str, int]]:
     """Every slot's tallies of one round (the recompute)."""
-    total: dict[TallyKey, Tally] = {}
+    flat: dict[FlatKey, int] = {}
     for slot in state.get("slots", {}).values():
-        add_into(total, slot_tallies(agent, slot))
-    return total
+        slot_counts(agent, slot, flat, 1)
+    return grouped(flat)
 
 
 # --- reading tallies back ------------------------------------------------------------------

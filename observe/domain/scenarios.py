@@ -44,8 +44,9 @@ SCENARIO_WEIGHTS: Final[Mapping[str, int]] = {
 }
 SCENARIOS: Final = tuple(SCENARIO_WEIGHTS)
 
-#: Of the ``slow`` rounds, the share that calls the slowing tool (:attr:`Palette.slowing`).
-SLOWING_SHARE: Final = 0.85
+#: Of the ``plain`` rounds, the share whose first call is the slowing tool
+#: (:attr:`Palette.slowing`).
+SLOWING_SHARE: Final = 0.6
 #: Chance that a call that does not time out ends in an error.
 ERROR_CHANCE: Final = 0.06
 #: Chance that a named-service call names a namespace (whose override may change its strategy).
@@ -194,14 +195,10 @@ def plan_round(palette: Palette, scenario: str, rng: random.Random) -> Plan:
         order = (1, 0) if rng.random() < 0.5 else (0, 1)
         return Plan(scenario, (early, sibling), retry_order=order, multi_action_mode=ON)
     if scenario == "slow" and palette.slow:
-        # The slowing tool takes most slow rounds, so that its trend shows within minutes.
+        # The slowing tool is slow by its age, not by the round: slow rounds pick the others.
         slowing = palette.slowing
-        chosen = (
-            slowing
-            if slowing is not None and rng.random() < SLOWING_SHARE
-            else _pick(rng, palette.slow)
-        )
-        actions = [_call(rng, palette, chosen)]
+        timed = [tool for tool in palette.slow if tool is not slowing] or list(palette.slow)
+        actions = [_call(rng, palette, _pick(rng, timed))]
         if rng.random() < 0.4:
             actions.append(_call(rng, palette, _pick(rng, palette.tools)))
         return Plan(scenario, tuple(actions))
@@ -216,9 +213,12 @@ def plan_round(palette: Palette, scenario: str, rng: random.Random) -> Plan:
         # be observed, since a rejection stops the stream).
         return Plan(scenario, (_call(rng, palette, _pick(rng, palette.tools)), odd))
     count = rng.choice((1, 1, 2, 2, 3))
-    return Plan(
-        "plain", tuple(_call(rng, palette, _pick(rng, palette.tools)) for _ in range(count))
-    )
+    picks = [_pick(rng, palette.tools) for _ in range(count)]
+    slowing = palette.slowing
+    if slowing is not None and rng.random() < SLOWING_SHARE:
+        # The slowing tool is a busy one: its trend shows within minutes.
+        picks[0] = slowing
+    return Plan("plain", tuple(_call(rng, palette, tool) for tool in picks))
 
 
 def _final_actions(rng: random.Random, palette: Palette) -> tuple[Action, ...]:

@@ -7,18 +7,18 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+import orjson
 from django.db import connection, transaction
 from django.db.models import F
 
 from observe.domain.events import stored_event
 from observe.domain.health import (
     Before,
-    Tally,
+    FlatKey,
     TallyKey,
-    add_into,
-    nonzero,
+    grouped,
     round_change,
-    round_tallies,
+    slot_counts,
 )
 from observe.domain.rounds import assembly_merge, assembly_new
 from observe.models import Event, Round, StreamCounter, ToolHealthBucket
@@ -44,40 +44,60 @@ def tool_health_record(*, rounds: Sequence[RoundMerge]) -> None:
     Ingest holds the stream counter's row lock while it runs (batches write one after another on
     every database), so reading, adding and writing the touched rows cannot race another batch.
     """
-    change: dict[TallyKey, Tally] = {}
+    flat: dict[FlatKey, int] = {}
     for agent, before, state in rounds:
-        add_into(change, round_change(agent, before, state))
-    changed = {key: tally for key, tally in change.items() if any(tally.values())}
-    if changed:
-        _apply(changed)
+        round_change(agent, before, state, flat)
+    change = grouped(flat)
+    if change:
+        _apply(change)
 
 
-def _apply(change: dict[TallyKey, Tally]) -> None:
+def _json(value: Any) -> Any:
+    field = ToolHealthBucket._meta.get_field("tally")
+    if connection.vendor == "sqlite":
+        return orjson.dumps(value).decode("utf-8")
+    return field.get_db_prep_save(value, connection)
+
+
+def _time(value: datetime) -> Any:
+    field = ToolHealthBucket._meta.get_field("bucket")
+    return field.get_db_prep_save(value, connection)
+
+
+def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
+    """One read of the touched rows, one UPDATE and one INSERT statement (``executemany``)."""
     agents = {agent for agent, _, _ in change}
     buckets = {bucket_time(bucket) for _, _, bucket in change}
-    held = {
-        (row.agent, row.tool_id, bucket_name(row.bucket)): row
-        for row in ToolHealthBucket.objects.filter(agent__in=agents, bucket__in=buckets)
-    }
-    updated, created = [], []
+    held: dict[TallyKey, tuple[int, dict[str, int]]] = {}
+    rows = ToolHealthBucket.objects.filter(agent__in=agents, bucket__in=buckets).values_list(
+        "pk", "agent", "tool_id", "bucket", "tally"
+    )
+    for pk, agent, tool_id, bucket, tally in rows:
+        held[(agent, tool_id, bucket_name(bucket))] = (pk, tally)
+    updates, inserts = [], []
     for key, delta in change.items():
-        row = held.get(key)
-        if row is None:
-            created.append(
-                ToolHealthBucket(
-                    agent=key[0], tool_id=key[1], bucket=bucket_time(key[2]), tally=nonzero(delta)
-                )
-            )
+        found = held.get(key)
+        if found is None:
+            inserts.append((key[0], key[1], _time(bucket_time(key[2])), _json(delta)))
             continue
-        tally = dict(row.tally)
+        tally = dict(found[1])
         for name, amount in delta.items():
-            tally[name] = tally.get(name, 0) + amount
-        row.tally = nonzero(tally)
-        updated.append(row)
-    if updated:
-        ToolHealthBucket.objects.bulk_update(updated, ["tally"])
-    if created:
-        ToolHealthBucket.objects.bulk_create(created)
+            total = tally.get(name, 0) + amount
+            if total:
+                tally[name] = total
+            else:
+                tally.pop(name, None)
+        updates.append((_json(tally), found[0]))
+    quote = connection.ops.quote_name
+    table = quote(ToolHealthBucket._meta.db_table)
+    with connection.cursor() as cursor:
+        if updates:
+            cursor.executemany(
+                f"UPDATE {table} SET {quote('tally')} = %s WHERE {quote('id')} = %s", updates
+            )
+        if inserts:
+            columns = ", ".join(quote(name) for name in ("agent", "tool_id", "bucket", "tally"))
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES (%s, %s, %s, %s)", inserts)
 
 
 def stored_tallies() -> dict[TallyKey, dict[str, int]]:
@@ -103,14 +123,15 @@ def _round_events(chunk: Sequence[int]) -> Iterator[tuple[int, list[Any]]]:
 
 def recomputed_tallies() -> dict[TallyKey, dict[str, int]]:
     """The tallies the stored events give, each round assembled afresh from its events."""
-    total: dict[TallyKey, Tally] = {}
+    flat: dict[FlatKey, int] = {}
     agents = dict(Round.objects.values_list("pk", "agent"))
     ids = sorted(agents)
     for first in range(0, len(ids), _CHUNK):
         for round_id, datas in _round_events(ids[first : first + _CHUNK]):
             state = assembly_merge(assembly_new(), [stored_event(data) for data in datas])
-            add_into(total, round_tallies(agents[round_id], state))
-    return {key: nonzero(tally) for key, tally in total.items() if nonzero(tally)}
+            for slot in state["slots"].values():
+                slot_counts(agents[round_id], slot, flat, 1)
+    return grouped(flat)
 
 
 def tool_health_backfill() -> int:
