@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from observe.health.live import alerts_context
-from observe.health.report import timeout_alerts, tool_health_report
+from observe.health.report import limit_impact, timeout_alerts, tool_health_report
 from observe.selectors import RELATIVE_SPANS, relative_time
 
 TOOLS_TEMPLATE: Final = "observe/tools.html"
@@ -40,6 +40,19 @@ DEFAULT_WINDOW: Final = "24h"
 def _window(request: HttpRequest) -> str:
     value = request.GET.get("window", DEFAULT_WINDOW)
     return value if value in RELATIVE_SPANS and value in WINDOWS else DEFAULT_WINDOW
+
+
+def _positive(value: str | None) -> float | None:
+    try:
+        number = float(value or "")
+    except ValueError:
+        return None
+    return number if 0 < number <= 10**9 else None
+
+
+def _first_dir(column: str) -> str:
+    """Names sort A to Z first; numbers largest first (the slowest, the most timeouts)."""
+    return "asc" if column == "tool_id" else "desc"
 
 
 def _sort_key(name: str) -> Any:
@@ -71,9 +84,9 @@ def tools(request: HttpRequest) -> HttpResponse:
     window = _window(request)
     agent = request.GET.get("agent") or None
     name = (request.GET.get("q") or "").strip()
-    sort = request.GET.get("sort", "p99_ms")
-    sort = sort if sort in SORTS else "p99_ms"
-    descending = request.GET.get("dir", "desc") != "asc"
+    sort = request.GET.get("sort", "tool_id")
+    sort = sort if sort in SORTS else "tool_id"
+    descending = request.GET.get("dir", _first_dir(sort)) != "asc"
     report = tool_health_report(agent=agent, tool=name or None, since=relative_time(window))
     rows = [with_advice_links(tool) for tool in report["tools"]]
     present = [row for row in rows if _sort_key(sort)(row)[0] is False]
@@ -88,7 +101,13 @@ def tools(request: HttpRequest) -> HttpResponse:
             "descending": descending,
             "url": "?"
             + urlencode(
-                {**base, "sort": column, "dir": "asc" if column == sort and descending else "desc"}
+                {
+                    **base,
+                    "sort": column,
+                    "dir": (
+                        ("asc" if descending else "desc") if column == sort else _first_dir(column)
+                    ),
+                }
             ),
         }
         for column, label in COLUMNS
@@ -123,6 +142,11 @@ def tool(request: HttpRequest, agent: str, tool_id: str) -> HttpResponse:
         "windows": WINDOWS,
         "report": report,
     }
+    limit = _positive(request.GET.get("timeout_s"))
+    if limit is not None and found is not None and found["in_policy"]:
+        context["proposed"] = limit_impact(
+            agent=agent, tool_id=tool_id, limit_s=limit, since=relative_time(window)
+        )
     if request.GET.get("partial") == "panel":
         return render(request, f"{TOOL_TEMPLATE}#panel", context)
     return render(request, TOOL_TEMPLATE, context)

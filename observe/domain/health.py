@@ -214,6 +214,12 @@ def percentile(bins: Mapping[int, int], p: float) -> float | None:
     return bin_value(max(bins))
 
 
+def calls_over(bins: Mapping[int, int], limit_ms: float) -> int:
+    """How many binned durations ran longer than ``limit_ms`` (read from the bins, so within
+    the bins' 1 % of the limit)."""
+    return sum(count for index, count in bins.items() if bin_value(index) > limit_ms)
+
+
 def exact_percentile(values: Iterable[float], p: float) -> float | None:
     """The exact nearest-rank percentile (for tests and the docs' definition)."""
     ordered = sorted(values)

@@ -19,11 +19,13 @@ from observe.domain.health import (
     BIN,
     BUCKET_MINUTES,
     CALLS,
+    FINISHED,
     TIMEOUTS,
     Thresholds,
     ToolDesign,
     ToolStats,
     advise,
+    calls_over,
     percentile,
 )
 from observe.models import RoundTool, ToolHealthBucket
@@ -232,6 +234,24 @@ def tool_health_report(
             else f"No tool calls were recorded between {format_ts(window.since)} and"
             f" {format_ts(window.until)}."
         ),
+    }
+
+
+def limit_impact(
+    *, agent: str, tool_id: str, limit_s: float, since: datetime | None, now: datetime | None = None
+) -> dict[str, Any]:
+    """What a time limit of ``limit_s`` would have done to the tool's recorded calls in the
+    window: how many of its finished calls ran longer (they would have timed out)."""
+    window = Window.of(since, None, now or datetime.now(UTC))
+    stats = ToolStats()
+    for _, row_tool, _, tally in _rows(window, agent):
+        if row_tool == tool_id:
+            stats.add(orjson.loads(tally) if isinstance(tally, str) else tally)
+    return {
+        "timeout_s": limit_s,
+        "finished": stats[FINISHED],
+        "over": calls_over(stats.bins, limit_s * 1000),
+        "timeouts": stats[TIMEOUTS],
     }
 
 

@@ -150,6 +150,8 @@ def tool_edit(request: HtmxHttpRequest, agent: str, index: int, key: str) -> Htt
                 (name, initial.get(name), value) for name, value in suggested.items()
             ]
             context["save_state"] = "unsaved"
+            # The tool's health panel says what the suggested limit does to its recorded calls.
+            context["health_timeout"] = suggested.get("timeout_s")
         return render_page(request, TOOL_TEMPLATE, context)
     form = ToolForm(request.POST, traits=traits, design=design, with_design=target.with_design)
     if not form.is_valid():

@@ -114,3 +114,21 @@ def test_it_puts_the_timeout_bar_on_the_live_page(viewer_client: Client) -> None
     bar = viewer_client.get("/live/tools/", {"partial": "alerts"}).content.decode()
     assert 'data-tool="workspace_jobs.search"' in bar
     assert "50 % of 8 calls" in bar
+
+
+def test_it_shows_what_a_suggested_limit_does_to_the_recorded_calls(editor_client: Client) -> None:
+    load_sample_into_draft()
+    tool = "workspace_jobs.search"
+    events_ingest([finished(tool, f"s{i}", 300.0 if i < 20 else 900.0) for i in range(30)])
+    events_ingest([timed_out(tool, f"x{i}", 2000) for i in range(10)])
+    editor = editor_client.get(
+        "/policy/agents/main/connections/0/tools/search/", {"timeout_s": "4"}
+    ).content.decode()
+    assert f"/live/tools/main/{tool}/?partial=panel&amp;timeout_s=4" in editor
+    url = f"/live/tools/main/{tool}/"
+    tight = editor_client.get(url, {"partial": "panel", "timeout_s": "0.5"}).content.decode()
+    assert "would have timed out" in tight
+    assert "10 of the 30 finished calls" in tight  # the 900 ms ones
+    roomy = editor_client.get(url, {"partial": "panel", "timeout_s": "4"}).content.decode()
+    assert "0 of the 30 finished calls" in roomy
+    assert "10 timed out at the limit in force" in roomy
