@@ -128,6 +128,8 @@ class ToolHealthBucket(models.Model):
 
     agent = models.CharField(max_length=200)
     tool_id = models.CharField(max_length=200)
+    #: Minutes the row covers from ``bucket``: 5, or 60 (the hourly sum of its 5-minute rows).
+    span = models.PositiveSmallIntegerField(default=5)
     bucket = models.DateTimeField()
     #: ``{"calls": n, "timeouts": n, "h:<bin>": n, "r:<code>": n, …}`` without zero counts.
     tally = models.JSONField(default=dict)
@@ -135,10 +137,10 @@ class ToolHealthBucket(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["agent", "tool_id", "bucket"], name="toolhealth_bucket_key"
+                fields=["agent", "tool_id", "span", "bucket"], name="toolhealth_bucket_key"
             )
         ]
-        indexes = [models.Index(fields=["bucket"], name="toolhealth_bucket_time")]
+        indexes = [models.Index(fields=["span", "bucket"], name="toolhealth_bucket_time")]
 
     def __str__(self) -> str:
         return f"{self.agent}/{self.tool_id}@{self.bucket:%Y-%m-%d %H:%M}"

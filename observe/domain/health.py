@@ -52,7 +52,7 @@ AT_LIMIT, LIMIT_MS = "at_limit", "limit_ms"
 EARLY, EARLY_DROPPED, DEDUPS = "early_starts", "early_dropped", "dedups"
 BIN, REJECTION = "h:", "r:"
 
-#: (agent, tool_id, bucket start "YYYY-MM-DDTHH:MM")
+#: (agent, tool_id, bucket: "YYYY-MM-DDTHH:MM" for 5 minutes, "YYYY-MM-DDTHH" for an hour)
 TallyKey = tuple[str, str, str]
 
 
@@ -75,6 +75,13 @@ def bucket_of(ts: str) -> str:
     """The bucket a stored time (``YYYY-MM-DDTHH:MM:SS.mmmZ``) falls in, as ``YYYY-MM-DDTHH:MM``."""
     minute = int(ts[14:16]) // BUCKET_MINUTES * BUCKET_MINUTES
     return f"{ts[:14]}{minute:02d}"
+
+
+def hour_of(ts: str) -> str:
+    """The hour a stored time falls in, as ``YYYY-MM-DDTHH`` (the name of an hourly tally:
+    each count is kept per 5 minutes and per hour, so a long window reads a twelfth of the
+    rows)."""
+    return ts[:13]
 
 
 #: One count of one tally: (agent, tool_id, bucket, name).
@@ -100,6 +107,8 @@ def slot_counts(agent: str, slot: Mapping[str, Any], out: dict[FlatKey, int], si
 
     def add(ts: str, name: str, amount: int = 1) -> None:
         key = (agent, tool_id, bucket_of(ts), name)
+        out[key] = get(key, 0) + sign * amount
+        key = (agent, tool_id, ts[:13], name)
         out[key] = get(key, 0) + sign * amount
 
     timeout = slot.get(TOOL_TIMEOUT)

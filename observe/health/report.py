@@ -4,14 +4,15 @@ and execution design from the draft, with the advice the numbers support (the AP
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import orjson
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, Q, TextField
+from django.db.models.functions import Cast
 from django.urls import NoReverseMatch, reverse
 
 from observe.domain.events import format_ts
@@ -28,7 +29,7 @@ from observe.domain.health import (
     calls_over,
     percentile,
 )
-from observe.models import RoundTool, ToolHealthBucket
+from observe.models import Round, ToolHealthBucket
 from policy.domain.execution_design import parse_design
 from policy.domain.jsonable import jsonable
 from policy.domain.placement import entry_keys
@@ -78,30 +79,70 @@ class Window:
         return bucket.replace(hour=0, minute=0)
 
 
-@dataclass
-class _Trend:
-    calls: int = 0
-    timeouts: int = 0
-    bins: Counter[int] | None = None
+def _hour_up(moment: datetime) -> datetime:
+    floor = moment.replace(minute=0, second=0, microsecond=0)
+    return floor if floor == moment else floor + timedelta(hours=1)
 
 
-def _rows(window: Window, agent: str | None) -> Iterable[tuple[str, str, datetime, Any]]:
-    rows = ToolHealthBucket.objects.filter(bucket__gte=window.since, bucket__lt=window.until)
+def _cover(start: datetime, end: datetime) -> list[tuple[int, datetime, datetime]]:
+    """``[start, end)`` as (span, from, to) ranges of rows: whole hours from the hourly rows,
+    the edges from the 5-minute ones (a long window reads a twelfth of the rows)."""
+    first, last = _hour_up(start), end.replace(minute=0, second=0, microsecond=0)
+    if first >= last:
+        return [(5, start, end)]
+    parts = [(60, first, last)]
+    if start < first:
+        parts.append((5, start, first))
+    if last < end:
+        parts.append((5, last, end))
+    return parts
+
+
+def _rows(
+    window: Window, agent: str | None, tool_id: str | None = None
+) -> Iterator[tuple[str, str, datetime, dict[str, int]]]:
+    """The rows covering the window, once each (the last quarter covered on its own, so no row
+    straddles its start)."""
+    cover = Q()
+    late = window.late_from
+    for start, end in ((window.since, late), (late, window.until)):
+        if start < end:
+            for span, low, high in _cover(start, end):
+                cover |= Q(span=span, bucket__gte=low, bucket__lt=high)
+    rows = ToolHealthBucket.objects.filter(cover)
     if agent:
         rows = rows.filter(agent=agent)
-    return rows.values_list("agent", "tool_id", "bucket", "tally").iterator(chunk_size=2000)
+    if tool_id:
+        rows = rows.filter(tool_id=tool_id)
+    loads = orjson.loads
+    for row_agent, row_tool, bucket, text in rows.values_list(
+        "agent", "tool_id", "bucket", Cast("tally", output_field=TextField())
+    ):
+        yield row_agent, row_tool, bucket, loads(text)
+
+
+def _add(into: dict[str, int], tally: dict[str, int]) -> None:
+    get = into.get
+    for name, amount in tally.items():
+        into[name] = get(name, 0) + amount
+
+
+def _bins(tally: dict[str, int]) -> dict[int, int]:
+    return {int(name[len(BIN) :]): n for name, n in tally.items() if name.startswith(BIN) and n}
 
 
 def _drifted(window: Window, agent: str | None) -> dict[tuple[str, str], int]:
-    """Drifted rounds that started in the window, per (agent, tool they used)."""
-    found = RoundTool.objects.filter(
-        round__drift=True, round__started_at__gte=window.since, round__started_at__lt=window.until
+    """Drifted rounds that started in the window, per (agent, tool they used): from the rounds
+    (the drift index, newest first) to their tools, never a scan of every round's tools."""
+    rounds = Round.objects.filter(
+        drift=True, started_at__gte=window.since, started_at__lt=window.until
     )
     if agent:
-        found = found.filter(round__agent=agent)
+        rounds = rounds.filter(agent=agent)
     return {
-        (row["round__agent"], row["tool_id"]): row["n"]
-        for row in found.values("round__agent", "tool_id").annotate(n=Count("round_id"))
+        (row["agent"], row["tools__tool_id"]): row["n"]
+        for row in rounds.values("agent", "tools__tool_id").annotate(n=Count("id"))
+        if row["tools__tool_id"] is not None
     }
 
 
@@ -161,31 +202,27 @@ def tool_health_report(
     false."""
     window = Window.of(since, until, now or datetime.now(UTC))
     late_from = window.late_from
-    totals: dict[tuple[str, str], ToolStats] = {}
-    lates: dict[tuple[str, str], ToolStats] = {}
-    trends: dict[tuple[str, str], dict[datetime, _Trend]] = {}
-    loads = orjson.loads
+    points: dict[tuple[str, str], dict[datetime, dict[str, int]]] = {}
+    lates: dict[tuple[str, str], dict[str, int]] = {}
     for row_agent, tool_id, bucket, tally in _rows(window, agent):
         if not _matches(tool_id, tool):
             continue
-        if isinstance(tally, str):  # read without the field's conversion on some backends
-            tally = loads(tally)
         key = (row_agent, tool_id)
-        stats = totals.get(key)
-        if stats is None:
-            stats = totals[key] = ToolStats()
-            lates[key] = ToolStats()
-            trends[key] = {}
-        stats.add(tally)
+        trend = points.get(key)
+        if trend is None:
+            trend = points[key] = {}
+        moment = window.trend_key(bucket)
+        point = trend.get(moment)
+        if point is None:
+            point = trend[moment] = {}
+        _add(point, tally)
         if bucket >= late_from:
-            lates[key].add(tally)
-        point = trends[key].setdefault(window.trend_key(bucket), _Trend(bins=Counter()))
-        point.calls += tally.get(CALLS, 0)
-        point.timeouts += tally.get(TIMEOUTS, 0)
-        assert point.bins is not None
-        for name, amount in tally.items():
-            if name.startswith(BIN):
-                point.bins[int(name[len(BIN) :])] += amount
+            _add(lates.setdefault(key, {}), tally)
+    totals: dict[tuple[str, str], ToolStats] = {}
+    for key, trend in points.items():
+        stats = totals[key] = ToolStats()
+        for point in trend.values():
+            stats.add(point)
     names = (
         [agent] if agent else sorted({a for a, _ in totals} | set(agent_names(draft_state().data)))
     )
@@ -207,18 +244,20 @@ def tool_health_report(
         entry["trend"] = [
             {
                 "bucket": format_ts(moment),
-                "calls": point.calls,
-                "p95_ms": percentile(point.bins or {}, 0.95),
-                "timeouts": point.timeouts,
+                "calls": point.get(CALLS, 0),
+                "p95_ms": percentile(_bins(point), 0.95),
+                "timeouts": point.get(TIMEOUTS, 0),
             }
-            for moment, point in sorted(trends.get(key, {}).items())
+            for moment, point in sorted(points.get(key, {}).items())
         ]
         entry["in_policy"] = effective is not None
         if effective is not None and owner is not None:
             entry["traits"] = jsonable(effective.normalized_traits)
             entry["execution"] = jsonable(dict(effective.execution_design))
             entry["editor_url"] = tool_editor_url(owner, effective)
-            entry["advice"] = advise(stats, lates.get(key, ToolStats()), _design(effective), limits)
+            late = ToolStats()
+            late.add(lates.get(key, {}))
+            entry["advice"] = advise(stats, late, _design(effective), limits)
         else:
             entry["traits"] = entry["execution"] = entry["editor_url"] = None
             entry["advice"] = []
@@ -244,9 +283,8 @@ def limit_impact(
     window: how many of its finished calls ran longer (they would have timed out)."""
     window = Window.of(since, None, now or datetime.now(UTC))
     stats = ToolStats()
-    for _, row_tool, _, tally in _rows(window, agent):
-        if row_tool == tool_id:
-            stats.add(orjson.loads(tally) if isinstance(tally, str) else tally)
+    for _, _, _, tally in _rows(window, agent, tool_id):
+        stats.add(tally)
     return {
         "timeout_s": limit_s,
         "finished": stats[FINISHED],
@@ -261,7 +299,9 @@ def timeout_alerts(*, now: datetime | None = None) -> list[dict[str, Any]]:
     moment = now or datetime.now(UTC)
     window = Window(moment - timedelta(minutes=10), moment)
     totals: dict[tuple[str, str], Counter[str]] = {}
-    rows = ToolHealthBucket.objects.filter(bucket__gte=window.since, bucket__lt=window.until)
+    rows = ToolHealthBucket.objects.filter(
+        span=5, bucket__gte=window.since, bucket__lt=window.until
+    )
     for row_agent, tool_id, tally in rows.values_list("agent", "tool_id", "tally"):
         if isinstance(tally, str):
             tally = orjson.loads(tally)

@@ -30,12 +30,19 @@ RoundMerge = tuple[str, Before, dict[str, Any]]
 
 @lru_cache(maxsize=4096)
 def bucket_time(bucket: str) -> datetime:
-    """The start of a bucket named ``YYYY-MM-DDTHH:MM`` (UTC)."""
-    return datetime.fromisoformat(f"{bucket}:00+00:00")
+    """The start of a bucket named ``YYYY-MM-DDTHH:MM`` or (an hour) ``YYYY-MM-DDTHH``, UTC."""
+    return datetime.fromisoformat(
+        f"{bucket}:00:00+00:00" if len(bucket) == 13 else f"{bucket}:00+00:00"
+    )
 
 
-def bucket_name(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M")
+def span_of(bucket: str) -> int:
+    """Minutes a bucket name covers."""
+    return 60 if len(bucket) == 13 else 5
+
+
+def bucket_name(moment: datetime, span: int = 5) -> str:
+    return moment.strftime("%Y-%m-%dT%H" if span == 60 else "%Y-%m-%dT%H:%M")
 
 
 def tool_health_record(*, rounds: Sequence[RoundMerge]) -> None:
@@ -70,15 +77,17 @@ def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
     buckets = {bucket_time(bucket) for _, _, bucket in change}
     held: dict[TallyKey, tuple[int, dict[str, int]]] = {}
     rows = ToolHealthBucket.objects.filter(agent__in=agents, bucket__in=buckets).values_list(
-        "pk", "agent", "tool_id", "bucket", "tally"
+        "pk", "agent", "tool_id", "span", "bucket", "tally"
     )
-    for pk, agent, tool_id, bucket, tally in rows:
-        held[(agent, tool_id, bucket_name(bucket))] = (pk, tally)
+    for pk, agent, tool_id, span, bucket, tally in rows:
+        held[(agent, tool_id, bucket_name(bucket, span))] = (pk, tally)
     updates, inserts = [], []
     for key, delta in change.items():
         found = held.get(key)
         if found is None:
-            inserts.append((key[0], key[1], _time(bucket_time(key[2])), _json(delta)))
+            inserts.append(
+                (key[0], key[1], span_of(key[2]), _time(bucket_time(key[2])), _json(delta))
+            )
             continue
         tally = dict(found[1])
         for name, amount in delta.items():
@@ -96,14 +105,16 @@ def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
                 f"UPDATE {table} SET {quote('tally')} = %s WHERE {quote('id')} = %s", updates
             )
         if inserts:
-            columns = ", ".join(quote(name) for name in ("agent", "tool_id", "bucket", "tally"))
-            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES (%s, %s, %s, %s)", inserts)
+            names = ("agent", "tool_id", "span", "bucket", "tally")
+            columns = ", ".join(quote(name) for name in names)
+            marks = ", ".join(["%s"] * len(names))
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", inserts)
 
 
 def stored_tallies() -> dict[TallyKey, dict[str, int]]:
     """The kept tallies, without empty ones (what a recompute is compared with)."""
     return {
-        (row.agent, row.tool_id, bucket_name(row.bucket)): dict(row.tally)
+        (row.agent, row.tool_id, bucket_name(row.bucket, row.span)): dict(row.tally)
         for row in ToolHealthBucket.objects.all()
         if row.tally
     }
@@ -149,7 +160,11 @@ def tool_health_backfill() -> int:
         ToolHealthBucket.objects.bulk_create(
             [
                 ToolHealthBucket(
-                    agent=agent, tool_id=tool_id, bucket=bucket_time(bucket), tally=tally
+                    agent=agent,
+                    tool_id=tool_id,
+                    span=span_of(bucket),
+                    bucket=bucket_time(bucket),
+                    tally=tally,
                 )
                 for (agent, tool_id, bucket), tally in tallies.items()
             ],

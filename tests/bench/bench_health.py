@@ -22,14 +22,15 @@ def seed_tallies(count: int) -> int:
     Returns the calls seeded."""
     from observe.domain.events import format_ts
     from observe.domain.health import bucket_of, round_tallies
-    from observe.health.tallies import bucket_time
+    from observe.health.tallies import bucket_time, span_of
     from observe.models import Round, ToolHealthBucket
 
     per_template: list[dict[tuple[str, str], Counter[str]]] = []
     for row in Round.objects.filter(turn_id__startswith="b99-").only("agent", "assembly"):
         tools: dict[tuple[str, str], Counter[str]] = {}
-        for (agent, tool, _), tally in round_tallies(row.agent, row.assembly).items():
-            tools.setdefault((agent, tool), Counter()).update(tally)
+        for (agent, tool, bucket), tally in round_tallies(row.agent, row.assembly).items():
+            if len(bucket) == 16:  # the 5-minute tallies (the hourly ones repeat them)
+                tools.setdefault((agent, tool), Counter()).update(tally)
         if tools:
             per_template.append(tools)
     start = datetime.now(UTC) - timedelta(days=2)
@@ -38,19 +39,23 @@ def seed_tallies(count: int) -> int:
     calls = 0
     pick = 0
     for n in range(count):
-        bucket = bucket_of(format_ts(start + span * n))
+        moment = format_ts(start + span * n)
+        buckets = (bucket_of(moment), moment[:13])  # 5 minutes, the hour
         held = 0
         while held < CALLS_PER_ROUND:
             template = per_template[pick % len(per_template)]
             pick += 1
             for (agent, tool), tally in template.items():
-                total.setdefault((agent, tool, bucket), Counter()).update(tally)
+                for bucket in buckets:
+                    total.setdefault((agent, tool, bucket), Counter()).update(tally)
                 held += tally["calls"]
         calls += held
     ToolHealthBucket.objects.all().delete()
     ToolHealthBucket.objects.bulk_create(
         [
-            ToolHealthBucket(agent=a, tool_id=t, bucket=bucket_time(b), tally=dict(tally))
+            ToolHealthBucket(
+                agent=a, tool_id=t, span=span_of(b), bucket=bucket_time(b), tally=dict(tally)
+            )
             for (a, t, b), tally in total.items()
         ],
         batch_size=2000,

@@ -153,3 +153,24 @@ def test_it_refuses_a_time_it_cannot_read(viewer_client: Client, value: str) -> 
 
 def test_it_needs_a_login(client: Client) -> None:
     assert client.get(URL).status_code == 401
+
+
+def test_it_counts_a_long_window_from_hourly_and_five_minute_rows_alike(
+    viewer_client: Client,
+) -> None:
+    load_sample_into_draft()
+    now = datetime.now(UTC)
+    times = [now - timedelta(minutes=7 * n + 1) for n in range(45)]  # the last ~5 hours
+    events_ingest(
+        [finished("workspace_jobs.search", f"t{n}", 10.0 + n, at=at) for n, at in enumerate(times)]
+    )
+    since_sent = (now - timedelta(hours=3, minutes=17)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    body = viewer_client.get(
+        URL, {"agent": "main", "tool": "workspace_jobs.search", "since": since_sent}
+    )
+    window = body.json()["window"]
+    since = datetime.fromisoformat(window["since"])
+    expected = sum(1 for at in times if at >= since)
+    (found,) = body.json()["tools"]
+    assert found["calls"] == expected
+    assert sum(point["calls"] for point in found["trend"]) == expected

@@ -88,6 +88,11 @@ def raw_events(draw: st.DrawFn) -> list[dict[str, Any]]:
     return list(unique.values())
 
 
+def five_minute(tallies: dict[tuple[str, str, str], dict[str, int]]) -> list[dict[str, int]]:
+    """The 5-minute tallies (each count is also kept in its hour's tally)."""
+    return [tally for (_, _, bucket), tally in tallies.items() if len(bucket) == 16]
+
+
 def _fresh() -> None:
     Round.objects.all().delete()
     ToolHealthBucket.objects.all().delete()
@@ -115,13 +120,15 @@ def test_it_keeps_the_tallies_a_recompute_gives_after_repeats_and_any_order(
         for e in events
         if e["type"] in ("tool.finished", "tool.timeout")
     }
-    assert sum(tally.get("calls", 0) for tally in kept.values()) == len(slots)
+    assert sum(tally.get("calls", 0) for tally in five_minute(kept)) == len(slots)
+    hourly = [tally for (_, _, bucket), tally in kept.items() if len(bucket) == 13]
+    assert sum(tally.get("calls", 0) for tally in hourly) == len(slots)
     timed_out = {
         (e["turn_id"], e["attempt"], e["action_index"])
         for e in events
         if e["type"] == "tool.timeout"
     }
-    assert sum(tally.get("timeouts", 0) for tally in kept.values()) == len(timed_out)
+    assert sum(tally.get("timeouts", 0) for tally in five_minute(kept)) == len(timed_out)
 
 
 def _call(turn: str, index: int, kind: str, at: datetime, **fields: Any) -> dict[str, Any]:
@@ -147,7 +154,7 @@ def test_it_counts_a_call_reported_both_ways_once_as_a_timeout() -> None:
     )
     events_ingest([finished])
     events_ingest([timeout])
-    (tally,) = stored_tallies().values()
+    (tally,) = five_minute(stored_tallies())
     assert tally == {"calls": 1, "timeouts": 1, "at_limit": 1, "limit_ms": 2000}
 
 
@@ -161,7 +168,7 @@ def test_it_backfills_the_tallies_from_stored_events_and_a_rerun_changes_nothing
     assert Event.objects.count() == 5
     call_command("toolhealth_backfill", verbosity=0)
     assert stored_tallies() == expected
-    assert tool_health_backfill() == 1
+    assert tool_health_backfill() == 2  # the 5-minute bucket and its hour
     assert stored_tallies() == expected
 
 
@@ -177,5 +184,5 @@ def test_it_refuses_an_absurd_duration_by_index_and_never_counts_it() -> None:
     assert [item["index"] for item in result.rejected] == [1, 2]
     assert result.rejected[0]["error"] == "duration_ms must be a number ≥ 0, got -5"
     assert result.rejected[1]["error"].startswith("elapsed_ms must be at most 86400000 ms")
-    (tally,) = stored_tallies().values()
+    (tally,) = five_minute(stored_tallies())
     assert tally["calls"] == 1
