@@ -216,8 +216,9 @@ def plan_round(palette: Palette, scenario: str, rng: random.Random) -> Plan:
     picks = [_pick(rng, palette.tools) for _ in range(count)]
     slowing = palette.slowing
     if slowing is not None and rng.random() < SLOWING_SHARE:
-        # The slowing tool is a busy one: its trend shows within minutes.
-        picks[0] = slowing
+        # The slowing tool is a busy one (its trend shows within minutes), called alone: what
+        # would follow it is left to the other scenarios.
+        picks = [slowing]
     return Plan("plain", tuple(_call(rng, palette, tool) for tool in picks))
 
 

@@ -11,7 +11,8 @@ from typing import Any, Final
 
 import orjson
 from django.conf import settings
-from django.db.models import Count, Q, TextField
+from django.db import connection
+from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.urls import NoReverseMatch, reverse
 
@@ -29,7 +30,7 @@ from observe.domain.health import (
     calls_over,
     percentile,
 )
-from observe.models import Round, ToolHealthBucket
+from observe.models import Round, RoundTool, ToolHealthBucket
 from policy.domain.execution_design import parse_design
 from policy.domain.jsonable import jsonable
 from policy.domain.placement import entry_keys
@@ -132,18 +133,30 @@ def _bins(tally: dict[str, int]) -> dict[int, int]:
 
 
 def _drifted(window: Window, agent: str | None) -> dict[tuple[str, str], int]:
-    """Drifted rounds that started in the window, per (agent, tool they used): from the rounds
-    (the drift index, newest first) to their tools, never a scan of every round's tools."""
-    rounds = Round.objects.filter(
-        drift=True, started_at__gte=window.since, started_at__lt=window.until
+    """Drifted rounds that started in the window, per (agent, tool they used): read from the
+    drift index (drifted rounds, newest first) to their tools. SQLite is told the index: its
+    planner preferred a skip-scan of every round of the window by agent (280 ms at 100k
+    rounds, against a few ms)."""
+    quote = connection.ops.quote_name
+    field = Round._meta.get_field("started_at")
+    rounds, tools = quote(Round._meta.db_table), quote(RoundTool._meta.db_table)
+    hint = " INDEXED BY round_drift_newest" if connection.vendor == "sqlite" else ""
+    sql = (
+        f"SELECT r.agent, t.tool_id, COUNT(*) FROM {rounds} AS r{hint}"
+        f" JOIN {tools} AS t ON t.round_id = r.id"
+        " WHERE r.drift = %s AND r.started_at >= %s AND r.started_at < %s"
     )
+    params: list[Any] = [
+        True,
+        field.get_db_prep_value(window.since, connection),
+        field.get_db_prep_value(window.until, connection),
+    ]
     if agent:
-        rounds = rounds.filter(agent=agent)
-    return {
-        (row["agent"], row["tools__tool_id"]): row["n"]
-        for row in rounds.values("agent", "tools__tool_id").annotate(n=Count("id"))
-        if row["tools__tool_id"] is not None
-    }
+        sql += " AND r.agent = %s"
+        params.append(agent)
+    with connection.cursor() as cursor:
+        cursor.execute(sql + " GROUP BY r.agent, t.tool_id", params)
+        return {(row_agent, tool_id): count for row_agent, tool_id, count in cursor.fetchall()}
 
 
 def _design(tool: EffectiveTool) -> ToolDesign:
