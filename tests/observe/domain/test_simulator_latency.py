@@ -53,7 +53,7 @@ def _stats(minutes: int, seed: int = 5) -> dict[str, ToolStats]:
 
 
 def test_it_makes_async_candidate_fire_within_minutes_of_the_demo() -> None:
-    stats = _stats(8)["workspace_jobs.export_report"]
+    stats = _stats(5)["workspace_jobs.export_report"]
     design = ToolDesign(timeout_s=20, async_alternative="launch_background_job")
     codes = [item["code"] for item in advise(stats, ToolStats(), design, Thresholds())]
     assert "async-candidate" in codes

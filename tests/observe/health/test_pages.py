@@ -132,3 +132,15 @@ def test_it_shows_what_a_suggested_limit_does_to_the_recorded_calls(editor_clien
     roomy = editor_client.get(url, {"partial": "panel", "timeout_s": "4"}).content.decode()
     assert "0 of the 30 finished calls" in roomy
     assert "10 timed out at the limit in force" in roomy
+
+
+def test_it_fills_in_only_suggestions_the_form_would_accept(editor_client: Client) -> None:
+    load_sample_into_draft()
+    url = "/policy/agents/main/connections/0/tools/export_report/"
+    page = editor_client.get(url, {"mode": "async_job", "retry": "natural_key"}).content.decode()
+    assert '<option value="async_job" selected>' in page
+    assert '<option value="natural_key" selected>' in page
+    assert "Filled in from tool health advice" in page
+    bogus = editor_client.get(url, {"mode": "later", "timeout_s": "-3"}).content.decode()
+    assert "Filled in from tool health advice" not in bogus
+    assert 'name="timeout_s" value="20"' in bogus  # the draft's own value
