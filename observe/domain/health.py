@@ -248,10 +248,11 @@ class ToolStats:
 
     @property
     def bins(self) -> dict[int, int]:
+        # Only bin names start with "h" (``h:<bin>``).
         return {
-            int(name[len(BIN) :]): amount
+            int(name[2:]): amount
             for name, amount in self.counts.items()
-            if name.startswith(BIN) and amount > 0
+            if name[0] == "h" and amount > 0
         }
 
     @property

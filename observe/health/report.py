@@ -18,7 +18,6 @@ from django.urls import NoReverseMatch, reverse
 
 from observe.domain.events import format_ts
 from observe.domain.health import (
-    BIN,
     BUCKET_MINUTES,
     CALLS,
     FINISHED,
@@ -129,7 +128,8 @@ def _add(into: dict[str, int], tally: dict[str, int]) -> None:
 
 
 def _bins(tally: dict[str, int]) -> dict[int, int]:
-    return {int(name[len(BIN) :]): n for name, n in tally.items() if name.startswith(BIN) and n}
+    # Only bin names start with "h" (``h:<bin>``): one character compared, not a prefix.
+    return {int(name[2:]): n for name, n in tally.items() if name[0] == "h" and n}
 
 
 def _drifted(window: Window, agent: str | None) -> dict[tuple[str, str], int]:
