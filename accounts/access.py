@@ -97,6 +97,8 @@ PAGES: dict[str, dict[str, str]] = {
     "observe:history": {"GET": VIEWER},
     "observe:round": {"GET": VIEWER},
     "observe:round-by-ids": {"GET": VIEWER},
+    "observe:tools": {"GET": VIEWER},
+    "observe:tool": {"GET": VIEWER},
     # The audit log shows every change with its before/after (manifests, whole policies):
     # publishers (and superusers) read it, as they answer for what goes live.
     "audit:log": {"GET": PUBLISHER},
@@ -147,6 +149,7 @@ API: dict[tuple[str, str], str] = {
     ("POST", "/api/v1/bridge/status"): TOKEN,
     ("GET", "/api/v1/rounds"): VIEWER,
     ("GET", "/api/v1/rounds/export.jsonl"): VIEWER,
+    ("GET", "/api/v1/tools/health"): VIEWER,
     ("POST", "/api/v1/policy/impact"): VIEWER,
     ("GET", "/api/v1/rounds/{agent}/{turn_id_and_iteration}"): VIEWER,
     ("GET", "/api/v1/audit"): PUBLISHER,

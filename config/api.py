@@ -19,6 +19,7 @@ from bridge.api import router as bridge_router
 from config.api_io import RETRY_AFTER_S, StoreBusy
 from config.api_schema import declare_shared_errors
 from observe.api import router as observe_router
+from observe.api_health import router as health_router
 from observe.selectors import BadCursor
 from policy.api import router as policy_router
 from policy.api_discovery import router as discovery_router
@@ -167,6 +168,7 @@ install_error_handlers(api)
 api.add_router("/v1", policy_router)
 api.add_router("/v1", policy_edit_router)
 api.add_router("/v1", observe_router)
+api.add_router("/v1", health_router)
 api.add_router("/v1", audit_router)
 api.add_router("/v1", versions_router)
 api.add_router("/v1", runtime_router)

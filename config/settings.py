@@ -365,3 +365,10 @@ TRAITDECK_MCP_MAX_TOOLS = env_int("TRAITDECK_MCP_MAX_TOOLS", 10_000)
 TRAITDECK_MCP_MAX_BYTES = env_int("TRAITDECK_MCP_MAX_BYTES", 16 * 1024 * 1024)
 TRAITDECK_MCP_STDIO_COMMANDS = os.environ.get("TRAITDECK_MCP_STDIO_COMMANDS", "")
 TRAITDECK_MCP_HTTP_HOSTS = os.environ.get("TRAITDECK_MCP_HTTP_HOSTS", "")
+
+# Tool health (docs/tool-health.md): advice needs this many calls; a timeout rate above this is
+# too high (also the live bar's alarm); a synchronous tool with a p95 past this many seconds
+# should be an async job.
+TRAITDECK_HEALTH_MIN_CALLS = int(os.environ.get("TRAITDECK_HEALTH_MIN_CALLS", "20"))
+TRAITDECK_HEALTH_TIMEOUT_RATE = float(os.environ.get("TRAITDECK_HEALTH_TIMEOUT_RATE", "0.05"))
+TRAITDECK_HEALTH_ASYNC_P95_S = float(os.environ.get("TRAITDECK_HEALTH_ASYNC_P95_S", "10"))

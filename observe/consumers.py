@@ -26,6 +26,7 @@ from django.http import QueryDict
 
 from accounts.access import VIEWER
 from accounts.sessions import session_allows
+from observe.health.live import alerts_fragment
 from observe.live import Counters, Tally, parse_filter, parse_since
 from observe.live.stream import CatchUp, apply_change, catch_up, fragments, matching, stream_message
 from observe.selectors import RoundFilter, latest_version
@@ -279,7 +280,8 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
             return
         self.counters = counters
         self.seq += 1
-        await self.send(text_data=stream_message(html, counters, seq=self.seq, caught_up=caught_up))
+        message = stream_message(html, counters, seq=self.seq, caught_up=caught_up)
+        await self.send(text_data=message + await alerts_fragment())
 
     async def catch_up(self, *, quiet_if_nothing: bool = False) -> None:
         async with self._lock:

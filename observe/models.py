@@ -119,3 +119,28 @@ class StreamCounter(models.Model):
 
     def __str__(self) -> str:
         return f"stream version {self.value}"
+
+
+class ToolHealthBucket(models.Model):
+    """One tool's tally over one 5-minute bucket (:mod:`observe.domain.health`): counts of calls,
+    timeouts, errors, rejections by code, early starts, dedups and a histogram of durations.
+    Kept by ingest; rebuilt from the stored events by ``manage.py toolhealth_backfill``."""
+
+    agent = models.CharField(max_length=200)
+    tool_id = models.CharField(max_length=200)
+    #: Minutes the row covers from ``bucket``: 5, or 60 (the hourly sum of its 5-minute rows).
+    span = models.PositiveSmallIntegerField(default=5)
+    bucket = models.DateTimeField()
+    #: ``{"calls": n, "timeouts": n, "h:<bin>": n, "r:<code>": n, …}`` without zero counts.
+    tally = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "tool_id", "span", "bucket"], name="toolhealth_bucket_key"
+            )
+        ]
+        indexes = [models.Index(fields=["span", "bucket"], name="toolhealth_bucket_time")]
+
+    def __str__(self) -> str:
+        return f"{self.agent}/{self.tool_id}@{self.bucket:%Y-%m-%d %H:%M}"

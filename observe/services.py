@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from config.api_io import StoreBusy
 from observe.domain.events import Event, EventError, parse_event, same_content, stored_event
+from observe.domain.health import slots_before
 from observe.domain.kinds import COUNT_KEYS, ROUND_KINDS
 from observe.domain.rounds import (
     Assembly,
@@ -36,6 +37,7 @@ from observe.domain.rounds import (
     assembly_summary,
 )
 from observe.drift import Stored, check_drift_after_ingest
+from observe.health import tool_health_record
 from observe.live.counters import Facts, round_facts
 from observe.models import Event as StoredEvent
 from observe.models import Round, RoundTool, StreamCounter
@@ -599,12 +601,15 @@ def _store(fresh: Fresh, known_agents: frozenset[str] | None) -> Change:
     new_round_writer = _writer(Round, ("agent", "turn_id", "iteration", *_ROUND_COLUMNS))
     facts: dict[RoundKey, tuple[Facts | None, Facts]] = {}
     stored: dict[RoundKey, Stored] = {}
+    merged: list[tuple[str, Any, Assembly]] = []
     for key, version in zip(keys, versions, strict=True):
         row = held.get(key)
         state = row.assembly if row is not None and row.assembly else assembly_new()
         in_policy = row.in_policy if row is not None else True
         before = set(state["tools"])
+        slots = slots_before(state, by_round[key])
         assembly_merge(state, by_round[key])
+        merged.append((key[0], slots, state))
         summary = assembly_summary(state)
         if known_agents is not None:
             in_policy = key[0] in known_agents
@@ -675,6 +680,7 @@ def _store(fresh: Fresh, known_agents: frozenset[str] | None) -> Change:
             for e in events
         ]
     event_writer.insert(event_rows)
+    tool_health_record(rounds=merged)
     tool_writer = _writer(RoundTool, ("round", "tool_id"))
     tool_writer.insert(
         [

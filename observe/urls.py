@@ -2,13 +2,15 @@ from __future__ import annotations
 
 from django.urls import path
 
-from observe import views
+from observe import views, views_health
 
 app_name = "observe"
 
 urlpatterns = [
     path("", views.live, name="live"),
     path("history/", views.history, name="history"),
+    path("tools/", views_health.tools, name="tools"),
+    path("tools/<str:agent>/<str:tool_id>/", views_health.tool, name="tool"),
     # A turn_id may contain "/": the path converter takes everything up to the last segment,
     # which is always the iteration (DESIGN §4).
     path("rounds/<str:agent>/<path:turn_id>/<int:iteration>/", views.round_page, name="round"),

@@ -183,6 +183,29 @@ class ToolForm(forms.Form):
         initial["confirm"] = design.get("confirm") is True
         return initial
 
+    @staticmethod
+    def suggested(query: Mapping[str, str], *, with_design: bool) -> dict[str, Any]:
+        """Values a link asks the form to open with (tool health advice: ``?timeout_s=12``);
+        a value the form would refuse is left out, never shown as if suggested."""
+        found: dict[str, Any] = {}
+        if query.get("early") in ("0", "false"):
+            found["early"] = False
+        if not with_design:
+            return found
+        timeout = query.get("timeout_s")
+        if timeout:
+            try:
+                seconds = float(timeout)
+            except ValueError:
+                seconds = -1.0
+            if 0 < seconds <= 10**9 and seconds == seconds:
+                found["timeout_s"] = int(seconds) if seconds.is_integer() else seconds
+        if query.get("mode") in MODES:
+            found["mode"] = query["mode"]
+        if query.get("retry") in RETRIES:
+            found["retry"] = query["retry"]
+        return found
+
     def clean_timeout_s(self) -> float | None:
         value: float | None = self.cleaned_data.get("timeout_s")
         if value is None:

@@ -368,6 +368,19 @@ def _number(raw: Mapping[str, Any], data: dict[str, Any], name: str) -> None:
     data[name] = value
 
 
+#: The longest call a duration may report: a day (a tool call beyond that is a clock error, and
+#: folded into a percentile it would distort the tool's health for the whole window).
+MAX_DURATION_MS: Final = 86_400_000
+
+
+def _duration(raw: Mapping[str, Any], data: dict[str, Any], name: str) -> None:
+    _number(raw, data, name)
+    if data[name] > MAX_DURATION_MS:
+        raise EventError(
+            f"{name} must be at most {MAX_DURATION_MS} ms (a day), got {_show(raw[name])}"
+        )
+
+
 def _hex64(value: Any, name: str) -> str:
     if not isinstance(value, str) or _HEX64.fullmatch(value) is None:
         raise EventError(f"{name} must be a sha256 hex string of 64 characters, got {_show(value)}")
@@ -455,7 +468,7 @@ _FIELDS: Final[Mapping[str, tuple[tuple[str, _Check], ...]]] = {
     ),
     TOOL_EARLY_STARTED: (*_CALL, ("fingerprint", _fingerprint)),
     TOOL_STARTED: _CALL,
-    TOOL_FINISHED: (*_CALL, ("status", _choice(TOOL_STATUSES)), ("duration_ms", _number)),
+    TOOL_FINISHED: (*_CALL, ("status", _choice(TOOL_STATUSES)), ("duration_ms", _duration)),
     LEDGER_DEDUP: (
         *_CALL,
         ("original_action_index", _count_field),
@@ -465,7 +478,7 @@ _FIELDS: Final[Mapping[str, tuple[tuple[str, _Check], ...]]] = {
     TOOL_TIMEOUT: (
         *_CALL,
         ("limit_ms", _number),
-        ("elapsed_ms", _number),
+        ("elapsed_ms", _duration),
         ("async_alternative", _optional_text),
     ),
     GENERATION_FINISHED: (),

@@ -44,10 +44,9 @@ SCENARIO_WEIGHTS: Final[Mapping[str, int]] = {
 }
 SCENARIOS: Final = tuple(SCENARIO_WEIGHTS)
 
-#: Chance that a call of a tool with ``timeout_s`` runs past it: high in the ``slow`` scenario,
-#: where the timeout is the point, low elsewhere so most calls still finish.
-SLOW_TIMEOUT_CHANCE: Final = 0.6
-TIMEOUT_CHANCE: Final = 0.1
+#: Of the ``plain`` rounds, the share whose first call is the slowing tool
+#: (:attr:`Palette.slowing`).
+SLOWING_SHARE: Final = 0.6
 #: Chance that a call that does not time out ends in an error.
 ERROR_CHANCE: Final = 0.06
 #: Chance that a named-service call names a namespace (whose override may change its strategy).
@@ -100,6 +99,24 @@ class Palette:
         return tuple(t for t in self.tools if timeout_s(t) is not None)
 
     @property
+    def slowing(self) -> EffectiveTool | None:
+        """The tool that slows down as a simulation goes on (tool health's async-candidate):
+        the first synchronous tool, by id, that names an async alternative; else the one with
+        the longest timeout."""
+        return _slowing(self.tools)
+
+    @property
+    def at_limit(self) -> EffectiveTool | None:
+        """The tool that keeps running into its time limit (tool health's timeout-too-tight):
+        the synchronous tool with the shortest timeout, ties by id, other than the slowing one
+        (none either when there is no slowing one)."""
+        slowing = self.slowing
+        if slowing is None:
+            return None
+        candidates = [t for t in _sync_with_timeout(self.tools) if t is not slowing]
+        return min(candidates, key=lambda t: (timeout_s(t) or 0, t.tool_id), default=None)
+
+    @property
     def known(self) -> tuple[EffectiveTool, ...]:
         """Tools with one concrete strategy: safe siblings that do not force a rejection."""
         return tuple(t for t in self.tools if len(t.strategy) == 1 and t.strategy[0] != "unknown")
@@ -118,6 +135,30 @@ class Plan:
 
 def timeout_s(tool: EffectiveTool) -> float | None:
     return parse_design(tool.execution_design)[0].timeout_s
+
+
+def _sync_with_timeout(tools: Sequence[EffectiveTool]) -> list[EffectiveTool]:
+    found = []
+    for tool in tools:
+        design = parse_design(tool.execution_design)[0]
+        if design.timeout_s is not None and design.effective_mode == "sync" and not tool.early:
+            found.append(tool)
+    return found
+
+
+#: A policy needs this many timed synchronous tools before one of them is the slowing one: with
+#: fewer, the slow rounds keep their tools timing out (the point of those rounds).
+SLOWING_NEEDS: Final = 3
+
+
+def _slowing(tools: Sequence[EffectiveTool]) -> EffectiveTool | None:
+    candidates = sorted(_sync_with_timeout(tools), key=lambda t: t.tool_id)
+    if len(candidates) < SLOWING_NEEDS:
+        return None
+    for tool in candidates:
+        if parse_design(tool.execution_design)[0].async_alternative:
+            return tool
+    return max(candidates, key=lambda t: (timeout_s(t) or 0, t.tool_id), default=None)
 
 
 def pick_scenario(rng: random.Random) -> str:
@@ -154,7 +195,10 @@ def plan_round(palette: Palette, scenario: str, rng: random.Random) -> Plan:
         order = (1, 0) if rng.random() < 0.5 else (0, 1)
         return Plan(scenario, (early, sibling), retry_order=order, multi_action_mode=ON)
     if scenario == "slow" and palette.slow:
-        actions = [_call(rng, palette, _pick(rng, palette.slow))]
+        # The slowing tool is slow by its age, not by the round: slow rounds pick the others.
+        slowing = palette.slowing
+        timed = [tool for tool in palette.slow if tool is not slowing] or list(palette.slow)
+        actions = [_call(rng, palette, _pick(rng, timed))]
         if rng.random() < 0.4:
             actions.append(_call(rng, palette, _pick(rng, palette.tools)))
         return Plan(scenario, tuple(actions))
@@ -169,9 +213,13 @@ def plan_round(palette: Palette, scenario: str, rng: random.Random) -> Plan:
         # be observed, since a rejection stops the stream).
         return Plan(scenario, (_call(rng, palette, _pick(rng, palette.tools)), odd))
     count = rng.choice((1, 1, 2, 2, 3))
-    return Plan(
-        "plain", tuple(_call(rng, palette, _pick(rng, palette.tools)) for _ in range(count))
-    )
+    picks = [_pick(rng, palette.tools) for _ in range(count)]
+    slowing = palette.slowing
+    if slowing is not None and rng.random() < SLOWING_SHARE:
+        # The slowing tool is a busy one (its trend shows within minutes), called alone: what
+        # would follow it is left to the other scenarios.
+        picks = [slowing]
+    return Plan("plain", tuple(_call(rng, palette, tool) for tool in picks))
 
 
 def _final_actions(rng: random.Random, palette: Palette) -> tuple[Action, ...]:

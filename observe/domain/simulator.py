@@ -12,8 +12,10 @@ from the ``random.Random`` passed in, event ids included, so a seed replays the 
 
 from __future__ import annotations
 
+import math
 import random
 import uuid
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -37,8 +39,6 @@ from observe.domain.scenarios import (
     ERROR_CHANCE,
     SCENARIO_WEIGHTS,
     SCENARIOS,
-    SLOW_TIMEOUT_CHANCE,
-    TIMEOUT_CHANCE,
     Palette,
     Plan,
     pick_scenario,
@@ -72,6 +72,7 @@ def simulate_round(
     start: datetime,
     policy_hash: str | None,
     scenario: str | None = None,
+    age_s: float = 0.0,
 ) -> list[dict[str, Any]]:
     """The JSON events of one realistic round of ``agent``, starting at ``start`` (aware).
 
@@ -83,8 +84,61 @@ def simulate_round(
         raise ValueError("start must be a timezone-aware datetime")
     if scenario is not None and scenario not in SCENARIO_WEIGHTS:
         raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
-    plan = plan_round(Palette.of(resolution), scenario or pick_scenario(rng), rng)
-    return _Round(resolution, rng, agent, turn_id, iteration, start, plan).run(policy_hash)
+    palette = Palette.of(resolution)
+    plan = plan_round(palette, scenario or pick_scenario(rng), rng)
+    slowing, at_limit = palette.slowing, palette.at_limit
+    latency = Latency(
+        slowing=slowing.tool_id if slowing is not None else None,
+        at_limit=at_limit.tool_id if at_limit is not None else None,
+        age_s=age_s,
+    )
+    return _Round(resolution, rng, agent, turn_id, iteration, start, plan, latency).run(policy_hash)
+
+
+#: Spread of a call's duration around its tool's median (a log-normal's sigma), and the chance
+#: of a tail call several times slower (a cold cache, a retry inside the tool): real tool
+#: latencies are heavy-tailed, not uniform.
+SIGMA: Final = 0.6
+TAIL_CHANCE: Final = 0.05
+#: A tool's median as a share of its timeout; ``slow`` rounds run this many times slower.
+MEDIAN_SHARE: Final = 0.12
+SLOW_FACTOR: Final = 10.0
+#: The tool that keeps timing out runs at this share of its limit (about 40 % time out).
+AT_LIMIT_SHARE: Final = 0.85
+#: The slowing tool: its latency grows by this factor per minute of simulation, up to the cap.
+SLOWING_PER_MINUTE: Final = 3.0
+SLOWING_CAP: Final = 5.0
+
+
+@dataclass(frozen=True)
+class Latency:
+    """How long calls take: per tool a median (from its timeout, or from its id when it has
+    none), spread log-normally with a heavy tail; one tool slows down as the simulation ages,
+    one runs close to its limit."""
+
+    slowing: str | None = None
+    at_limit: str | None = None
+    age_s: float = 0.0
+
+    def median_ms(self, tool_id: str, limit_ms: float | None, scenario: str) -> float:
+        if limit_ms is None:
+            # 40 ms to ~1 s, fixed per tool (a stable hash of its id, not Python's salted one).
+            return 40.0 + zlib.crc32(tool_id.encode("utf-8")) % 960
+        if tool_id == self.at_limit:
+            return AT_LIMIT_SHARE * limit_ms
+        median = MEDIAN_SHARE * limit_ms
+        if tool_id == self.slowing:
+            # Slow because it is slowing down, whatever the round's scenario.
+            return median * min(SLOWING_CAP, 1.0 + SLOWING_PER_MINUTE * self.age_s / 60)
+        if scenario == "slow":
+            median *= SLOW_FACTOR
+        return median
+
+    def draw_ms(self, rng: random.Random, median: float) -> int:
+        duration = median * math.exp(rng.gauss(0.0, SIGMA))
+        if rng.random() < TAIL_CHANCE:
+            duration *= rng.uniform(4.0, 20.0)
+        return max(1, round(duration))
 
 
 @dataclass
@@ -98,6 +152,7 @@ class _Round:
     iteration: int
     start: datetime
     plan: Plan
+    latency: Latency = field(default_factory=Latency)
     events: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
     failed: bool = False
 
@@ -275,10 +330,10 @@ class _Round:
             "tool_id": tool_id,
             "tool_call_id": tool_call_id,
         }
-        limit = design.timeout_s
-        chance = SLOW_TIMEOUT_CHANCE if self.plan.scenario == "slow" else TIMEOUT_CHANCE
-        if limit is not None and self.rng.random() < chance:
-            limit_ms = round(limit * 1000)
+        limit_ms = round(design.timeout_s * 1000) if design.timeout_s is not None else None
+        median = self.latency.median_ms(tool_id, limit_ms, self.plan.scenario)
+        duration = self.latency.draw_ms(self.rng, median)
+        if limit_ms is not None and duration > limit_ms:
             # The runtime notices the deadline a little late.
             elapsed = limit_ms + self.ms(1, 60)
             self.failed = True
@@ -292,10 +347,6 @@ class _Round:
                 async_alternative=design.async_alternative,
             )
             return started + elapsed, "timeout"
-        if limit is not None:
-            duration = self.ms(round(limit * 100), round(limit * 900))
-        else:
-            duration = self.ms(40, 3000)
         status = "error" if self.rng.random() < ERROR_CHANCE else "ok"
         self.failed = self.failed or status == "error"
         self.emit(
@@ -376,6 +427,8 @@ class Simulator:
         self._prefix = f"{self._rng.getrandbits(24):06x}"
         self._deck: list[str] = []
         self._count = 0
+        #: When the first round started: the slowing tool slows with the time since.
+        self._origin: datetime | None = None
 
     def policy_hash(self, agent: str) -> str | None:
         """The ``policy_hash`` this simulator reports for ``agent``."""
@@ -385,6 +438,8 @@ class Simulator:
         """The next round (agent name and its JSON events), starting at ``now``."""
         state = self._agents[self._count % len(self._agents)]
         self._count += 1
+        if self._origin is None:
+            self._origin = now
         events = simulate_round(
             state.resolution,
             rng=self._rng,
@@ -394,6 +449,7 @@ class Simulator:
             start=now,
             policy_hash=self._policy_hashes.get(state.name),
             scenario=self._deal(),
+            age_s=max(0.0, (now - self._origin).total_seconds()),
         )
         retried = events[-1].get("outcome") == "retried"
         goes_on = self._rng.random() < NEXT_ITERATION_CHANCE

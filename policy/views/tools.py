@@ -135,8 +135,23 @@ def tool_edit(request: HtmxHttpRequest, agent: str, index: int, key: str) -> Htt
     target = _target(state, agent, index, key, _namespace(request))
     traits, design = target.entries(state.data)
     if request.method == "GET":
-        form = ToolForm(traits=traits, design=design, with_design=target.with_design)
+        initial = ToolForm.initial_from(traits or {}, design or {})
+        suggested = ToolForm.suggested(request.GET, with_design=target.with_design)
+        form = ToolForm(
+            traits=traits,
+            design=design,
+            with_design=target.with_design,
+            initial={**initial, **suggested},
+        )
         context = _context(state, target, form, _draft_diagnostics(state, target))
+        if suggested:
+            # Filled in from a link (tool health advice): nothing is saved until Save.
+            context["suggested"] = [
+                (name, initial.get(name), value) for name, value in suggested.items()
+            ]
+            context["save_state"] = "unsaved"
+            # The tool's health panel says what the suggested limit does to its recorded calls.
+            context["health_timeout"] = suggested.get("timeout_s")
         return render_page(request, TOOL_TEMPLATE, context)
     form = ToolForm(request.POST, traits=traits, design=design, with_design=target.with_design)
     if not form.is_valid():

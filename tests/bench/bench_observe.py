@@ -42,6 +42,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.bench import bench_health  # noqa: E402 (needs ROOT on the path)
+
 SEED_ROUNDS = int(os.environ.get("SEED_ROUNDS", "100000"))
 LIVE_SECONDS = float(os.environ.get("LIVE_SECONDS", "20"))
 LIVE_RATE = int(os.environ.get("LIVE_RATE", "1000"))
@@ -49,6 +51,8 @@ VIEWERS = int(os.environ.get("LIVE_VIEWERS", "10"))
 #: Targets of the performance issue.
 INGEST_SHARE, INGEST_RATE, FULL_ROUND_RATIO = 0.25, 20_000, 1.5
 LIVE_P99_MS, PAGE_MS, DRY_RUN_RATE = 250.0, 100.0, 250_000
+#: Ingest keeping the tool-health tallies, against ingest without them (same run).
+HEALTH_INGEST_SHARE = 0.9
 #: Passes of each ingest rate (the best is reported; raw executemany gets three).
 INGEST_PASSES = 2
 
@@ -436,6 +440,14 @@ def pages(bench: Bench, cookie: tuple[str, str], token: str) -> dict[str, Any]:
     return out
 
 
+def health_figures(bench: Bench, cookie: tuple[str, str], token: str) -> dict[str, float]:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=bench.url, timeout=60, cookies=dict([cookie])) as client:
+        return bench_health.pages(client, headers, timed)
+
+
 # --- live -----------------------------------------------------------------------------------------
 
 _CARD = re.compile(r'id="round-(\d+)" data-version="(\d+)"')
@@ -695,6 +707,7 @@ def main() -> None:
     try:
         print(f"seeding {SEED_ROUNDS} rounds …", flush=True)
         seed_rounds(SEED_ROUNDS)
+        health_calls = bench_health.seed_tallies(SEED_ROUNDS)
         write = bench.token("events:write")
         read = bench.token("events:read")
         cookie = bench.session_cookie()
@@ -703,10 +716,14 @@ def main() -> None:
         ingest_figures = ingest(bench, write)
         print("pages …", flush=True)
         page_figures = pages(bench, cookie, read)
+        health_pages = health_figures(bench, cookie, read)
         print(f"live: {VIEWERS} viewers, {LIVE_RATE} events/s for {LIVE_SECONDS:g} s …", flush=True)
         live_figures = asyncio.run(live(bench, cookie, write))
     finally:
         bench.stop()
+    # Last: its 160k events must not weigh on the figures above.
+    print("ingest with and without tool-health tallies (in process) …", flush=True)
+    health_ingest = bench_health.ingest_overhead(take_events)
     ing, pg, lv = ingest_figures, page_figures, live_figures
     api_worst = max(pg["api"], key=pg["api"].get)
     rows = [
@@ -763,6 +780,28 @@ def main() -> None:
             for name, ms in pg["api"].items()
         ),
         (
+            "ingest with tool-health tallies (in process, 1000s)",
+            f"{health_ingest['with_per_s']:,} ev/s ({health_ingest['ratio']:.0%})",
+            f"without them {health_ingest['without_per_s']:,} ev/s; tallies"
+            f" {health_ingest['tally_share']:.0%} of ingest's time",
+            "≥90 %",
+            verdict(health_ingest["ratio"] >= HEALTH_INGEST_SHARE),
+        ),
+        (
+            f"Tools view, {SEED_ROUNDS:,} rounds ({health_calls:,} calls)",
+            f"{health_pages['tools_view_ms']:.1f} ms",
+            "—",
+            "≤100 ms",
+            verdict(health_pages["tools_view_ms"] <= PAGE_MS),
+        ),
+        (
+            "GET /api/v1/tools/health (24 h; 7 d beside)",
+            f"{health_pages['api_ms']:.1f} ms",
+            f"7 d {health_pages['api_7d_ms']:.1f} ms",
+            "≤100 ms",
+            verdict(health_pages["api_ms"] <= PAGE_MS),
+        ),
+        (
             "dry-run decisions/s (verdicts, early, ledger)",
             f"{dry['decisions_per_s']:,}/s ({dry['rounds']:,} rounds)",
             f"floor loop {dry['floor_per_s']:,}/s",
@@ -813,6 +852,7 @@ def main() -> None:
             {k: dry[k] for k in ("decisions_per_s", "floor_per_s", "explained_per_s")},
         )
         merge_json(path, "ingest", ing)
+        merge_json(path, "tool_health", {**health_ingest, **health_pages, "calls": health_calls})
         merge_json(path, "live", lv)
         merge_json(
             path,

@@ -45,7 +45,7 @@ def test_an_operations_own_declaration_wins() -> None:
 
 
 def test_health_needs_nothing_and_declares_no_refusal() -> None:
-    (health,) = [op for m, p, op in operations() if p.endswith("/health")]
+    (health,) = [op for m, p, op in operations() if p.endswith("/v1/health")]
     assert declared(health) == {200}
 
 

@@ -364,3 +364,26 @@ def test_it_rejects_a_number_too_large_for_json_clients_with_an_event_error(fiel
     raw[field] = 10**400
     with pytest.raises(EventError, match=field):
         parse_event(raw)
+
+
+@pytest.mark.parametrize(
+    ("event_type", "field", "value"),
+    [
+        ("tool.finished", "duration_ms", 86_400_001),
+        ("tool.finished", "duration_ms", 1e12),
+        ("tool.timeout", "elapsed_ms", 86_400_000.5),
+        ("tool.timeout", "elapsed_ms", 2**52),
+    ],
+)
+def test_it_refuses_a_duration_beyond_a_day(event_type: str, field: str, value: Any) -> None:
+    assert error_of(raw(event_type, **{field: value})).startswith(
+        f"{field} must be at most 86400000 ms (a day)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("event_type", "field", "value"),
+    [("tool.finished", "duration_ms", 86_400_000), ("tool.timeout", "elapsed_ms", 0)],
+)
+def test_it_accepts_a_duration_from_zero_to_a_day(event_type: str, field: str, value: Any) -> None:
+    assert parse_event(raw(event_type, **{field: value})).data[field] == value

@@ -81,7 +81,9 @@ def rounds(seed: int = 1, count: int = 40, **options: Any) -> list[list[dict[str
     return [simulator.next_round(NOW + timedelta(minutes=n))[1] for n in range(count)]
 
 
-def one(scenario: str, seed: int = 0, resolution: Any = RESOLUTION) -> list[dict[str, Any]]:
+def one(
+    scenario: str, seed: int = 0, resolution: Any = RESOLUTION, age_s: float = 0.0
+) -> list[dict[str, Any]]:
     return simulate_round(
         resolution,
         rng=random.Random(seed),
@@ -91,6 +93,7 @@ def one(scenario: str, seed: int = 0, resolution: Any = RESOLUTION) -> list[dict
         start=NOW,
         policy_hash=HASH,
         scenario=scenario,
+        age_s=age_s,
     )
 
 

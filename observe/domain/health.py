@@ -1,0 +1,513 @@
+"""Tool health: what the rounds' tool calls say per tool, kept as mergeable tallies.
+
+A **call** is one action slot (round, attempt, action_index) that finished or timed out; a slot
+reported both ways counts once, as a timeout. Each slot of a round's assembly contributes a small
+tally (counts and one histogram bin) to its tool's time bucket. Tallies are plain counters, so they
+add and **subtract**: ingest adds what a batch's slots say now and subtracts what they said before,
+which is why the aggregates equal a recompute from the stored events whatever the order, the
+repeats or the batching (the assembly itself is order-independent).
+
+Durations go into fixed bins: 1 ms wide below 100 ms, then log-scale bins 2 % wide. A bin reports
+a value at most 1 % (or 1 ms) from any duration it holds, so a nearest-rank percentile read from
+the bins is within max(1 %, 1 ms) of the exact one. A digest (t-digest, KLL) would be smaller but
+cannot subtract, and a replaced ``tool.finished`` must be taken back out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from observe.domain.events import (
+    ACTION_ACCEPTED,
+    ACTION_OBSERVED,
+    ACTION_REJECTED,
+    LEDGER_DEDUP,
+    TOOL_EARLY_STARTED,
+    TOOL_FINISHED,
+    TOOL_TIMEOUT,
+    Event,
+)
+
+#: Bucket width of the kept tallies, in minutes (a window's last quarter needs a few of them
+#: even in the last hour).
+BUCKET_MINUTES: Final = 5
+#: Below this, bins are 1 ms wide (1 % of a duration is less than 1 ms there).
+LINEAR_MS: Final = 100
+#: Width ratio of the log-scale bins: any value of a bin is within 1 % of the reported one.
+RATIO: Final = 1.02
+_LOG_RATIO: Final = math.log(RATIO)
+#: The reported point of a log bin, as a share of its lower edge: 1.00995 keeps both the lower
+#: edge and the upper edge (x 1.02) strictly within 1 % of it.
+_POINT: Final = 1.00995
+#: A timeout whose elapsed time is at least this share of its limit ran into the limit.
+AT_LIMIT_SHARE: Final = 0.9
+
+# Tally keys (a tally maps these to counts; ``h:<bin>`` and ``r:<code>`` are per bin / code).
+CALLS, FINISHED, TIMEOUTS, ERRORS = "calls", "finished", "timeouts", "errors"
+AT_LIMIT, LIMIT_MS = "at_limit", "limit_ms"
+EARLY, EARLY_DROPPED, DEDUPS = "early_starts", "early_dropped", "dedups"
+BIN, REJECTION = "h:", "r:"
+
+#: (agent, tool_id, bucket: "YYYY-MM-DDTHH:MM" for 5 minutes, "YYYY-MM-DDTHH" for an hour)
+TallyKey = tuple[str, str, str]
+
+
+def duration_bin(ms: float) -> int:
+    """The bin of a duration: ``0..99`` the whole milliseconds below 100 ms, then one bin per
+    2 % step."""
+    if ms < LINEAR_MS:
+        return max(0, int(ms))
+    return LINEAR_MS + int(math.log(ms / LINEAR_MS) / _LOG_RATIO)
+
+
+def bin_value(index: int) -> float:
+    """The duration a bin reports (ms): its lower edge below 100 ms, else just above it."""
+    if index < LINEAR_MS:
+        return float(index)
+    return round(LINEAR_MS * RATIO ** (index - LINEAR_MS) * _POINT, 1)
+
+
+def bucket_of(ts: str) -> str:
+    """The bucket a stored time (``YYYY-MM-DDTHH:MM:SS.mmmZ``) falls in, as ``YYYY-MM-DDTHH:MM``."""
+    minute = int(ts[14:16]) // BUCKET_MINUTES * BUCKET_MINUTES
+    return f"{ts[:14]}{minute:02d}"
+
+
+def hour_of(ts: str) -> str:
+    """The hour a stored time falls in, as ``YYYY-MM-DDTHH`` (the name of an hourly tally:
+    each count is kept per 5 minutes and per hour, so a long window reads a twelfth of the
+    rows)."""
+    return ts[:13]
+
+
+#: One count of one tally: (agent, tool_id, bucket, name).
+FlatKey = tuple[str, str, str, str]
+
+
+def slot_counts(agent: str, slot: Mapping[str, Any], out: dict[FlatKey, int], sign: int) -> None:
+    """Add (``sign`` 1) or take back (-1) what one action slot of an assembly contributes, into
+    ``out`` by (agent, tool, bucket, name).
+
+    Each count lands in the bucket of the event that decides it: a call at its timeout (or, when
+    it did not time out, its finish), a rejection at the rejection, an early start at the start.
+    """
+    observed = slot.get(ACTION_OBSERVED)
+    if observed is not None:
+        tool_id = observed[3]
+    else:
+        tool = slot.get("tool")
+        tool_id = tool[2] if tool is not None else None
+    if not isinstance(tool_id, str):
+        return
+    get = out.get
+
+    def add(ts: str, name: str, amount: int = 1) -> None:
+        key = (agent, tool_id, bucket_of(ts), name)
+        out[key] = get(key, 0) + sign * amount
+        key = (agent, tool_id, ts[:13], name)
+        out[key] = get(key, 0) + sign * amount
+
+    timeout = slot.get(TOOL_TIMEOUT)
+    if timeout is not None:
+        # [ts, id, tool_call_id, limit_ms, elapsed_ms, async_alternative]
+        ts, limit, elapsed = timeout[0], timeout[3], timeout[4]
+        add(ts, CALLS)
+        add(ts, TIMEOUTS)
+        if isinstance(limit, int | float) and math.isfinite(limit) and limit > 0:
+            add(ts, LIMIT_MS, round(limit))
+            if isinstance(elapsed, int | float) and elapsed >= AT_LIMIT_SHARE * limit:
+                add(ts, AT_LIMIT)
+    else:
+        finished = slot.get(TOOL_FINISHED)
+        if finished is not None:
+            # [ts, id, tool_call_id, status, duration_ms]
+            ts, duration = finished[0], finished[4]
+            add(ts, CALLS)
+            add(ts, FINISHED)
+            if finished[3] == "error":
+                add(ts, ERRORS)
+            if isinstance(duration, int | float) and math.isfinite(duration):
+                add(ts, f"{BIN}{duration_bin(duration)}")
+    rejected = slot.get(ACTION_REJECTED)
+    dropped = False
+    if rejected is not None:
+        accepted = slot.get(ACTION_ACCEPTED)
+        dropped = accepted is None or (rejected[0], rejected[1]) > (accepted[0], accepted[1])
+        if dropped:
+            add(rejected[0], f"{REJECTION}{rejected[2]}")
+    early = slot.get(TOOL_EARLY_STARTED)
+    if early is not None:
+        add(early[0], EARLY)
+        if dropped:
+            add(early[0], EARLY_DROPPED)
+    dedup = slot.get(LEDGER_DEDUP)
+    if dedup is not None:
+        add(dedup[0], DEDUPS)
+
+
+def grouped(flat: Mapping[FlatKey, int]) -> dict[TallyKey, dict[str, int]]:
+    """Flat counts as tallies by (agent, tool, bucket), zero counts left out (the stored form)."""
+    found: dict[TallyKey, dict[str, int]] = {}
+    for (agent, tool_id, bucket, name), amount in flat.items():
+        if amount:
+            found.setdefault((agent, tool_id, bucket), {})[name] = amount
+    return found
+
+
+def nonzero(tally: Mapping[str, int]) -> dict[str, int]:
+    """The tally without its zero counts (the stored form)."""
+    return {name: amount for name, amount in tally.items() if amount}
+
+
+@dataclass(frozen=True)
+class Before:
+    """The slots a batch is about to change, copied as they are now (``touched``: every slot key
+    the batch names, new ones included)."""
+
+    slots: Mapping[str, Mapping[str, Any]]
+    touched: frozenset[str]
+
+
+def slots_before(state: Mapping[str, Any], events: Iterable[Event]) -> Before:
+    """Take :class:`Before` ahead of a merge. Merging replaces a slot's marks in place and every
+    mark is a new list, so a shallow copy of each slot keeps the old marks."""
+    slots: Mapping[str, dict[str, Any]] = state.get("slots", {})
+    pairs = set()
+    for event in events:
+        index = event.data.get("action_index")
+        if index.__class__ is int:
+            pairs.add((event.attempt, index))
+    touched = frozenset(f"{attempt}:{index}" for attempt, index in pairs)
+    return Before({key: dict(slots[key]) for key in touched if key in slots}, touched)
+
+
+def round_change(
+    agent: str, before: Before, state: Mapping[str, Any], out: dict[FlatKey, int]
+) -> None:
+    """Add to ``out`` what a merge changed: the touched slots now minus the same slots before."""
+    slots: Mapping[str, Mapping[str, Any]] = state.get("slots", {})
+    for old in before.slots.values():
+        slot_counts(agent, old, out, -1)
+    for key in before.touched:
+        slot = slots.get(key)
+        if slot is not None:
+            slot_counts(agent, slot, out, 1)
+
+
+def round_tallies(agent: str, state: Mapping[str, Any]) -> dict[TallyKey, dict[str, int]]:
+    """Every slot's tallies of one round (the recompute)."""
+    flat: dict[FlatKey, int] = {}
+    for slot in state.get("slots", {}).values():
+        slot_counts(agent, slot, flat, 1)
+    return grouped(flat)
+
+
+# --- reading tallies back ------------------------------------------------------------------
+
+
+def percentile(bins: Mapping[int, int], p: float) -> float | None:
+    """Nearest-rank percentile (the value at rank ceil(p*n)) from binned counts."""
+    n = sum(bins.values())
+    if n <= 0:
+        return None
+    rank = max(1, math.ceil(p * n))
+    seen = 0
+    for index in sorted(bins):
+        seen += bins[index]
+        if seen >= rank:
+            return bin_value(index)
+    return bin_value(max(bins))
+
+
+def calls_over(bins: Mapping[int, int], limit_ms: float) -> int:
+    """How many binned durations ran longer than ``limit_ms`` (read from the bins, so within
+    the bins' 1 % of the limit)."""
+    return sum(count for index, count in bins.items() if bin_value(index) > limit_ms)
+
+
+def exact_percentile(values: Iterable[float], p: float) -> float | None:
+    """The exact nearest-rank percentile (for tests and the docs' definition)."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    return ordered[max(1, math.ceil(p * len(ordered))) - 1]
+
+
+@dataclass
+class ToolStats:
+    """One tool's tallies summed over a window (or part of one)."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def add(self, tally: Mapping[str, int]) -> None:
+        self.counts.update(tally)
+
+    @property
+    def bins(self) -> dict[int, int]:
+        # Only bin names start with "h" (``h:<bin>``).
+        return {
+            int(name[2:]): amount
+            for name, amount in self.counts.items()
+            if name[0] == "h" and amount > 0
+        }
+
+    @property
+    def rejections(self) -> dict[str, int]:
+        return {
+            name[len(REJECTION) :]: amount
+            for name, amount in sorted(self.counts.items())
+            if name.startswith(REJECTION) and amount > 0
+        }
+
+    def __getitem__(self, name: str) -> int:
+        return self.counts[name]
+
+    @property
+    def timeout_rate(self) -> float | None:
+        calls = self.counts[CALLS]
+        return self.counts[TIMEOUTS] / calls if calls else None
+
+    def summary(self) -> dict[str, Any]:
+        """The numbers of the API's tool object (percentiles in ms, null without finished calls)."""
+        bins = self.bins
+        calls, dedups = self.counts[CALLS], self.counts[DEDUPS]
+        rate = self.timeout_rate
+        return {
+            "calls": calls,
+            "p50_ms": percentile(bins, 0.50),
+            "p95_ms": percentile(bins, 0.95),
+            "p99_ms": percentile(bins, 0.99),
+            "max_ms": percentile(bins, 1.0),
+            "timeouts": self.counts[TIMEOUTS],
+            "timeout_rate": round(rate, 4) if rate is not None else None,
+            "errors": self.counts[ERRORS],
+            "rejections": self.rejections,
+            "early_starts": self.counts[EARLY],
+            "dedups": dedups,
+            # The share of calls the ledger saved: of the calls the model asked for (made ones
+            # plus deduplicated ones), how many were served by an earlier call.
+            "dedup_share": round(dedups / (calls + dedups), 4) if calls + dedups else None,
+        }
+
+
+# --- advice ----------------------------------------------------------------------------------
+
+#: Headroom over the observed p99 when a timeout is suggested.
+HEADROOM: Final = 1.5
+#: A rising timeout rate must be this unlikely under "no change" (one-sided).
+RISING_P: Final = 0.01
+#: Of the timeouts, this share at the limit makes the limit "too tight".
+CLUSTERED_SHARE: Final = 0.8
+#: Of the early executions, more than this share dropped or deduplicated away is "ineffective".
+INEFFECTIVE_SHARE: Final = 0.5
+#: The seed's bound on a synchronous call (s): a suggestion past it is an async job instead.
+SYNC_CAP_S: Final = 30
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    min_calls: int = 20
+    timeout_rate: float = 0.05
+    async_p95_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class ToolDesign:
+    """What the policy says of a tool that the rules read (from its effective traits and its
+    execution design)."""
+
+    timeout_s: float | None = None
+    mode: str = "sync"
+    retry: str | None = None
+    confirm: bool = False
+    async_alternative: str | None = None
+    exploitation: bool = False
+    early: bool = False
+
+
+def _log_comb(n: int, k: int) -> float:
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+def rising_p_value(late_hits: int, late_n: int, rest_hits: int, rest_n: int) -> float:
+    """One-sided Fisher exact test: the chance of at least ``late_hits`` of all the timeouts
+    landing among the late calls if both parts had the same rate (the hypergeometric tail; exact
+    for any count, so small samples are judged fairly)."""
+    total, hits = late_n + rest_n, late_hits + rest_hits
+    if late_n <= 0 or rest_n <= 0 or hits <= 0:
+        return 1.0
+    base = _log_comb(total, hits)
+    tail = 0.0
+    for x in range(late_hits, min(hits, late_n) + 1):
+        if hits - x > rest_n:
+            continue
+        tail += math.exp(_log_comb(late_n, x) + _log_comb(rest_n, hits - x) - base)
+    return min(1.0, tail)
+
+
+def _seconds(ms: float) -> float:
+    """A suggested time limit: seconds, rounded up to a whole second (at least 1)."""
+    return float(max(1, math.ceil(ms / 1000)))
+
+
+def advise(
+    stats: ToolStats,
+    late: ToolStats,
+    design: ToolDesign,
+    thresholds: Thresholds = Thresholds(),
+) -> list[dict[str, Any]]:
+    """The advice the calls support, each ``{"code", "message", "evidence"}``. ``late``: the
+    window's last quarter (the rest is ``stats`` minus it). ``evidence["suggested"]``, when
+    present, is the edit the tool editor opens with (never applied here)."""
+    advice: list[dict[str, Any]] = []
+    calls, finished, timeouts = stats[CALLS], stats[FINISHED], stats[TIMEOUTS]
+    bins = stats.bins
+    p95, p99 = percentile(bins, 0.95), percentile(bins, 0.99)
+    rate = stats.timeout_rate
+    enough = calls >= thresholds.min_calls
+
+    if design.timeout_s is None and finished >= thresholds.min_calls and p99 is not None:
+        value = _seconds(p99 * HEADROOM)
+        advice.append(
+            {
+                "code": "timeout-suggested",
+                "message": (
+                    f"No timeout_s is set. {finished} finished calls have a p99 of"
+                    f" {p99:g} ms; with {HEADROOM:g}x headroom, set timeout_s to {value:g}."
+                ),
+                "evidence": {
+                    "calls": finished,
+                    "p99_ms": p99,
+                    "headroom": HEADROOM,
+                    "suggested": {"timeout_s": value},
+                },
+            }
+        )
+
+    at_limit = stats[AT_LIMIT]
+    if (
+        enough
+        and rate is not None
+        and rate > thresholds.timeout_rate
+        and timeouts
+        and at_limit / timeouts >= CLUSTERED_SHARE
+    ):
+        limit_ms = stats[LIMIT_MS] / timeouts
+        value = _seconds(limit_ms * 2)
+        evidence: dict[str, Any] = {
+            "calls": calls,
+            "timeouts": timeouts,
+            "timeout_rate": round(rate, 4),
+            "at_limit": at_limit,
+            "mean_limit_ms": round(limit_ms, 1),
+        }
+        if design.mode != "sync" or value <= SYNC_CAP_S:
+            evidence["suggested"] = {"timeout_s": value}
+        advice.append(
+            {
+                "code": "timeout-too-tight",
+                "message": (
+                    f"{timeouts} of {calls} calls timed out ({rate:.1%}, above"
+                    f" {thresholds.timeout_rate:.0%}), {at_limit} of them at the limit of"
+                    f" about {limit_ms / 1000:g} s: the limit cuts off calls that were still"
+                    " working. Raise timeout_s"
+                    + (f" to {value:g}" if "suggested" in evidence else "")
+                    + ", or make the tool an async job."
+                ),
+                "evidence": evidence,
+            }
+        )
+
+    if design.mode == "sync":
+        reasons: list[str] = []
+        evidence = {"calls": calls}
+        slow = p95 is not None and p95 > thresholds.async_p95_s * 1000
+        if finished >= thresholds.min_calls and p95 is not None and slow:
+            reasons.append(f"its p95 is {p95 / 1000:g} s, over {thresholds.async_p95_s:g} s")
+            evidence["p95_ms"] = p95
+        rest_calls, rest_timeouts = calls - late[CALLS], timeouts - late[TIMEOUTS]
+        if enough:
+            p_value = rising_p_value(late[TIMEOUTS], late[CALLS], rest_timeouts, rest_calls)
+            if p_value < RISING_P:
+                reasons.append(
+                    f"its timeout rate rose from {rest_timeouts} of {rest_calls} calls to"
+                    f" {late[TIMEOUTS]} of {late[CALLS]} in the window's last quarter"
+                    f" (one-sided Fisher exact test, p = {p_value:.2g})"
+                )
+                evidence.update(
+                    late_calls=late[CALLS],
+                    late_timeouts=late[TIMEOUTS],
+                    earlier_calls=rest_calls,
+                    earlier_timeouts=rest_timeouts,
+                    p_value=float(f"{p_value:.3g}"),
+                )
+        if reasons:
+            target = (
+                f"; callers can use {design.async_alternative} instead"
+                if design.async_alternative
+                else "; start the job, return its id, and poll a status tool"
+            )
+            evidence["suggested"] = {"mode": "async_job"}
+            advice.append(
+                {
+                    "code": "async-candidate",
+                    "message": (
+                        "A synchronous tool that "
+                        + " and ".join(reasons)
+                        + f": convert it to an async job (the Async Job pattern){target}."
+                    ),
+                    "evidence": evidence,
+                }
+            )
+
+    early_runs = stats[EARLY] + stats[DEDUPS]
+    if design.early and early_runs >= thresholds.min_calls:
+        wasted = stats[EARLY_DROPPED] + stats[DEDUPS]
+        if wasted / early_runs > INEFFECTIVE_SHARE:
+            advice.append(
+                {
+                    "code": "early-ineffective",
+                    "message": (
+                        f"{wasted} of {early_runs} early executions were dropped (the action"
+                        " was rejected) or deduplicated away: starting early rarely saves"
+                        " time here. Consider turning early start off."
+                    ),
+                    "evidence": {
+                        "calls": early_runs,
+                        "early_starts": stats[EARLY],
+                        "dropped": stats[EARLY_DROPPED],
+                        "dedups": stats[DEDUPS],
+                        "suggested": {"early": False},
+                    },
+                }
+            )
+
+    if (
+        design.exploitation
+        and timeouts
+        and enough
+        and design.retry not in ("natural_key", "idempotency_key", "dedup")
+        and not design.confirm
+    ):
+        advice.append(
+            {
+                "code": "retry-risk",
+                "message": (
+                    f"An exploitation tool timed out {timeouts} times in {calls} calls and has"
+                    " no retry story (exploitation-unsafe-retry): a caller that retries after a"
+                    " timeout may apply the change twice. Give it an idempotency key, or a"
+                    " confirmation gate."
+                ),
+                "evidence": {
+                    "calls": calls,
+                    "timeouts": timeouts,
+                    "diagnostic": "exploitation-unsafe-retry",
+                    "suggested": {"retry": "idempotency_key"},
+                },
+            }
+        )
+    return advice

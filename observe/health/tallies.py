@@ -1,0 +1,173 @@
+"""The stored tallies: kept by ingest, rebuilt from the stored events, compared in tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+import orjson
+from django.db import connection, transaction
+from django.db.models import F
+
+from observe.domain.events import stored_event
+from observe.domain.health import (
+    Before,
+    FlatKey,
+    TallyKey,
+    grouped,
+    round_change,
+    slot_counts,
+)
+from observe.domain.rounds import assembly_merge, assembly_new
+from observe.models import Event, Round, StreamCounter, ToolHealthBucket
+
+#: What ingest hands over per round it merged: the agent, the touched slots before the merge,
+#: and the round's assembly after it.
+RoundMerge = tuple[str, Before, dict[str, Any]]
+
+
+@lru_cache(maxsize=4096)
+def bucket_time(bucket: str) -> datetime:
+    """The start of a bucket named ``YYYY-MM-DDTHH:MM`` or (an hour) ``YYYY-MM-DDTHH``, UTC."""
+    return datetime.fromisoformat(
+        f"{bucket}:00:00+00:00" if len(bucket) == 13 else f"{bucket}:00+00:00"
+    )
+
+
+def span_of(bucket: str) -> int:
+    """Minutes a bucket name covers."""
+    return 60 if len(bucket) == 13 else 5
+
+
+def bucket_name(moment: datetime, span: int = 5) -> str:
+    return moment.strftime("%Y-%m-%dT%H" if span == 60 else "%Y-%m-%dT%H:%M")
+
+
+def tool_health_record(*, rounds: Sequence[RoundMerge]) -> None:
+    """Fold what a batch changed into the stored tallies (inside the batch's transaction).
+
+    Ingest holds the stream counter's row lock while it runs (batches write one after another on
+    every database), so reading, adding and writing the touched rows cannot race another batch.
+    """
+    flat: dict[FlatKey, int] = {}
+    for agent, before, state in rounds:
+        round_change(agent, before, state, flat)
+    change = grouped(flat)
+    if change:
+        _apply(change)
+
+
+def _json(value: Any) -> Any:
+    field = ToolHealthBucket._meta.get_field("tally")
+    if connection.vendor == "sqlite":
+        return orjson.dumps(value).decode("utf-8")
+    return field.get_db_prep_save(value, connection)
+
+
+def _time(value: datetime) -> Any:
+    field = ToolHealthBucket._meta.get_field("bucket")
+    return field.get_db_prep_save(value, connection)
+
+
+def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
+    """One read of the touched rows, one UPDATE and one INSERT statement (``executemany``)."""
+    agents = {agent for agent, _, _ in change}
+    buckets = {bucket_time(bucket) for _, _, bucket in change}
+    held: dict[TallyKey, tuple[int, dict[str, int]]] = {}
+    rows = ToolHealthBucket.objects.filter(agent__in=agents, bucket__in=buckets).values_list(
+        "pk", "agent", "tool_id", "span", "bucket", "tally"
+    )
+    for pk, agent, tool_id, span, bucket, tally in rows:
+        held[(agent, tool_id, bucket_name(bucket, span))] = (pk, tally)
+    updates, inserts = [], []
+    for key, delta in change.items():
+        found = held.get(key)
+        if found is None:
+            inserts.append(
+                (key[0], key[1], span_of(key[2]), _time(bucket_time(key[2])), _json(delta))
+            )
+            continue
+        tally = dict(found[1])
+        for name, amount in delta.items():
+            total = tally.get(name, 0) + amount
+            if total:
+                tally[name] = total
+            else:
+                tally.pop(name, None)
+        updates.append((_json(tally), found[0]))
+    quote = connection.ops.quote_name
+    table = quote(ToolHealthBucket._meta.db_table)
+    with connection.cursor() as cursor:
+        if updates:
+            cursor.executemany(
+                f"UPDATE {table} SET {quote('tally')} = %s WHERE {quote('id')} = %s", updates
+            )
+        if inserts:
+            names = ("agent", "tool_id", "span", "bucket", "tally")
+            columns = ", ".join(quote(name) for name in names)
+            marks = ", ".join(["%s"] * len(names))
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", inserts)
+
+
+def stored_tallies() -> dict[TallyKey, dict[str, int]]:
+    """The kept tallies, without empty ones (what a recompute is compared with)."""
+    return {
+        (row.agent, row.tool_id, bucket_name(row.bucket, row.span)): dict(row.tally)
+        for row in ToolHealthBucket.objects.all()
+        if row.tally
+    }
+
+
+#: Rounds read per query by the recompute.
+_CHUNK = 500
+
+
+def _round_events(chunk: Sequence[int]) -> Iterator[tuple[int, list[Any]]]:
+    rows = Event.objects.filter(round_id__in=chunk).values_list("round_id", "data")
+    by_round: dict[int, list[Any]] = {}
+    for round_id, data in rows:
+        by_round.setdefault(round_id, []).append(data)
+    yield from by_round.items()
+
+
+def recomputed_tallies() -> dict[TallyKey, dict[str, int]]:
+    """The tallies the stored events give, each round assembled afresh from its events."""
+    flat: dict[FlatKey, int] = {}
+    agents = dict(Round.objects.values_list("pk", "agent"))
+    ids = sorted(agents)
+    for first in range(0, len(ids), _CHUNK):
+        for round_id, datas in _round_events(ids[first : first + _CHUNK]):
+            state = assembly_merge(assembly_new(), [stored_event(data) for data in datas])
+            for slot in state["slots"].values():
+                slot_counts(agents[round_id], slot, flat, 1)
+    return grouped(flat)
+
+
+def tool_health_backfill() -> int:
+    """Replace the kept tallies with a recompute from the stored events; returns how many
+    buckets it wrote. Rerunning it gives the same rows. The stream counter's row is locked
+    first, as ingest does, so no batch merges while the tallies are rebuilt."""
+    with transaction.atomic():
+        if connection.vendor != "sqlite":
+            list(StreamCounter.objects.select_for_update().filter(pk=StreamCounter.SINGLETON_ID))
+        else:
+            # SQLite: take the write lock now (a write), not at the first insert.
+            StreamCounter.objects.filter(pk=StreamCounter.SINGLETON_ID).update(value=F("value"))
+        tallies = recomputed_tallies()
+        ToolHealthBucket.objects.all().delete()
+        ToolHealthBucket.objects.bulk_create(
+            [
+                ToolHealthBucket(
+                    agent=agent,
+                    tool_id=tool_id,
+                    span=span_of(bucket),
+                    bucket=bucket_time(bucket),
+                    tally=tally,
+                )
+                for (agent, tool_id, bucket), tally in tallies.items()
+            ],
+            batch_size=1000,
+        )
+    return len(tallies)

@@ -1,0 +1,174 @@
+"""Tool health in the domain: histogram percentiles, the rising-rate test, the advice rules."""
+
+from __future__ import annotations
+
+from collections import Counter
+from fractions import Fraction
+from math import comb
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from observe.domain.health import (
+    AT_LIMIT,
+    BIN,
+    CALLS,
+    DEDUPS,
+    EARLY,
+    EARLY_DROPPED,
+    FINISHED,
+    LIMIT_MS,
+    TIMEOUTS,
+    Thresholds,
+    ToolDesign,
+    ToolStats,
+    advise,
+    bucket_of,
+    duration_bin,
+    exact_percentile,
+    percentile,
+    rising_p_value,
+)
+
+durations = st.floats(0, 86_400_000, allow_nan=False) | st.integers(0, 86_400_000)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(durations, min_size=1, max_size=200), p=st.sampled_from((0.5, 0.95, 0.99, 1.0))
+)
+def test_it_reads_a_nearest_rank_percentile_within_one_percent_or_one_ms(
+    values: list[float], p: float
+) -> None:
+    bins = Counter(duration_bin(value) for value in values)
+    exact = exact_percentile(values, p)
+    read = percentile(bins, p)
+    assert exact is not None
+    assert read is not None
+    assert abs(read - exact) <= max(0.01 * exact, 1.0)
+
+
+def test_it_reads_whole_milliseconds_below_100_ms_exactly() -> None:
+    bins = Counter(duration_bin(v) for v in [3, 7, 7, 42, 99])
+    assert percentile(bins, 0.5) == 7
+    assert percentile(bins, 1.0) == 99
+
+
+def test_it_puts_a_time_in_its_five_minute_bucket() -> None:
+    assert bucket_of("2026-11-29T17:59:59.999Z") == "2026-11-29T17:55"
+    assert bucket_of("2026-11-29T18:00:00.000Z") == "2026-11-29T18:00"
+
+
+def _exact_tail(late_hits: int, late_n: int, rest_hits: int, rest_n: int) -> float:
+    total, hits = late_n + rest_n, late_hits + rest_hits
+    tail = sum(
+        Fraction(comb(late_n, x) * comb(rest_n, hits - x), comb(total, hits))
+        for x in range(late_hits, min(hits, late_n) + 1)
+    )
+    return float(tail)
+
+
+@pytest.mark.parametrize(
+    "counts", [(5, 10, 0, 30), (3, 25, 1, 75), (10, 50, 10, 150), (0, 10, 4, 30), (40, 60, 2, 180)]
+)
+def test_it_computes_the_one_sided_fisher_tail_exactly(counts: tuple[int, int, int, int]) -> None:
+    assert rising_p_value(*counts) == pytest.approx(_exact_tail(*counts), rel=1e-9)
+
+
+def test_it_does_not_call_a_small_rise_significant() -> None:
+    # 2 of 10 late against 1 of 30 before: a plain difference of rates (20 % vs 3 %) looks large;
+    # the exact test says it is chance at this sample size.
+    assert rising_p_value(2, 10, 1, 30) > 0.01
+
+
+def stats(**counts: int) -> ToolStats:
+    found = ToolStats()
+    found.add(counts)
+    return found
+
+
+def binned(values: list[float], **counts: int) -> ToolStats:
+    found = stats(**counts)
+    found.add(Counter(f"{BIN}{duration_bin(v)}" for v in values))
+    return found
+
+
+def codes(advice: list[dict[str, object]]) -> list[object]:
+    return [item["code"] for item in advice]
+
+
+def test_it_suggests_a_timeout_from_the_p99_with_headroom() -> None:
+    values = [100.0] * 98 + [7900.0, 7900.0]
+    found = advise(binned(values, calls=100, finished=100), stats(), ToolDesign())
+    (item,) = found
+    assert item["code"] == "timeout-suggested"
+    evidence = item["evidence"]
+    assert isinstance(evidence, dict)
+    assert evidence["calls"] == 100
+    # p99 ≈ 7.9 s, x1.5 = 11.9 s, rounded up to whole seconds.
+    assert evidence["suggested"] == {"timeout_s": 12.0}
+
+
+def test_it_gives_no_advice_below_the_minimum_sample() -> None:
+    values = [100.0] * 19
+    assert advise(binned(values, calls=19, finished=19), stats(), ToolDesign()) == []
+
+
+def test_it_calls_a_timeout_too_tight_when_timeouts_cluster_at_the_limit() -> None:
+    total = stats(calls=40, finished=30, timeouts=10, at_limit=9, limit_ms=20000)
+    found = advise(total, stats(), ToolDesign(timeout_s=2.0))
+    assert codes(found) == ["timeout-too-tight"]
+    evidence = found[0]["evidence"]
+    assert isinstance(evidence, dict)
+    assert evidence["suggested"] == {"timeout_s": 4.0}
+    assert evidence["timeout_rate"] == 0.25
+
+
+def test_it_does_not_call_scattered_timeouts_too_tight() -> None:
+    total = stats(calls=40, finished=30, timeouts=10, at_limit=2, limit_ms=20000)
+    assert advise(total, stats(), ToolDesign(timeout_s=2.0)) == []
+
+
+def test_it_names_the_async_alternative_when_the_timeout_rate_rises() -> None:
+    total = stats(calls=120, finished=108, timeouts=12, at_limit=3, limit_ms=12 * 20000)
+    late = stats(calls=30, timeouts=11)
+    found = advise(total, late, ToolDesign(timeout_s=20.0, async_alternative="report.start"))
+    assert "async-candidate" in codes(found)
+    item = next(a for a in found if a["code"] == "async-candidate")
+    assert "report.start" in str(item["message"])
+    assert "Fisher" in str(item["message"])
+    evidence = item["evidence"]
+    assert isinstance(evidence, dict)
+    assert evidence["late_timeouts"] == 11
+    assert evidence["p_value"] < 0.01
+
+
+def test_it_calls_a_slow_synchronous_tool_an_async_candidate_but_not_an_async_one() -> None:
+    slow = binned([12_000.0] * 30, calls=30, finished=30)
+    assert codes(advise(slow, stats(), ToolDesign(timeout_s=30.0))) == ["async-candidate"]
+    assert advise(slow, stats(), ToolDesign(timeout_s=30.0, mode="async_job")) == []
+
+
+def test_it_calls_early_start_ineffective_when_most_early_runs_are_wasted() -> None:
+    total = stats(calls=30, finished=30, **{EARLY: 20, EARLY_DROPPED: 12, DEDUPS: 5})
+    assert codes(advise(total, stats(), ToolDesign(timeout_s=5.0, early=True))) == [
+        "early-ineffective"
+    ]
+    assert advise(total, stats(), ToolDesign(timeout_s=5.0, early=False)) == []
+
+
+def test_it_warns_of_retry_risk_on_an_exploitation_tool_that_times_out() -> None:
+    total = stats(**{CALLS: 25, FINISHED: 24, TIMEOUTS: 1, AT_LIMIT: 0, LIMIT_MS: 5000})
+    design = ToolDesign(timeout_s=5.0, exploitation=True)
+    found = advise(total, stats(), design)
+    assert codes(found) == ["retry-risk"]
+    assert advise(total, stats(), ToolDesign(timeout_s=5.0, exploitation=True, confirm=True)) == []
+
+
+def test_it_reads_its_thresholds_from_the_caller() -> None:
+    values = [100.0] * 10
+    found = advise(
+        binned(values, calls=10, finished=10), stats(), ToolDesign(), Thresholds(min_calls=5)
+    )
+    assert codes(found) == ["timeout-suggested"]

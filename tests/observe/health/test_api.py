@@ -1,0 +1,176 @@
+"""GET /api/v1/tools/health: the shape, the filters, an empty window, unknown tools, advice."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from observe.services import events_ingest
+from tests.observe.ingest_support import load_sample_into_draft
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/tools/health"
+AT = datetime.now(UTC) - timedelta(minutes=30)
+TOOL_KEYS = {
+    "agent",
+    "tool_id",
+    "calls",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "max_ms",
+    "timeouts",
+    "timeout_rate",
+    "errors",
+    "rejections",
+    "early_starts",
+    "dedups",
+    "dedup_share",
+    "drifted_rounds",
+    "trend",
+    "traits",
+    "execution",
+    "advice",
+}
+
+
+def call(
+    tool: str, kind: str, turn: str, *, at: datetime = AT, agent: str = "main", **fields: Any
+) -> dict[str, Any]:
+    return {
+        "event_id": str(uuid.uuid4()),
+        "ts": at.isoformat().replace("+00:00", "Z"),
+        "agent": agent,
+        "turn_id": turn,
+        "iteration": 0,
+        "type": kind,
+        "action_index": 0,
+        "tool_id": tool,
+        "tool_call_id": "c",
+        **fields,
+    }
+
+
+def finished(tool: str, turn: str, ms: float, **kw: Any) -> dict[str, Any]:
+    return call(tool, "tool.finished", turn, status="ok", duration_ms=ms, **kw)
+
+
+def timed_out(tool: str, turn: str, limit: float, **kw: Any) -> dict[str, Any]:
+    return call(
+        tool, "tool.timeout", turn, limit_ms=limit, elapsed_ms=limit, async_alternative=None, **kw
+    )
+
+
+def entry(body: dict[str, Any], tool_id: str) -> dict[str, Any]:
+    return next(t for t in body["tools"] if t["tool_id"] == tool_id)
+
+
+def test_it_answers_per_tool_numbers_beside_the_policy(viewer_client: Client) -> None:
+    load_sample_into_draft()
+    tool = "workspace_jobs.search"
+    events_ingest([finished(tool, f"t{i}", float(i + 1)) for i in range(100)])
+    events_ingest([timed_out(tool, f"x{i}", 2000) for i in range(3)])
+    response = viewer_client.get(URL, {"agent": "main", "since": "1h"})
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body["window"]) == {"since", "until"}
+    assert body["empty"] is False
+    found = entry(body, tool)
+    assert set(found) >= TOOL_KEYS
+    assert found["calls"] == 103
+    assert (found["p50_ms"], found["p95_ms"], found["p99_ms"], found["max_ms"]) == (
+        50,
+        95,
+        99,
+        101.0,  # 100 ms read from its 2 % bin: within 1 %
+    )
+    assert found["timeouts"] == 3
+    assert found["timeout_rate"] == round(3 / 103, 4)
+    assert found["execution"]["timeout_s"] == 2
+    assert found["traits"]["strategy"] == ["exploration"]
+    assert found["in_policy"] is True
+    assert sum(point["calls"] for point in found["trend"]) == 103
+    # Every tool of the agent is listed, the ones with no calls too.
+    quiet = entry(body, "workspace_jobs.export_report")
+    assert quiet["calls"] == 0
+    assert quiet["p95_ms"] is None
+
+
+def test_it_lists_a_tool_the_policy_does_not_know_as_such(viewer_client: Client) -> None:
+    load_sample_into_draft()
+    events_ingest([finished("ghost.tool", "t1", 5.0)])
+    found = entry(viewer_client.get(URL, {"agent": "main"}).json(), "ghost.tool")
+    assert found["in_policy"] is False
+    assert found["traits"] is None
+    assert found["advice"] == []
+
+
+def test_it_says_so_when_the_window_holds_no_calls(viewer_client: Client) -> None:
+    load_sample_into_draft()
+    events_ingest([finished("workspace_jobs.search", "t1", 5.0)])
+    body = viewer_client.get(
+        URL, {"since": "2020-01-01T00:00:00Z", "until": "2020-01-02T00:00:00Z"}
+    ).json()
+    assert body["empty"] is True
+    assert body["message"].startswith("No tool calls were recorded between 2020-01-01")
+
+
+def test_it_filters_by_tool_substring_and_agent(viewer_client: Client) -> None:
+    load_sample_into_draft()
+    events_ingest(
+        [finished("workspace_jobs.search", "t1", 5.0), finished("other.x", "t2", 5.0, agent="b")]
+    )
+    body = viewer_client.get(URL, {"agent": "main", "tool": "SEARCH"}).json()
+    assert {t["tool_id"] for t in body["tools"]} == {
+        "workspace_jobs.search",
+        "named_services.search_objects",
+        "react.memsearch",
+    }
+    assert all(t["agent"] == "main" for t in body["tools"])
+
+
+def test_it_suggests_a_timeout_for_a_tool_without_one(viewer_client: Client) -> None:
+    load_sample_into_draft()
+    tool = "react.read"  # a built-in: no execution design
+    events_ingest([finished(tool, f"t{i}", 1000.0) for i in range(25)])
+    found = entry(viewer_client.get(URL, {"agent": "main"}).json(), tool)
+    (advice,) = found["advice"]
+    assert advice["code"] == "timeout-suggested"
+    assert advice["evidence"]["calls"] == 25
+
+
+@pytest.mark.parametrize("value", ["yesterday", "2026-13-01"])
+def test_it_refuses_a_time_it_cannot_read(viewer_client: Client, value: str) -> None:
+    response = viewer_client.get(URL, {"since": value})
+    assert response.status_code == 422
+    assert response.json()["error"].startswith("since must be an ISO 8601 date")
+
+
+def test_it_needs_a_login(client: Client) -> None:
+    assert client.get(URL).status_code == 401
+
+
+def test_it_counts_a_long_window_from_hourly_and_five_minute_rows_alike(
+    viewer_client: Client,
+) -> None:
+    load_sample_into_draft()
+    now = datetime.now(UTC)
+    times = [now - timedelta(minutes=7 * n + 1) for n in range(45)]  # the last ~5 hours
+    events_ingest(
+        [finished("workspace_jobs.search", f"t{n}", 10.0 + n, at=at) for n, at in enumerate(times)]
+    )
+    since_sent = (now - timedelta(hours=3, minutes=17)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    body = viewer_client.get(
+        URL, {"agent": "main", "tool": "workspace_jobs.search", "since": since_sent}
+    )
+    window = body.json()["window"]
+    since = datetime.fromisoformat(window["since"])
+    expected = sum(1 for at in times if at >= since)
+    (found,) = body.json()["tools"]
+    assert found["calls"] == expected
+    assert sum(point["calls"] for point in found["trend"]) == expected

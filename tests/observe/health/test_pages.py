@@ -1,0 +1,146 @@
+"""The Tools view, one tool's health page and panel, and the editor opened from advice."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
+
+import pytest
+from django.test import Client
+
+from observe.services import events_ingest
+from tests.observe.health.test_api import finished, timed_out
+from tests.observe.ingest_support import load_sample_into_draft
+
+pytestmark = pytest.mark.django_db
+
+
+class _Rows(HTMLParser):
+    """The tool ids of the table's rows, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tools: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "tr" and found.get("data-tool"):
+            self.tools.append(str(found["data-tool"]))
+
+
+def rows(html: str) -> list[str]:
+    parser = _Rows()
+    parser.feed(html)
+    return parser.tools
+
+
+def _calls() -> None:
+    load_sample_into_draft()
+    events_ingest([finished("workspace_jobs.search", f"s{i}", 40.0) for i in range(5)])
+    events_ingest([finished("mcp.browser.open_page", f"o{i}", 900.0) for i in range(5)])
+    events_ingest([finished("react.read", f"r{i}", 4000.0) for i in range(25)])
+
+
+def test_it_lists_every_tool_of_the_agent_sorted_by_the_chosen_column(
+    viewer_client: Client,
+) -> None:
+    _calls()
+    html = viewer_client.get("/live/tools/", {"agent": "main", "sort": "p99_ms"}).content.decode()
+    order = rows(html)
+    assert order[:3] == ["react.read", "mcp.browser.open_page", "workspace_jobs.search"]
+    assert "workspace_jobs.export_report" in order  # no calls, still listed
+    ascending = rows(
+        viewer_client.get(
+            "/live/tools/", {"agent": "main", "sort": "p99_ms", "dir": "asc"}
+        ).content.decode()
+    )
+    assert ascending[:3] == ["workspace_jobs.search", "mcp.browser.open_page", "react.read"]
+
+
+def test_it_filters_the_tools_by_name(viewer_client: Client) -> None:
+    _calls()
+    response = viewer_client.get("/live/tools/", {"q": "browser", "partial": "table"})
+    assert set(rows(response.content.decode())) == {
+        "mcp.browser.open_page",
+        "mcp.browser.click",
+        "mcp.browser.close",
+    }
+
+
+def test_it_says_so_when_nothing_was_called(viewer_client: Client) -> None:
+    load_sample_into_draft()
+    response = viewer_client.get("/live/tools/")
+    assert "No tool calls were recorded between" in response.content.decode()
+
+
+def test_it_links_advice_to_the_editor_with_the_value_filled_in(editor_client: Client) -> None:
+    load_sample_into_draft()
+    tool = "workspace_jobs.search"  # timeout_s 2: timeouts at the limit are too tight
+    events_ingest([finished(tool, f"s{i}", 300.0) for i in range(30)])
+    events_ingest([timed_out(tool, f"x{i}", 2000) for i in range(10)])
+    page = editor_client.get(f"/live/tools/main/{tool}/").content.decode()
+    assert "timeout-too-tight" in page
+    assert "rests on 40 calls" in page
+    link = page.split('class="button secondary" href="')[1].split('"')[0].replace("&amp;", "&")
+    assert "timeout_s=4" in link
+    editor = editor_client.get(link)
+    text = editor.content.decode()
+    assert 'name="timeout_s" value="4"' in text
+    assert "Filled in from tool health advice, not saved yet" in text
+    assert "the draft has 2" in text
+
+
+def test_it_loads_the_health_panel_on_the_tool_editor(viewer_client: Client) -> None:
+    _calls()
+    response = viewer_client.get("/live/tools/main/react.read/", {"partial": "panel"})
+    text = response.content.decode()
+    assert "timeout-suggested" in text
+    assert "<html" not in text
+
+
+def test_it_opens_the_editor_untouched_without_a_suggestion(editor_client: Client) -> None:
+    load_sample_into_draft()
+    page = editor_client.get("/live/tools/main/workspace_jobs.search/").content.decode()
+    assert "No calls of workspace_jobs.search were recorded" in page or "No tool calls" in page
+
+
+def test_it_puts_the_timeout_bar_on_the_live_page(viewer_client: Client) -> None:
+    load_sample_into_draft()
+    at = datetime.now(UTC) - timedelta(minutes=3)
+    events_ingest([finished("workspace_jobs.search", f"s{i}", 30.0, at=at) for i in range(4)])
+    events_ingest([timed_out("workspace_jobs.search", f"x{i}", 2000, at=at) for i in range(4)])
+    live = viewer_client.get("/live/").content.decode()
+    assert "?partial=alerts" in live
+    bar = viewer_client.get("/live/tools/", {"partial": "alerts"}).content.decode()
+    assert 'data-tool="workspace_jobs.search"' in bar
+    assert "50 % of 8 calls" in bar
+
+
+def test_it_shows_what_a_suggested_limit_does_to_the_recorded_calls(editor_client: Client) -> None:
+    load_sample_into_draft()
+    tool = "workspace_jobs.search"
+    events_ingest([finished(tool, f"s{i}", 300.0 if i < 20 else 900.0) for i in range(30)])
+    events_ingest([timed_out(tool, f"x{i}", 2000) for i in range(10)])
+    editor = editor_client.get(
+        "/policy/agents/main/connections/0/tools/search/", {"timeout_s": "4"}
+    ).content.decode()
+    assert f"/live/tools/main/{tool}/?partial=panel&amp;timeout_s=4" in editor
+    url = f"/live/tools/main/{tool}/"
+    tight = editor_client.get(url, {"partial": "panel", "timeout_s": "0.5"}).content.decode()
+    assert "would have timed out" in tight
+    assert "10 of the 30 finished calls" in tight  # the 900 ms ones
+    roomy = editor_client.get(url, {"partial": "panel", "timeout_s": "4"}).content.decode()
+    assert "0 of the 30 finished calls" in roomy
+    assert "10 timed out at the limit in force" in roomy
+
+
+def test_it_fills_in_only_suggestions_the_form_would_accept(editor_client: Client) -> None:
+    load_sample_into_draft()
+    url = "/policy/agents/main/connections/0/tools/export_report/"
+    page = editor_client.get(url, {"mode": "async_job", "retry": "natural_key"}).content.decode()
+    assert '<option value="async_job" selected>' in page
+    assert '<option value="natural_key" selected>' in page
+    assert "Filled in from tool health advice" in page
+    bogus = editor_client.get(url, {"mode": "later", "timeout_s": "-3"}).content.decode()
+    assert "Filled in from tool health advice" not in bogus
+    assert 'name="timeout_s" value="20"' in bogus  # the draft's own value
