@@ -7,7 +7,7 @@ import binascii
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.urls import reverse
 
 from observe.domain.events import stored_event
@@ -207,15 +207,15 @@ def _drift_by_version() -> tuple[tuple[int, int, int], ...]:
 
     versions = version_index()
     totals: dict[int, list[int]] = {}
-    checked = (
-        Round.objects.filter(drift__isnull=False)
-        .values("agent", "policy_hash")
-        .annotate(rounds=Count("id"), drifted=Count("id", filter=Q(drift=True)))
+    # Per round, not per hash: two versions can share a hash (a rollback's copy), and each
+    # round belongs to the one in force when it started.
+    checked = Round.objects.filter(drift__isnull=False).values_list(
+        "agent", "policy_hash", "started_at", "drift"
     )
-    for row in checked:
-        number = versions.get((row["agent"], row["policy_hash"] or ""))
+    for agent, policy_hash, started_at, drift in checked.iterator():
+        number = versions.credit(agent, policy_hash, started_at)
         if number is not None:
             total = totals.setdefault(number, [0, 0])
-            total[0] += row["rounds"]
-            total[1] += row["drifted"]
+            total[0] += 1
+            total[1] += int(bool(drift))
     return tuple((number, *totals[number]) for number in sorted(totals, reverse=True))  # type: ignore[misc]

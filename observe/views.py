@@ -119,7 +119,7 @@ def round_page(request: HttpRequest, agent: str, turn_id: str, iteration: int) -
             "timeline": build_timeline(assembled, _zoom(request)),
             "actions": action_details(assembled),
             "events": event_rows(assembled),
-            "policy_version": version_index().get((row.agent, row.policy_hash or "")),
+            "policy_version": version_index().credit(row.agent, row.policy_hash, row.started_at),
             "case_round": _case_round(row),
         },
     )

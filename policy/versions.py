@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -70,19 +71,6 @@ def version_get(number: int) -> PolicyVersion | None:
 
 def version_list() -> list[PolicyVersion]:
     return list(PolicyVersion.objects.order_by("-number"))
-
-
-def version_for_agent_hash(agent: str, policy_hash: str | None) -> int | None:
-    """The newest version whose runtime file for ``agent`` has this hash (a round's
-    ``policy_hash``), or ``None``."""
-    if not policy_hash:
-        return None
-    for number, hashes in PolicyVersion.objects.order_by("-number").values_list(
-        "number", "agent_hashes"
-    ):
-        if isinstance(hashes, dict) and hashes.get(agent) == policy_hash:
-            return int(number)
-    return None
 
 
 def agent_hashes(data: Any) -> dict[str, str]:
@@ -326,13 +314,43 @@ def _agents_of_hashes(text: str) -> frozenset[str]:
     return frozenset(hashes) if isinstance(hashes, dict) else frozenset()
 
 
-def version_index() -> dict[tuple[str, str], int]:
-    """``(agent, per-agent hash) → version number`` (the newest version with that hash), to link
-    many rounds to their versions with one query."""
-    index: dict[tuple[str, str], int] = {}
-    rows = PolicyVersion.objects.order_by("number").values_list("number", "agent_hashes")
-    for number, hashes in rows:
+@dataclass(frozen=True)
+class VersionIndex:
+    """Which version each round ran under, for many rounds from one query (DESIGN §6).
+
+    A round is credited to the version **in force when it ran**: the newest version whose file
+    for the round's agent has the round's ``policy_hash`` and that was published at or before
+    the round started. A rollback publishes a copy with the same hash; it never claims the
+    rounds that ran before it. A round without a ``policy_hash`` is credited to none.
+    """
+
+    #: ``(agent, per-agent hash) → ((published_at, number), …)``, oldest first.
+    published: dict[tuple[str, str], tuple[tuple[datetime, int], ...]]
+
+    def __contains__(self, key: object) -> bool:
+        """Some published version has this ``(agent, hash)`` (else: an unknown policy)."""
+        return key in self.published
+
+    def credit(self, agent: str, policy_hash: str | None, started_at: datetime) -> int | None:
+        """The version in force when a round of ``agent`` reporting ``policy_hash`` started."""
+        if not policy_hash:
+            return None
+        credited = None
+        for published_at, number in self.published.get((agent, policy_hash), ()):
+            if published_at > started_at:
+                break
+            credited = number
+        return credited
+
+
+def version_index() -> VersionIndex:
+    """The :class:`VersionIndex` of every version published so far."""
+    index: dict[tuple[str, str], list[tuple[datetime, int]]] = {}
+    rows = PolicyVersion.objects.order_by("number").values_list(
+        "number", "created_at", "agent_hashes"
+    )
+    for number, created_at, hashes in rows:
         if isinstance(hashes, dict):
             for agent, digest in hashes.items():
-                index[(str(agent), str(digest))] = int(number)
-    return index
+                index.setdefault((str(agent), str(digest)), []).append((created_at, int(number)))
+    return VersionIndex({key: tuple(value) for key, value in index.items()})
