@@ -15,6 +15,8 @@ from django import template
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from policy.domain.diagnostics import Diagnostic, risk
+
 register = template.Library()
 
 #: After these characters a long dotted path or id may wrap (never in the middle of a word).
@@ -146,3 +148,9 @@ def duration(row: Any) -> str:
         return "—"
     seconds = (finished - started).total_seconds()
     return f"{seconds:.1f} s" if seconds < 100 else f"{seconds:.0f} s"
+
+
+@register.filter(name="risk")
+def risk_of(diagnostic: Any) -> str:
+    """``high``, ``low`` or ``""``: see ``policy.domain.diagnostics.risk``."""
+    return risk(diagnostic) if isinstance(diagnostic, Diagnostic) else ""
