@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from policy.domain.diagnostics import Severity
+from policy.domain.version_diff import WHOLE_FILE, fold, text_diff
 from policy.domain.yaml_io import WEB_MAX_BYTES
 from policy.exporting import draft_export_response
 from policy.importing import ImportPreview, import_preview
@@ -60,20 +61,21 @@ def _preview_context(preview: ImportPreview, text: str | bytes) -> dict[str, Any
         "diagnostics": diagnostics,
         "summary": preview.analysis.summary(),
         "errors": [d for d in diagnostics if d.severity is Severity.ERROR],
-        "diff_lines": [_diff_line(line) for line in diff.splitlines()],
+        "diff_runs": fold(
+            text_diff(
+                preview.draft.text,
+                preview.new_text or "",
+                old_label=f"draft (revision {preview.draft.revision})",
+                new_label="import",
+                context=WHOLE_FILE,
+            )
+        ),
         "unchanged": not preview.refused and not diff,
         "base_revision": preview.draft.revision,
         # Carried back by the Apply form: what is applied is exactly what was previewed.
         # (Text that is not UTF-8 is refused, so "replace" never changes what gets applied.)
         "carried_text": text.decode("utf-8", "replace") if isinstance(text, bytes) else text,
     }
-
-
-def _diff_line(line: str) -> tuple[str, str]:
-    if line.startswith(("+++", "---")):
-        return "file", line
-    kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
-    return kind, line
 
 
 def _page(

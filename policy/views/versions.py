@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from policy.domain.diagnostics import Severity
 from policy.domain.impact import LABELS
-from policy.domain.version_diff import tool_changes, unified_diff
+from policy.domain.version_diff import WHOLE_FILE, fold, tool_changes, unified_diff
 from policy.selectors import draft_analysis, draft_state
 from policy.services import StaleRevision
 from policy.suites import failing_summary, suites_check
@@ -33,13 +33,15 @@ from policy.views.common import base_revision
 def _diff_context(old_name: str, new_name: str) -> dict[str, Any]:
     old_label, old = _side(old_name)
     new_label, new = _side(new_name)
+    lines = unified_diff(old, new, old_label=old_label, new_label=new_label, context=WHOLE_FILE)
     return {
         "from_label": old_label,
         "to_label": new_label,
         "from_name": old_name,
         "to_name": new_name,
         "tools": tool_changes(old, new),
-        "lines": unified_diff(old, new, old_label=old_label, new_label=new_label),
+        "lines": lines,
+        "runs": fold(lines),
     }
 
 
