@@ -76,7 +76,7 @@ PAGES: dict[str, dict[str, str]] = {
     "policy:impact": {"GET": VIEWER},
     "policy:impact-round": {"GET": VIEWER},
     "policy:publish": {"GET": PUBLISHER, "POST": PUBLISHER},
-    "policy:rollback": {"POST": PUBLISHER},
+    "policy:rollback": {"GET": PUBLISHER, "POST": PUBLISHER},
     "observe:live": {"GET": VIEWER},
     "observe:history": {"GET": VIEWER},
     "observe:round": {"GET": VIEWER},

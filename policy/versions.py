@@ -231,8 +231,11 @@ def policy_rollback(
     message: str,
     confirm_errors: bool = False,
     confirm_unpublished: bool = False,
+    overridden_cases: list[str] | None = None,
 ) -> PolicyVersion:
     """Publish a copy of version ``number`` as the next version and set the draft to it.
+    ``overridden_cases``: regression cases failing under that version that the admin chose to
+    override (the audit log records them, as for publishing).
 
     Nothing is rewritten: the old versions stay, and the audit log keeps the draft that was
     replaced. Needs confirmation when the draft has unpublished changes, and when the old
@@ -284,6 +287,14 @@ def policy_rollback(
         },
         after={**(_summary(version) or {}), "copy_of": number},
     )
+    if overridden_cases:
+        audit_record(
+            actor=actor,
+            action="suite.override",
+            target=f"version {version.number}",
+            message=f"rolled back with {len(overridden_cases)} failing regression case(s)",
+            after={"failing": overridden_cases},
+        )
     return version
 
 

@@ -13,13 +13,14 @@ from django.urls import reverse
 from policy.domain.diagnostics import Severity
 from policy.domain.impact import LABELS
 from policy.domain.version_diff import WHOLE_FILE, fold, tool_changes, unified_diff
-from policy.selectors import draft_analysis, draft_state
+from policy.selectors import DraftState, draft_analysis, draft_state
 from policy.services import StaleRevision
 from policy.suites import failing_summary, suites_check
 from policy.versions import (
     ConfirmationNeeded,
     PublishRefused,
     SuitesFailing,
+    draft_sha256,
     policy_publish,
     policy_rollback,
     version_data,
@@ -61,6 +62,9 @@ def _side(name: str) -> tuple[str, Any]:
         if found is not None:
             return f"version {found.number}", version_data(found)
     raise Http404(f"There is no version {name!r}.")
+
+
+ROLLBACK_TEMPLATE = "policy/rollback.html"
 
 
 def versions_view(request: HttpRequest) -> HttpResponse:
@@ -256,44 +260,87 @@ def publish_view(request: HttpRequest) -> HttpResponse:
     return render(request, "policy/publish.html", context, status=status)
 
 
+def _rollback_impact(number: int) -> dict[str, Any] | None:
+    """What putting version ``number`` back in force would change in the newest recorded
+    rounds (against the version in force)."""
+    from observe.impact import DEFAULT_WINDOW, SideError
+
+    try:
+        found = _impact_context(str(number), "published", limit=DEFAULT_WINDOW, shown=20)
+    except SideError:
+        return None
+    return {
+        **found,
+        "page_url": reverse("policy:impact") + f"?baseline=published&candidate={number}",
+    }
+
+
+def _rollback_failing(number: int) -> list[str]:
+    """The regression cases that fail under version ``number``."""
+    found = version_get(number)
+    if found is None:
+        return []
+    return failing_summary(suites_check(DraftState(data=version_data(found), revision=0, text="")))
+
+
+def _rollback_context(found: Any, request: HttpRequest) -> dict[str, Any]:
+    published = version_published()
+    state = draft_state()
+    return {
+        "version": found,
+        "published": published,
+        "in_force": published is not None and published.number == found.number,
+        "draft": state,
+        "unpublished": published is None or draft_sha256(state) != published.sha256,
+        "rollback_message": request.POST.get("message", ""),
+        "failing_cases": _rollback_failing(found.number),
+        "impact": _rollback_impact(found.number),
+        **_diff_context("published", str(found.number)),
+    }
+
+
 def rollback_view(request: HttpRequest, number: int) -> HttpResponse:
-    """POST only: publish a copy of version ``number`` (confirmations asked on the page)."""
-    if request.method != "POST":
-        return redirect("policy:version", number=number)
+    """GET: the review (what is in force → this version: diff, impact on recorded rounds,
+    failing regression cases); POST: publish a copy of version ``number`` once confirmed."""
     found = version_get(number)
     if found is None:
         raise Http404(f"There is no version {number}.")
-    try:
-        created = policy_rollback(
-            actor=request.user,
-            number=number,
-            message=request.POST.get("message", ""),
-            confirm_errors=request.POST.get("confirm_errors") == "on",
-            confirm_unpublished=request.POST.get("confirm_unpublished") == "on",
+    if request.method != "POST":
+        return render(request, ROLLBACK_TEMPLATE, _rollback_context(found, request))
+    context = _rollback_context(found, request)
+    refusal = None
+    if request.POST.get("confirm_rollback") != "on":
+        refusal = f"Confirm that you reviewed what rolling back to version {number} changes."
+    elif context["failing_cases"] and request.POST.get("override_failing_cases") != "on":
+        refusal = (
+            f"{len(context['failing_cases'])} regression case(s) fail under version {number}:"
+            " tick the override to roll back anyway (the audit log records it)."
         )
-    except (ConfirmationNeeded, PublishRefused) as exc:
-        published = version_published()
-        previous = version_get(number - 1)
-        context = {
-            "version": found,
-            "in_force": published is not None and published.number == found.number,
-            "previous": previous,
-            "rollback_refusal": str(exc),
-            "rollback_confirm": isinstance(exc, ConfirmationNeeded),
-            "rollback_message": request.POST.get("message", ""),
-            "confirm_errors": request.POST.get("confirm_errors") == "on"
-            or (isinstance(exc, ConfirmationNeeded) and "error" in str(exc)),
-            "confirm_unpublished": request.POST.get("confirm_unpublished") == "on"
-            or (isinstance(exc, ConfirmationNeeded) and "never published" in str(exc)),
-            **_diff_context(str(previous.number) if previous else "empty", str(number)),
-        }
-        return render(request, "policy/version.html", context, status=422)
-    messages.success(
-        request,
-        f"Rolled back: version {created.number} is a copy of version {number} and is in force; "
-        "the draft is set to it.",
+    if refusal is None:
+        try:
+            created = policy_rollback(
+                actor=request.user,
+                number=number,
+                message=request.POST.get("message", ""),
+                confirm_errors=request.POST.get("confirm_errors") == "on",
+                confirm_unpublished=request.POST.get("confirm_unpublished") == "on",
+                overridden_cases=context["failing_cases"],
+            )
+        except (ConfirmationNeeded, PublishRefused) as exc:
+            refusal = str(exc)
+            context["confirm_errors"] = isinstance(exc, ConfirmationNeeded) and "error" in str(exc)
+        else:
+            messages.success(
+                request,
+                f"Rolled back: version {created.number} is a copy of version {number} and is in"
+                " force; the draft is set to it.",
+            )
+            return redirect("policy:version", number=created.number)
+    context["rollback_refusal"] = refusal
+    context["confirm_errors"] = (
+        context.get("confirm_errors") or request.POST.get("confirm_errors") == "on"
     )
-    return redirect("policy:version", number=created.number)
+    return render(request, ROLLBACK_TEMPLATE, context, status=422)
 
 
 def impact_round_view(

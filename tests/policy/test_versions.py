@@ -475,6 +475,26 @@ def test_the_publish_page_shows_errors_instead_of_the_form(
     assert 'id="publish-form"' not in text
 
 
+def test_it_reviews_a_rollback_against_the_version_in_force_and_asks_to_confirm(
+    sample: dict[str, Any], publisher_client: Client
+) -> None:
+    publish(publisher_client, "one")
+    set_search_strategy(["neutral"])
+    publish(publisher_client, "two")
+    review = publisher_client.get("/policy/versions/1/rollback/").content.decode()
+    assert "What changes: version 2 → version 1" in review
+    assert "main · workspace_jobs.search: strategy neutral → exploration" in review
+    assert 'name="confirm_rollback"' in review
+    unconfirmed = publisher_client.post("/policy/versions/1/rollback/", {"message": "back"})
+    assert unconfirmed.status_code == 422
+    assert PolicyVersion.objects.count() == 2
+    done = publisher_client.post(
+        "/policy/versions/1/rollback/", {"message": "back", "confirm_rollback": "on"}
+    )
+    assert done.status_code == 302
+    assert PolicyVersion.objects.count() == 3
+
+
 def test_rollback_from_the_page_asks_about_unpublished_changes(
     sample: dict[str, Any], publisher_client: Client
 ) -> None:
@@ -486,7 +506,8 @@ def test_rollback_from_the_page_asks_about_unpublished_changes(
     assert asked.status_code == 422
     assert 'name="confirm_unpublished"' in asked.content.decode()
     done = publisher_client.post(
-        "/policy/versions/1/rollback/", {"message": "back", "confirm_unpublished": "on"}
+        "/policy/versions/1/rollback/",
+        {"message": "back", "confirm_unpublished": "on", "confirm_rollback": "on"},
     )
     assert done.status_code == 302
     assert done["Location"] == "/policy/versions/3/"
