@@ -79,7 +79,7 @@ def fold(lines: list[DiffLine], *, context: int = 3, at_least: int = 4) -> list[
     """Group ``lines`` into runs, folding unchanged lines more than ``context`` lines away from a
     change (a fold of fewer than ``at_least`` lines is not worth a click: it stays shown)."""
     changed = [i for i, line in enumerate(lines) if line.kind in ("add", "remove")]
-    near = set()
+    near: set[int] = set()
     for i in changed:
         near.update(range(max(0, i - context), min(len(lines), i + context + 1)))
     hide = [line.kind == "same" and i not in near for i, line in enumerate(lines)]
