@@ -77,6 +77,8 @@ PAGES: dict[str, dict[str, str]] = {
     "policy:impact-round": {"GET": VIEWER},
     "policy:publish": {"GET": PUBLISHER, "POST": PUBLISHER},
     "policy:rollback": {"GET": PUBLISHER, "POST": PUBLISHER},
+    "policy:draft-discard": {"POST": EDITOR},
+    "policy:edit-from-version": {"POST": EDITOR},
     "observe:live": {"GET": VIEWER},
     "observe:history": {"GET": VIEWER},
     "observe:round": {"GET": VIEWER},

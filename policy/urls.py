@@ -63,6 +63,8 @@ urlpatterns = [
     path("versions/", versions.versions_view, name="versions"),
     path("versions/<int:number>/", versions.version_view, name="version"),
     path("versions/<int:number>/rollback/", versions.rollback_view, name="rollback"),
+    path("draft/discard/", versions.draft_discard_view, name="draft-discard"),
+    path("versions/<int:number>/edit/", versions.edit_from_version_view, name="edit-from-version"),
     path("diff/", versions.diff_view, name="diff"),
     path("export.yaml", transfer.export_view, name="export"),
 ]

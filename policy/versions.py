@@ -65,6 +65,24 @@ def version_published() -> PolicyVersion | None:
     return PolicyVersion.objects.order_by("-number").first()
 
 
+@dataclass(frozen=True)
+class DraftStanding:
+    """The draft against what is in force: what the policy pages say at the top."""
+
+    revision: int
+    in_force: int | None
+    unpublished: bool
+
+
+def draft_standing(state: DraftState) -> DraftStanding:
+    published = version_published()
+    return DraftStanding(
+        revision=state.revision,
+        in_force=published.number if published else None,
+        unpublished=published is None or draft_sha256(state) != published.sha256,
+    )
+
+
 def version_get(number: int) -> PolicyVersion | None:
     return PolicyVersion.objects.filter(number=number).first()
 
@@ -296,6 +314,32 @@ def policy_rollback(
             after={"failing": overridden_cases},
         )
     return version
+
+
+@transaction.atomic
+def draft_reset(*, actor: Any, base_revision: int | None, number: int | None = None) -> DraftState:
+    """Set the draft to a version's policy: the version in force (``number`` None: "discard the
+    draft") or version ``number`` ("edit from version N"). Nothing is published; the audit log
+    keeps the draft that is replaced (``draft.discard`` / ``draft.from_version``).
+
+    ``PublishRefused`` when there is no such version (or nothing is published), or when the
+    draft already is that version; ``StaleRevision`` on a stale ``base_revision``."""
+    target = version_published() if number is None else version_get(number)
+    if target is None:
+        raise PublishRefused(
+            "Nothing is published yet: there is no version to reset the draft to."
+            if number is None
+            else f"There is no version {number}."
+        )
+    state = draft_lock(base_revision=base_revision)
+    if draft_sha256(state) == target.sha256:
+        raise PublishRefused(f"The draft already is version {target.number}: nothing to discard.")
+    data = version_data(target)
+    if number is None:
+        note = policy_replaced("draft.discard", message=f"reset to version {target.number}")
+    else:
+        note = policy_replaced("draft.from_version", message=f"started from version {number}")
+    return draft_change(edit=lambda _doc: data, base_revision=None, user=actor, audit=note)
 
 
 def agents_in_force() -> frozenset[str]:

@@ -116,7 +116,14 @@ def require_agent(state: DraftState, agent: str) -> None:
 
 
 def agents_context(state: DraftState) -> dict[str, Any]:
-    return {"state": state, "base_revision": state.revision, "agents": agent_summaries(state)}
+    from policy.versions import draft_standing
+
+    return {
+        "state": state,
+        "base_revision": state.revision,
+        "agents": agent_summaries(state),
+        "standing": draft_standing(state),
+    }
 
 
 def _show_agents(request: HtmxHttpRequest, state: DraftState) -> HttpResponse:

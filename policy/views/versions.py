@@ -20,6 +20,7 @@ from policy.versions import (
     ConfirmationNeeded,
     PublishRefused,
     SuitesFailing,
+    draft_reset,
     draft_sha256,
     policy_publish,
     policy_rollback,
@@ -341,6 +342,33 @@ def rollback_view(request: HttpRequest, number: int) -> HttpResponse:
         context.get("confirm_errors") or request.POST.get("confirm_errors") == "on"
     )
     return render(request, ROLLBACK_TEMPLATE, context, status=422)
+
+
+def _reset_draft(request: HttpRequest, number: int | None) -> HttpResponse:
+    """POST only: set the draft to the version in force (``number`` None) or to version
+    ``number``; then the agents page, saying what happened (a refusal as a message too)."""
+    if request.method != "POST":
+        return redirect("policy:agents")
+    try:
+        state = draft_reset(actor=request.user, base_revision=base_revision(request), number=number)
+    except (PublishRefused, StaleRevision) as exc:
+        messages.error(request, str(exc))
+    else:
+        what = "the version in force" if number is None else f"version {number}"
+        messages.success(
+            request,
+            f"The draft is now {what} (revision {state.revision}); the audit log keeps the"
+            " draft it replaced.",
+        )
+    return redirect("policy:agents")
+
+
+def draft_discard_view(request: HttpRequest) -> HttpResponse:
+    return _reset_draft(request, None)
+
+
+def edit_from_version_view(request: HttpRequest, number: int) -> HttpResponse:
+    return _reset_draft(request, number)
 
 
 def impact_round_view(

@@ -93,3 +93,29 @@ def test_it_shows_a_diff_single_spaced_folded_with_the_action_in_reach(
     expect(button).to_be_in_viewport()
     page.mouse.wheel(0, 600)
     expect(button).to_be_in_viewport()
+
+
+def test_it_discards_the_draft_and_starts_a_draft_from_a_version(
+    signed_in_page: Page, live_server: LiveServer, sample_draft: str
+) -> None:
+    page = signed_in_page
+    publish_all(page, live_server, "baseline")
+    in_force = page.request.get(f"{live_server.url}/api/v1/versions").json()["in_force"]
+    change_a_timeout(page, live_server)
+    page.goto(f"{live_server.url}/policy/")
+    standing = page.locator(".draft-standing")
+    expect(standing).to_contain_text(f"differs from version {in_force}")
+    page.get_by_text("Discard the draft…").click()
+    page.get_by_role("button", name=f"Discard draft: reset to version {in_force}").click()
+    expect(page.locator(".messages")).to_contain_text("The draft is now the version in force")
+    expect(standing).to_contain_text(f"The draft is version {in_force}, which is in force")
+    page.goto(f"{live_server.url}/audit/?action=draft.discard")
+    expect(page.locator("main")).to_contain_text("draft.discard")
+
+    # Start a draft from an older version: it becomes the draft, nothing is published.
+    change_a_timeout(page, live_server)
+    publish_all(page, live_server, "newer")
+    page.goto(f"{live_server.url}/policy/versions/{in_force}/")
+    page.get_by_role("button", name=f"Edit from version {in_force}").click()
+    expect(page.locator(".messages")).to_contain_text(f"The draft is now version {in_force}")
+    expect(standing).to_contain_text("unpublished changes")
