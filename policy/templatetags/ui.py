@@ -16,6 +16,7 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from policy.domain.diagnostics import Diagnostic, risk
+from policy.domain.overseer import rule_words
 
 register = template.Library()
 
@@ -154,3 +155,9 @@ def duration(row: Any) -> str:
 def risk_of(diagnostic: Any) -> str:
     """``high``, ``low`` or ``""``: see ``policy.domain.diagnostics.risk``."""
     return risk(diagnostic) if isinstance(diagnostic, Diagnostic) else ""
+
+
+@register.filter(name="rule_words")
+def rule_words_of(code: Any) -> str:
+    """A rejection code in a few words (``policy.domain.overseer.RULE_WORDS``)."""
+    return rule_words(str(code)) if code else ""

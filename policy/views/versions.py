@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from policy.domain.diagnostics import Severity
-from policy.domain.impact import LABELS
+from policy.domain.impact import LABELS, RISK_ORDER, impact_groups
 from policy.domain.version_diff import WHOLE_FILE, fold, tool_changes, unified_diff
 from policy.selectors import DraftState, draft_analysis, draft_state
 from policy.services import StaleRevision
@@ -118,6 +118,8 @@ def _impact_context(
     limit: int,
     shown: int,
     round_filter: Any = None,
+    kind: str = "",
+    tool: str = "",
 ) -> dict[str, Any]:
     """What replaying the newest ``limit`` recorded rounds (of ``round_filter``: an agent, a
     time range) under both sides changes (issue 13). Raises ``SideError`` for a side that names
@@ -138,7 +140,50 @@ def _impact_context(
         }
         for impact in report.affected[:shown]
     ]
-    return {"report": report, "candidate": candidate, "baseline": baseline, "shown": rows}
+    return {
+        "report": report,
+        "candidate": candidate,
+        "baseline": baseline,
+        "shown": rows,
+        "groups": _groups(report, sides, kind=kind, tool=tool),
+        "kind": kind,
+        "tool": tool,
+        "kinds": [(k, LABELS[k]) for k in RISK_ORDER if report.totals[k]],
+    }
+
+
+#: Rows of a group shown before its "show more".
+GROUP_FIRST = 10
+
+
+def _groups(report: Any, sides: str, *, kind: str, tool: str) -> list[dict[str, Any]]:
+    """The report's changes by kind, riskiest first, filtered by kind and tool (substring),
+    each row with its round's links; the first rows of a group apart from the rest."""
+    from observe.selectors import round_url
+
+    urls: dict[int, tuple[str, str]] = {}
+    out = []
+    for group in impact_groups(report.affected):
+        if kind and group.kind != kind:
+            continue
+        rows = []
+        for impact, change in group.items:
+            if tool and tool.lower() not in (change.tool_id or "").lower():
+                continue
+            if id(impact) not in urls:
+                urls[id(impact)] = (round_url(impact), _compare_url(impact, sides))  # type: ignore[arg-type]
+            url, compare = urls[id(impact)]
+            rows.append({"round": impact, "change": change, "url": url, "compare_url": compare})
+        if rows:
+            out.append(
+                {
+                    "group": group,
+                    "first": rows[:GROUP_FIRST],
+                    "rest": rows[GROUP_FIRST:],
+                    "count": len(rows),
+                }
+            )
+    return out
 
 
 def _compare_url(impact: Any, sides: str) -> str:
@@ -154,12 +199,22 @@ def _compare_url(impact: Any, sides: str) -> str:
     return f"{path}?{sides}"
 
 
-def _publish_impact() -> dict[str, Any] | None:
+def _filters(request: HttpRequest) -> dict[str, str]:
+    """The impact card's filters (``?impact_kind=``, ``?impact_tool=``)."""
+    return {
+        "kind": request.GET.get("impact_kind", "")[:40],
+        "tool": request.GET.get("impact_tool", "")[:200],
+    }
+
+
+def _publish_impact(request: HttpRequest) -> dict[str, Any] | None:
     """What publishing the draft would change in the newest 1,000 recorded rounds."""
     from observe.impact import DEFAULT_WINDOW, SideError
 
     try:
-        found = _impact_context("draft", "published", limit=DEFAULT_WINDOW, shown=20)
+        found = _impact_context(
+            "draft", "published", limit=DEFAULT_WINDOW, shown=20, **_filters(request)
+        )
     except SideError:  # nothing published yet: nothing to compare with
         return None
     return {**found, "page_url": reverse("policy:impact") + "?baseline=published&candidate=draft"}
@@ -204,6 +259,7 @@ def impact_view(request: HttpRequest) -> HttpResponse:
             limit=int(raw_limit),
             shown=IMPACT_SHOWN,
             round_filter=parsed.round_filter,
+            **_filters(request),
         )
     except SideError as exc:
         context["refusal"] = str(exc)
@@ -223,7 +279,7 @@ def publish_view(request: HttpRequest) -> HttpResponse:
         "published": version_published(),
         "message": "",
         **_diff_context("published", "draft"),
-        "impact": _publish_impact(),
+        "impact": _publish_impact(request),
     }
     status = 200
     if request.method == "POST":
@@ -261,13 +317,15 @@ def publish_view(request: HttpRequest) -> HttpResponse:
     return render(request, "policy/publish.html", context, status=status)
 
 
-def _rollback_impact(number: int) -> dict[str, Any] | None:
+def _rollback_impact(number: int, request: HttpRequest) -> dict[str, Any] | None:
     """What putting version ``number`` back in force would change in the newest recorded
     rounds (against the version in force)."""
     from observe.impact import DEFAULT_WINDOW, SideError
 
     try:
-        found = _impact_context(str(number), "published", limit=DEFAULT_WINDOW, shown=20)
+        found = _impact_context(
+            str(number), "published", limit=DEFAULT_WINDOW, shown=20, **_filters(request)
+        )
     except SideError:
         return None
     return {
@@ -295,7 +353,7 @@ def _rollback_context(found: Any, request: HttpRequest) -> dict[str, Any]:
         "unpublished": published is None or draft_sha256(state) != published.sha256,
         "rollback_message": request.POST.get("message", ""),
         "failing_cases": _rollback_failing(found.number),
-        "impact": _rollback_impact(found.number),
+        "impact": _rollback_impact(found.number, request),
         **_diff_context("published", str(found.number)),
     }
 
