@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from playwright.sync_api import Page, expect
 
@@ -119,3 +123,135 @@ def test_it_discards_the_draft_and_starts_a_draft_from_a_version(
     page.get_by_role("button", name=f"Edit from version {in_force}").click()
     expect(page.locator(".messages")).to_contain_text(f"The draft is now version {in_force}")
     expect(standing).to_contain_text("unpublished changes")
+
+
+def hand_round(turn: str) -> list[dict[str, Any]]:
+    """A round with an early start, a failed call carrying its error, an accepted action that
+    never ran (multi-action off) and a rejection in the second attempt."""
+    start = datetime.now(UTC) - timedelta(seconds=30)
+    events: list[dict[str, Any]] = []
+
+    def add(ms: int, type_: str, attempt: int = 0, **fields: Any) -> None:
+        events.append(
+            {
+                "event_id": str(uuid.uuid4()),
+                "ts": (start + timedelta(milliseconds=ms)).isoformat(),
+                "agent": "main",
+                "turn_id": turn,
+                "iteration": 0,
+                "attempt": attempt,
+                "type": type_,
+                **fields,
+            }
+        )
+
+    search = "workspace_jobs.search"
+    add(0, "round.started", max_actions=2, multi_action_mode="off")
+    add(
+        100,
+        "action.observed",
+        action_index=0,
+        action="call_tool",
+        tool_id=search,
+        params={"query": "the quarterly revenue report for the northern region", "limit": 5},
+    )
+    add(200, "action.accepted", action_index=0, tool_id=search, strategy=["exploration"])
+    add(
+        300,
+        "action.observed",
+        action_index=1,
+        action="call_tool",
+        tool_id="named_services.provider_about",
+        params={"input": "x"},
+    )
+    add(
+        400,
+        "action.accepted",
+        action_index=1,
+        tool_id="named_services.provider_about",
+        strategy=["exploration"],
+    )
+    add(500, "generation.finished")
+    add(600, "tool.started", action_index=0, tool_id=search, tool_call_id="tc_fail")
+    add(
+        900,
+        "tool.finished",
+        action_index=0,
+        tool_id=search,
+        tool_call_id="tc_fail",
+        status="error",
+        duration_ms=300,
+        error_code="upstream_unavailable",
+    )
+    add(
+        1000,
+        "action.observed",
+        1,
+        action_index=0,
+        action="call_tool",
+        tool_id="named_services.object_schema",
+        params={"input": "a"},
+    )
+    add(
+        1100,
+        "action.accepted",
+        1,
+        action_index=0,
+        tool_id="named_services.object_schema",
+        strategy=["exploration"],
+    )
+    add(
+        1200,
+        "action.observed",
+        1,
+        action_index=1,
+        action="call_tool",
+        tool_id="named_services.upsert_object",
+        params={"path": "a.md"},
+    )
+    add(
+        1300,
+        "action.rejected",
+        1,
+        action_index=1,
+        tool_id="named_services.upsert_object",
+        code="multi_action_bundle_strategy_incompatible",
+        extra={"first_tool_id": "named_services.object_schema", "strategy": ["exploitation"]},
+    )
+    add(1400, "generation.finished", 1)
+    add(1500, "round.finished", outcome="failed")
+    return events
+
+
+def test_it_shows_a_round_readably_with_every_code_in_words(
+    signed_in_page: Page, live_server: LiveServer, sample_draft: str, simulator_token: str
+) -> None:
+    page = signed_in_page
+    turn = f"turn-readable-{uuid.uuid4().hex[:6]}"
+    posted = page.request.post(
+        f"{live_server.url}/api/v1/events",
+        data=json.dumps({"events": hand_round(turn)}),
+        headers={"Authorization": f"Bearer {simulator_token}", "Content-Type": "application/json"},
+    )
+    assert posted.status == 200, posted.text()
+    assert posted.json()["rejected"] == [], posted.text()
+    page.goto(f"{live_server.url}/live/rounds/main/{turn}/0/")
+    table = page.locator("table.round-actions")
+    # The table fits the page at 1440: nothing cut off, nothing to scroll sideways.
+    wrap = page.locator(".table-wrap").filter(has=table)
+    assert wrap.evaluate("el => el.scrollWidth <= el.clientWidth + 1")
+    # The failed call's error text, the rule in words with its code, what happened next.
+    expect(table).to_contain_text("Error: error_code: upstream_unavailable")
+    expect(table).to_contain_text("cannot follow the first action")
+    expect(table).to_contain_text("multi_action_bundle_strategy_incompatible")
+    expect(table).to_contain_text("Next: the runtime did not run it")
+    expect(table).to_contain_text("never run: with multi-action off")
+    expect(page.locator("dl.terms")).to_contain_text("matched by slot")
+    # Params wrap at words, not every few characters.
+    params = table.locator("pre.params").first
+    box = params.bounding_box()
+    assert box
+    assert box["width"] > 150
+    # The raw events are folded: one line each until opened.
+    expect(page.locator("pre.event-data").first).to_be_hidden()
+    assert page.evaluate("document.documentElement.scrollHeight") < 2600
