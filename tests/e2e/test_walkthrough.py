@@ -255,3 +255,42 @@ def test_it_shows_a_round_readably_with_every_code_in_words(
     # The raw events are folded: one line each until opened.
     expect(page.locator("pre.event-data").first).to_be_hidden()
     assert page.evaluate("document.documentElement.scrollHeight") < 2600
+
+
+def test_it_holds_new_cards_while_the_focus_is_in_the_list_and_says_paused(
+    signed_in_page: Page, live_server: LiveServer, sample_draft: str, start_simulator: Any
+) -> None:
+    page = signed_in_page
+    page.goto(f"{live_server.url}/live/")
+    status = page.locator("#stream-status")
+    expect(status).to_have_text("live", timeout=20_000)
+    cards = page.locator("#rounds article.round-card")
+    start_simulator("--rounds", "2", "--rate", "10", "--seed", "41", "--quiet").communicate(
+        timeout=60
+    )
+    expect(cards.first).to_be_visible(timeout=20_000)
+    # Tab into the list: the focus ring is plainly visible (not the browser's 1 px).
+    link = cards.first.get_by_role("link", name="Timeline")
+    link.focus()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")
+    width = link.evaluate("el => parseFloat(getComputedStyle(el).outlineWidth)")
+    assert width >= 2
+    focused = link.evaluate("el => el.closest('article').id")
+    shown = cards.count()
+    start_simulator("--rounds", "3", "--rate", "10", "--seed", "42", "--quiet").communicate(
+        timeout=60
+    )
+    pending = page.locator("#pending-count")
+    expect(pending).to_have_text("3 new rounds held while the focus is in the list", timeout=20_000)
+    assert page.evaluate("document.activeElement.closest('article')?.id") == focused
+    expect(cards).to_have_count(shown)
+    # Focus leaves the list: the held cards go in on top.
+    page.locator("#pause").focus()
+    expect(cards).to_have_count(shown + 3, timeout=20_000)
+    expect(pending).to_be_hidden()
+    # Paused is said plainly, where "live" was.
+    page.locator("#pause").click()
+    expect(status).to_have_text("paused")
+    page.locator("#pause").click()
+    expect(status).to_have_text("live")
