@@ -7,7 +7,7 @@ import binascii
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import F, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.urls import reverse
 
 from observe.domain.events import stored_event
@@ -189,6 +189,9 @@ class RoundsOverview:
     last_hour: int
     #: Per published version, newest first: (version, rounds checked, rounds that drifted).
     drift_by_version: tuple[tuple[int, int, int], ...] = ()
+    #: Rounds of the last hour with a rejection / with a timeout.
+    rejected_last_hour: int = 0
+    timed_out_last_hour: int = 0
 
 
 def rounds_overview(now: datetime) -> RoundsOverview:
@@ -198,7 +201,19 @@ def rounds_overview(now: datetime) -> RoundsOverview:
         last_started_at=newest,
         last_hour=Round.objects.filter(started_at__gte=now - timedelta(hours=1)).count(),
         drift_by_version=_drift_by_version(),
+        **_problems_last_hour(now),
     )
+
+
+def _problems_last_hour(now: datetime) -> dict[str, int]:
+    found = Round.objects.filter(started_at__gte=now - timedelta(hours=1)).aggregate(
+        rejected=Count("id", filter=Q(rejections__gt=0)),
+        timed_out=Count("id", filter=Q(timeouts__gt=0)),
+    )
+    return {
+        "rejected_last_hour": int(found["rejected"] or 0),
+        "timed_out_last_hour": int(found["timed_out"] or 0),
+    }
 
 
 def _drift_by_version() -> tuple[tuple[int, int, int], ...]:

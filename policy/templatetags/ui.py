@@ -161,3 +161,28 @@ def risk_of(diagnostic: Any) -> str:
 def rule_words_of(code: Any) -> str:
     """A rejection code in a few words (``policy.domain.overseer.RULE_WORDS``)."""
     return rule_words(str(code)) if code else ""
+
+
+#: URL names of the policy app that belong under "Versions" or "Import" in the menu.
+_VERSIONS_PAGES = frozenset(
+    {"versions", "version", "publish", "diff", "rollback", "impact", "impact-round"}
+)
+
+
+@register.simple_tag(takes_context=True)
+def nav_section(context: Any) -> str:
+    """The one menu item the current page belongs to (``""``: none)."""
+    request = context.get("request")
+    match = getattr(request, "resolver_match", None)
+    if match is None:
+        return ""
+    app, name = match.app_name, match.url_name
+    if name == "overview":
+        return "overview"
+    if app == "policy":
+        if name in _VERSIONS_PAGES:
+            return "versions"
+        return "import" if name == "import" else "policy"
+    if app == "observe":
+        return "history" if name == "history" else "live"
+    return {"audit": "audit", "accounts": "tokens"}.get(app, "")
