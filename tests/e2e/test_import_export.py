@@ -80,7 +80,9 @@ def test_paste_preview_apply_then_export_matches_fmt(
     expect(row).to_contain_text("3 warnings")
 
     with page.expect_download() as info:
-        page.get_by_role("navigation", name="Main").get_by_role("link", name="Export draft YAML").click()
+        page.get_by_role("navigation", name="Main").get_by_role(
+            "link", name="Export draft YAML"
+        ).click()
     exported = tmp_path / "export.yaml"
     info.value.save_as(exported)
     # The export is the canonical form of what was pasted, and is already canonical itself.
