@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from policy.domain.diagnostics import Severity
+from policy.domain.source import excerpt
 from policy.domain.version_diff import WHOLE_FILE, fold, text_diff
 from policy.domain.yaml_io import WEB_MAX_BYTES
 from policy.exporting import draft_export_response
@@ -61,6 +62,7 @@ def _preview_context(preview: ImportPreview, text: str | bytes) -> dict[str, Any
         "diagnostics": diagnostics,
         "summary": preview.analysis.summary(),
         "errors": [d for d in diagnostics if d.severity is Severity.ERROR],
+        "excerpts": _excerpts(diagnostics, text) if preview.refused else [],
         "diff_runs": fold(
             text_diff(
                 preview.draft.text,
@@ -76,6 +78,12 @@ def _preview_context(preview: ImportPreview, text: str | bytes) -> dict[str, Any
         # (Text that is not UTF-8 is refused, so "replace" never changes what gets applied.)
         "carried_text": text.decode("utf-8", "replace") if isinstance(text, bytes) else text,
     }
+
+
+def _excerpts(diagnostics: Any, text: str | bytes) -> list[tuple[Any, Any]]:
+    """Each refusing diagnostic with a line, and the given text around that line."""
+    source = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    return [(d, excerpt(source, d.line)) for d in diagnostics if d.line is not None][:5]
 
 
 def _page(
