@@ -78,6 +78,7 @@ PAGES: dict[str, dict[str, str]] = {
     "policy:publish": {"GET": PUBLISHER, "POST": PUBLISHER},
     "policy:rollback": {"GET": PUBLISHER, "POST": PUBLISHER},
     "policy:draft-discard": {"POST": EDITOR},
+    "policy:glossary": {"GET": VIEWER},
     "policy:edit-from-version": {"POST": EDITOR},
     "observe:live": {"GET": VIEWER},
     "observe:history": {"GET": VIEWER},

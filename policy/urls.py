@@ -66,5 +66,6 @@ urlpatterns = [
     path("draft/discard/", versions.draft_discard_view, name="draft-discard"),
     path("versions/<int:number>/edit/", versions.edit_from_version_view, name="edit-from-version"),
     path("diff/", versions.diff_view, name="diff"),
+    path("glossary/", inspect.glossary_view, name="glossary"),
     path("export.yaml", transfer.export_view, name="export"),
 ]

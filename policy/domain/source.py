@@ -52,5 +52,8 @@ def excerpt(text: str, line: int, *, around: int = 2) -> tuple[tuple[int, str, b
     """The lines ``line - around`` to ``line + around`` of ``text`` (1-based) as ``(number,
     text, is_the_line)``: what a person needs to find a syntax error in their own file."""
     lines = text.splitlines()
+    if line > len(lines):  # a parser reports "end of text" on the line after the last one
+        lines.append("")
+        line = len(lines)
     first, last = max(1, line - around), min(len(lines), line + around)
     return tuple((n, lines[n - 1], n == line) for n in range(first, last + 1))

@@ -362,3 +362,8 @@ def _chosen_mode(request: HttpRequest) -> str:
     if chosen == OTHER_MODE:
         return request.POST.get("multi_action_mode_other", "").strip()
     return chosen
+
+
+def glossary_view(request: HttpRequest) -> HttpResponse:
+    """The words the pages use, one line each (pages link their terms here)."""
+    return render(request, "policy/glossary.html")

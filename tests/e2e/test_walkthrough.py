@@ -227,14 +227,7 @@ def test_it_shows_a_round_readably_with_every_code_in_words(
     signed_in_page: Page, live_server: LiveServer, sample_draft: str, simulator_token: str
 ) -> None:
     page = signed_in_page
-    turn = f"turn-readable-{uuid.uuid4().hex[:6]}"
-    posted = page.request.post(
-        f"{live_server.url}/api/v1/events",
-        data=json.dumps({"events": hand_round(turn)}),
-        headers={"Authorization": f"Bearer {simulator_token}", "Content-Type": "application/json"},
-    )
-    assert posted.status == 200, posted.text()
-    assert posted.json()["rejected"] == [], posted.text()
+    turn = post_round(page, live_server, simulator_token)
     page.goto(f"{live_server.url}/live/rounds/main/{turn}/0/")
     table = page.locator("table.round-actions")
     # The table fits the page at 1440: nothing cut off, nothing to scroll sideways.
@@ -294,3 +287,81 @@ def test_it_holds_new_cards_while_the_focus_is_in_the_list_and_says_paused(
     expect(status).to_have_text("paused")
     page.locator("#pause").click()
     expect(status).to_have_text("live")
+
+
+def post_round(page: Page, live_server: LiveServer, token: str) -> str:
+    turn = f"turn-readable-{uuid.uuid4().hex[:6]}"
+    posted = page.request.post(
+        f"{live_server.url}/api/v1/events",
+        data=json.dumps({"events": hand_round(turn)}),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    assert posted.status == 200, posted.text()
+    assert posted.json()["rejected"] == [], posted.text()
+    return turn
+
+
+def test_it_fixes_the_small_things_that_add_up(
+    signed_in_page: Page, live_server: LiveServer, sample_draft: str, simulator_token: str
+) -> None:
+    page, url = signed_in_page, live_server.url
+    publish_all(page, live_server, "baseline")
+    nav = page.get_by_role("navigation", name="Main")
+
+    # One menu item is current; the export link says what it exports.
+    for path in ("/policy/", "/policy/versions/", "/policy/publish/", "/live/", "/audit/"):
+        page.goto(f"{url}{path}")
+        expect(nav.locator("[aria-current=page]")).to_have_count(1)
+    expect(nav.get_by_role("link", name="Export draft YAML")).to_be_visible()
+
+    # The audit filter finds "publish" anywhere in the action's name.
+    page.goto(f"{url}/audit/?action=publish")
+    expect(page.locator("main")).to_contain_text("policy.publish")
+
+    # htmx navigation: the tab title follows; breadcrumbs read "Policy › …" everywhere.
+    page.goto(f"{url}/policy/")
+    page.locator('tr[data-agent="main"]').get_by_role("link", name="main").click()
+    expect(page).to_have_url(f"{url}/policy/agents/main/")
+    expect(page).to_have_title(re.compile(r"main.*· Traitdeck"))
+    expect(page.locator(".crumbs")).to_have_text(re.compile(r"^\s*Policy › main"))
+
+    # A YAML syntax error shows the text around its line; a hand-edited export is an info.
+    page.goto(f"{url}/policy/import/")
+    page.get_by_label("Paste YAML").fill("surfaces:\n  as_consumer:\n    agents: [\n  x: 1\n")
+    page.get_by_role("button", name="Preview").click()
+    excerpt = page.locator("figure.excerpt")
+    expect(excerpt).to_contain_text("Your text around line")
+    expect(excerpt.locator(".here")).to_have_count(1)
+    exported = page.request.get(f"{url}/policy/export.yaml").text()
+    page.goto(f"{url}/policy/import/")
+    page.get_by_label("Paste YAML").fill(exported + "# edited by hand\nextra_key: 1\n")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator('li.diag.info[data-code="hash-mismatch"]')).to_have_count(1)
+
+    # The playground: fields in words, the mode a select with "other".
+    page.goto(f"{url}/policy/agents/main/playground/")
+    mode = page.get_by_label("Multi-action mode")
+    assert mode.evaluate("el => el.tagName") == "SELECT"
+    expect(mode.locator("option", has_text="other")).to_have_count(1)
+    expect(page.get_by_label("Most actions accepted per round")).to_be_visible()
+
+    # A connection alias a model cannot type is refused before saving.
+    page.goto(f"{url}/policy/agents/main/connections/new/?kind=mcp")
+    page.get_by_label("Server id").fill("github")
+    page.get_by_label("Alias", exact=True).fill("github tools!")
+    page.get_by_role("button", name="Add connection").click()
+    expect(page.locator(".field.invalid")).to_contain_text("cannot reliably type")
+    page.goto(f"{url}/policy/agents/main/")
+    expect(page.locator("main")).not_to_contain_text("github tools!")
+
+    # The overview: last hour's rejections and timeouts, the problem badges link to the agents.
+    post_round(page, live_server, simulator_token)
+    page.goto(f"{url}/")
+    expect(page.locator(".last-hour-problems")).to_contain_text("with a rejection")
+    expect(page.locator("a", has=page.locator(".warning-count"))).to_have_attribute(
+        "href", "/policy/"
+    )
+    # The glossary explains the words the pages use.
+    page.goto(f"{url}/policy/glossary/")
+    for term in ("retry story", "natural_key", "slot", "drift"):
+        expect(page.locator("dl.glossary")).to_contain_text(term)
