@@ -66,6 +66,10 @@ class RoundFilter:
     turn: str | None = None
     #: One of :data:`OUTCOMES`.
     outcome: str | None = None
+    #: The rounds credited to one version (DESIGN §6): its number, and when it was credited
+    #: per agent, ``(agent, policy hash, from, until)`` (``policy.versions.VersionIndex``).
+    version: int | None = None
+    version_windows: tuple[tuple[str, str, datetime, datetime | None], ...] = ()
 
     def apply(self, rounds: QuerySet[Round]) -> QuerySet[Round]:
         if self.agent:
@@ -87,6 +91,14 @@ class RoundFilter:
             rounds = rounds.filter(started_at__gte=self.since)
         if self.until:
             rounds = rounds.filter(started_at__lt=self.until)
+        if self.version is not None:
+            credited = Q(pk__in=[])
+            for agent, digest, start, until in self.version_windows:
+                window = Q(agent=agent, policy_hash=digest, started_at__gte=start)
+                if until is not None:
+                    window &= Q(started_at__lt=until)
+                credited |= window
+            rounds = rounds.filter(credited)
         return rounds
 
     def matches(self, row: Round) -> bool:

@@ -45,7 +45,7 @@ from observe.selectors import (
     rounds_page,
 )
 from observe.timeline import build_timeline
-from policy.versions import version_index
+from policy.versions import version_index, version_list
 
 LIVE_TEMPLATE = "observe/live.html"
 ROUND_TEMPLATE = "observe/round.html"
@@ -191,6 +191,7 @@ def history(request: HttpRequest) -> HttpResponse:
                 else []
             ),
             "chart": rounds_chart(round_filter),
+            "versions": version_list(),
             "ranges": [
                 ("15m", "last 15 min"),
                 ("1h", "last hour"),

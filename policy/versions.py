@@ -397,6 +397,17 @@ class VersionIndex:
             credited = number
         return credited
 
+    def windows(self, number: int) -> tuple[tuple[str, str, datetime, datetime | None], ...]:
+        """When version ``number`` was credited with rounds, per agent: ``(agent, hash, from,
+        until)`` (``until`` None: still), the rounds :meth:`credit` gives to it."""
+        found = []
+        for (agent, digest), published in self.published.items():
+            for i, (published_at, n) in enumerate(published):
+                if n == number:
+                    until = published[i + 1][0] if i + 1 < len(published) else None
+                    found.append((agent, digest, published_at, until))
+        return tuple(found)
+
 
 def version_index() -> VersionIndex:
     """The :class:`VersionIndex` of every version published so far."""
