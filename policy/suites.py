@@ -15,7 +15,8 @@ from django.db import IntegrityError, transaction
 
 from audit.services import audit_record
 from policy.domain.decide import decide_any, outcomes_by_slot
-from policy.domain.dryrun import parse_round_spec, resolve_mode
+from policy.domain.dryrun import parse_round_spec
+from policy.domain.multi_action import multi_action_mode
 from policy.domain.resolution import UnknownAgentError, resolve_consumer
 from policy.domain.suites import (
     Case,
@@ -105,7 +106,7 @@ def case_save(*, agent: str, name: str, round_data: Mapping[str, Any], actor: An
         resolution = resolve_consumer(draft, agent, manifest_for(agent))
     except UnknownAgentError:
         raise CaseRefused(f"The draft has no agent {agent!r} (nor a default agent).") from None
-    mode = resolve_mode(spec, agent_default_mode(draft, agent))
+    mode = multi_action_mode(spec.multi_action_mode, agent_default_mode(draft, agent))
     # Pinned by the same path run_suite checks the case with.
     decision = decide_any(spec, resolution, multi_action_mode=mode)
     case = case_from_outcomes(name, data, outcomes_by_slot(spec, decision))

@@ -437,8 +437,9 @@ def impact_round_view(
     from observe.domain.rounds import recorded_round
     from observe.impact import SideError, policy_side, side_policy
     from observe.selectors import round_get, round_url
-    from policy.domain.dryrun import dry_run, resolve_mode
+    from policy.domain.dryrun import dry_run
     from policy.domain.impact import changes, outcomes, parse_recorded_round
+    from policy.domain.multi_action import multi_action_mode
 
     row = round_get(agent, turn_id, iteration)
     if row is None:
@@ -456,7 +457,8 @@ def impact_round_view(
     results = []
     for side in (baseline, candidate):
         policy, mode = side_policy(side, agent)
-        results.append(dry_run(spec, policy, multi_action_mode=resolve_mode(spec, mode)))
+        chosen = multi_action_mode(spec.multi_action_mode, mode)
+        results.append(dry_run(spec, policy, multi_action_mode=chosen))
     before, after = outcomes(results[0]), outcomes(results[1])
     changed = {(c.attempt, c.index) for c in changes(results[0], results[1])}
     rows = [
