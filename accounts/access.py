@@ -89,7 +89,10 @@ PAGES: dict[str, dict[str, str]] = {
     "policy:impact-round": {"GET": VIEWER},
     "policy:impact-round-by-ids": {"GET": VIEWER},
     "policy:publish": {"GET": PUBLISHER, "POST": PUBLISHER},
-    "policy:rollback": {"POST": PUBLISHER},
+    "policy:rollback": {"GET": PUBLISHER, "POST": PUBLISHER},
+    "policy:draft-discard": {"POST": EDITOR},
+    "policy:glossary": {"GET": VIEWER},
+    "policy:edit-from-version": {"POST": EDITOR},
     "policy:kdcube-push": {"POST": PUBLISHER},
     # Reading KDCube's props to preview them is a read; applying goes through policy:import.
     "policy:kdcube-import": {"GET": VIEWER},

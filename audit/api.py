@@ -51,7 +51,8 @@ def audit_list(
         str | None, P(description="the actor's name, exactly (`cli` for commands)")
     ] = None,
     action: QueryEx[
-        str | None, P(description="an action (`tool.edit`), or a prefix ending in `.` (`token.`)")
+        str | None,
+        P(description="any part of the action, any case (`publish`, `token.`, `tool.edit`)"),
     ] = None,
     since: QueryEx[str | None, P(description=f"{_TIME}; entries at or after it")] = None,
     until: QueryEx[str | None, P(description=f"{_TIME}; entries before it")] = None,

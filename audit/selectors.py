@@ -24,7 +24,8 @@ CSV_COLUMNS = ("at", "actor", "action", "target", "message", "before", "after")
 @dataclass(frozen=True)
 class AuditFilter:
     """``user``: the actor's name, exactly (``cli`` for commands run without ``--actor``);
-    ``action``: exactly (``tool.edit``) or a prefix ending in a dot (``token.``)."""
+    ``action``: any part of the action's name, any case (``publish`` finds ``policy.publish``,
+    ``token.`` every token action)."""
 
     user: str = ""
     action: str = ""
@@ -34,10 +35,8 @@ class AuditFilter:
     def apply(self, entries: QuerySet[AuditEntry]) -> QuerySet[AuditEntry]:
         if self.user:
             entries = entries.filter(actor_name=self.user)
-        if self.action.endswith("."):
-            entries = entries.filter(action__startswith=self.action)
-        elif self.action:
-            entries = entries.filter(action=self.action)
+        if self.action:
+            entries = entries.filter(action__icontains=self.action)
         if self.since is not None:
             entries = entries.filter(at__gte=self.since)
         if self.until is not None:

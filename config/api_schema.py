@@ -51,6 +51,17 @@ def _shared_errors(operation: dict[str, Any]) -> dict[int, str]:
     return errors
 
 
+def _merge_spelled_twice(responses: dict[Any, Any]) -> None:
+    """One status per response: ninja keys its own by ``int`` and ``openapi_extra`` by ``str``,
+    so both ``200`` and ``"200"`` can be there, which JSON writes as the key ``"200"`` twice (a
+    lenient reader keeps one; Swagger UI refuses the whole document). The ``openapi_extra``
+    entry says more (the content type), so it wins, over the int one's fields."""
+    for status in [key for key in responses if isinstance(key, int)]:
+        spelled = str(status)
+        if spelled in responses:
+            responses[spelled] = {**responses.pop(status), **responses[spelled]}
+
+
 def declare_shared_errors(schema: dict[str, Any]) -> dict[str, Any]:
     """Add to each operation of ``schema`` the error statuses it can answer and does not declare
     itself (an operation's own declaration, with its richer body, wins). An operation whose
@@ -65,7 +76,10 @@ def declare_shared_errors(schema: dict[str, Any]) -> dict[str, Any]:
             if not operation.get("security") and role not in (None, PUBLIC, TOKEN, DOCS):
                 operation["security"] = [{"SessionAuth": []}]
             responses = operation.setdefault("responses", {})
+            _merge_spelled_twice(responses)
             for status, description in sorted(_shared_errors(operation).items()):
+                if str(status) in responses:
+                    continue
                 responses.setdefault(
                     status,
                     {

@@ -44,7 +44,7 @@ from observe.selectors import (
     rounds_page,
 )
 from observe.services import events_ingest
-from policy.versions import agents_in_force, version_index
+from policy.versions import VersionIndex, agents_in_force, version_index
 
 router = Router(tags=["rounds"])
 
@@ -219,15 +219,16 @@ def parse_kinds(values: list[str]) -> frozenset[str]:
     return frozenset(values)
 
 
-def _unknown_policy(row: Round, versions: dict[tuple[str, str], int]) -> bool:
+def _unknown_policy(row: Round, versions: VersionIndex) -> bool:
     """The round names a policy hash that no published version has for its agent."""
     return row.policy_hash is not None and (row.agent, row.policy_hash) not in versions
 
 
-def round_out(row: Round, versions: dict[tuple[str, str], int]) -> dict[str, Any]:
+def round_out(row: Round, versions: VersionIndex) -> dict[str, Any]:
     """The round object of §4 from the row's columns (no re-assembly: a page holds up to 500).
-    ``versions`` is :func:`policy.versions.version_index`: ``policy_version`` is the version
-    whose per-agent hash is the round's ``policy_hash`` (DESIGN §6)."""
+    ``versions`` is :func:`policy.versions.version_index`: ``policy_version`` is the version in
+    force when the round started, among those whose per-agent hash is its ``policy_hash``
+    (DESIGN §6)."""
     return {
         "agent": row.agent,
         "turn_id": row.turn_id,
@@ -236,7 +237,7 @@ def round_out(row: Round, versions: dict[tuple[str, str], int]) -> dict[str, Any
         "finished_at": format_ts(row.finished_at) if row.finished_at is not None else None,
         "outcome": row.outcome,
         "policy_hash": row.policy_hash,
-        "policy_version": versions.get((row.agent, row.policy_hash or "")),
+        "policy_version": versions.credit(row.agent, row.policy_hash, row.started_at),
         "agent_in_policy": row.agent_in_policy,
         "drift": row.drift,
         "unknown_policy": _unknown_policy(row, versions),
@@ -386,7 +387,7 @@ def get_round(request: HttpRequest, agent: str, turn_id_and_iteration: str) -> A
         round_assembled(row), round_url(row), agent_in_policy=row.agent_in_policy
     )
     versions = version_index()
-    detail["policy_version"] = versions.get((row.agent, row.policy_hash or ""))
+    detail["policy_version"] = versions.credit(row.agent, row.policy_hash, row.started_at)
     detail["drift"] = row.drift
     detail["drift_notes"] = row.drift_notes
     detail["unknown_policy"] = _unknown_policy(row, versions)

@@ -26,7 +26,7 @@ from observe.models import Round
 from policy.domain.multi_action import ModeSources, profile_mode
 from policy.domain.round_policy import RoundPolicy
 from policy.selectors import policy_agent_run
-from policy.versions import version_data, version_get, version_index, version_manifest
+from policy.versions import VersionIndex, version_data, version_get, version_index, version_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def rounds_check_drift(
     pks: Iterable[int],
     *,
     assemblies: Mapping[int, Assembly] | None = None,
-    versions: Mapping[tuple[str, str], int] | None = None,
+    versions: VersionIndex | None = None,
 ) -> dict[int, bool | None]:
     """Check the finished rounds among ``pks``; returns each checked round's drift.
     ``assemblies``: the rounds' assemblies when the caller has them (not read again)."""
@@ -65,7 +65,7 @@ def rounds_check_drift(
     changed: list[Round] = []
     checked: dict[int, bool | None] = {}
     for row in rows:
-        number = versions.get((row.agent, row.policy_hash or ""))
+        number = versions.credit(row.agent, row.policy_hash, row.started_at)
         if number is None:  # "unknown policy": nothing to predict with
             verdict: tuple[bool | None, list[Any] | None] = (None, None)
         else:

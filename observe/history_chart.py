@@ -72,6 +72,10 @@ class Chart:
     peak: int
     total: int
     truncated: bool
+    #: Versions published inside the range: (x, number), drawn as marks.
+    publishes: tuple[tuple[float, int], ...] = ()
+    #: True when the range was fitted to the rounds (no ``since`` given).
+    fitted: bool = False
 
 
 def _bucket_text(size: timedelta) -> str:
@@ -82,10 +86,43 @@ def _bucket_text(size: timedelta) -> str:
     return f"{hours} h" if hours < 24 else f"{hours // 24} d"
 
 
+#: Without ``since`` the chart fits the rounds of this span before its end (an hour that is
+#: mostly empty says less than the ten minutes that hold rounds).
+FIT_WITHIN: Final = timedelta(days=7)
+#: The shortest fitted range (a few rounds still get several buckets).
+FIT_AT_LEAST: Final = timedelta(minutes=5)
+
+
+def _fitted_start(round_filter: RoundFilter, end: datetime) -> datetime | None:
+    """The first matching round's start within :data:`FIT_WITHIN` before ``end``."""
+    first = (
+        round_filter.apply(
+            Round.objects.filter(started_at__gte=end - FIT_WITHIN, started_at__lt=end)
+        )
+        .order_by("started_at")
+        .values_list("started_at", flat=True)
+        .first()
+    )
+    if first is None:
+        return None
+    return min(first, end - FIT_AT_LEAST)
+
+
+def _publishes(start: datetime, end: datetime) -> list[tuple[datetime, int]]:
+    from policy.models import PolicyVersion
+
+    return list(
+        PolicyVersion.objects.filter(created_at__gte=start, created_at__lt=end)
+        .order_by("number")
+        .values_list("created_at", "number")
+    )
+
+
 def rounds_chart(round_filter: RoundFilter, *, now: datetime | None = None) -> Chart:
     now = now or datetime.now(UTC)
     end = min(round_filter.until or now, now)
-    start = round_filter.since or end - timedelta(hours=1)
+    fitted = round_filter.since is None
+    start = round_filter.since or _fitted_start(round_filter, end) or end - timedelta(hours=1)
     if start >= end:
         start = end - timedelta(minutes=1)
     span = end - start
@@ -146,7 +183,13 @@ def rounds_chart(round_filter: RoundFilter, *, now: datetime | None = None) -> C
     ticks = tuple(
         (round(LEFT + i * step, 1), start + i * size) for i in range(0, count, tick_every)
     )
+    publishes = tuple(
+        (round(LEFT + (at - start) / span * plot_w, 1), number)
+        for at, number in _publishes(start, end)
+    )
     return Chart(
+        publishes=publishes,
+        fitted=fitted,
         width=WIDTH,
         height=HEIGHT,
         left=LEFT,

@@ -68,6 +68,10 @@ class RoundFilter:
     turn: str | None = None
     #: One of :data:`OUTCOMES`.
     outcome: str | None = None
+    #: The rounds credited to one version (DESIGN §6): its number, and when it was credited
+    #: per agent, ``(agent, policy hash, from, until)`` (``policy.versions.VersionIndex``).
+    version: int | None = None
+    version_windows: tuple[tuple[str, str, datetime, datetime | None], ...] = ()
 
     def apply(self, rounds: QuerySet[Round]) -> QuerySet[Round]:
         if self.agent:
@@ -89,6 +93,14 @@ class RoundFilter:
             rounds = rounds.filter(started_at__gte=self.since)
         if self.until:
             rounds = rounds.filter(started_at__lt=self.until)
+        if self.version is not None:
+            credited = Q(pk__in=[])
+            for agent, digest, start, until in self.version_windows:
+                window = Q(agent=agent, policy_hash=digest, started_at__gte=start)
+                if until is not None:
+                    window &= Q(started_at__lt=until)
+                credited |= window
+            rounds = rounds.filter(credited)
         return rounds
 
     def matches(self, row: Round) -> bool:
@@ -206,6 +218,9 @@ class RoundsOverview:
     last_hour: int
     #: Per published version, newest first: (version, rounds checked, rounds that drifted).
     drift_by_version: tuple[tuple[int, int, int], ...] = ()
+    #: Rounds of the last hour with a rejection / with a timeout.
+    rejected_last_hour: int = 0
+    timed_out_last_hour: int = 0
 
 
 def rounds_overview(now: datetime) -> RoundsOverview:
@@ -215,7 +230,19 @@ def rounds_overview(now: datetime) -> RoundsOverview:
         last_started_at=newest,
         last_hour=Round.objects.filter(started_at__gte=now - timedelta(hours=1)).count(),
         drift_by_version=_drift_by_version(),
+        **_problems_last_hour(now),
     )
+
+
+def _problems_last_hour(now: datetime) -> dict[str, int]:
+    found = Round.objects.filter(started_at__gte=now - timedelta(hours=1)).aggregate(
+        rejected=Count("id", filter=Q(rejections__gt=0)),
+        timed_out=Count("id", filter=Q(timeouts__gt=0)),
+    )
+    return {
+        "rejected_last_hour": int(found["rejected"] or 0),
+        "timed_out_last_hour": int(found["timed_out"] or 0),
+    }
 
 
 def _drift_by_version() -> tuple[tuple[int, int, int], ...]:
@@ -224,15 +251,15 @@ def _drift_by_version() -> tuple[tuple[int, int, int], ...]:
 
     versions = version_index()
     totals: dict[int, list[int]] = {}
-    checked = (
-        Round.objects.filter(drift__isnull=False)
-        .values("agent", "policy_hash")
-        .annotate(rounds=Count("id"), drifted=Count("id", filter=Q(drift=True)))
+    # Per round, not per hash: two versions can share a hash (a rollback's copy), and each
+    # round belongs to the one in force when it started.
+    checked = Round.objects.filter(drift__isnull=False).values_list(
+        "agent", "policy_hash", "started_at", "drift"
     )
-    for row in checked:
-        number = versions.get((row["agent"], row["policy_hash"] or ""))
+    for agent, policy_hash, started_at, drift in checked.iterator():
+        number = versions.credit(agent, policy_hash, started_at)
         if number is not None:
             total = totals.setdefault(number, [0, 0])
-            total[0] += row["rounds"]
-            total[1] += row["drifted"]
+            total[0] += 1
+            total[1] += int(bool(drift))
     return tuple((number, *totals[number]) for number in sorted(totals, reverse=True))  # type: ignore[misc]

@@ -46,7 +46,7 @@ from observe.selectors import (
 )
 from observe.timeline import build_timeline
 from policy.domain.numbers import parse_whole
-from policy.versions import version_index
+from policy.versions import version_index, version_list
 
 LIVE_TEMPLATE = "observe/live.html"
 ROUND_TEMPLATE = "observe/round.html"
@@ -120,7 +120,7 @@ def round_page(request: HttpRequest, agent: str, turn_id: str, iteration: int) -
             "timeline": build_timeline(assembled, _zoom(request)),
             "actions": action_details(assembled),
             "events": event_rows(assembled),
-            "policy_version": version_index().get((row.agent, row.policy_hash or "")),
+            "policy_version": version_index().credit(row.agent, row.policy_hash, row.started_at),
             "case_round": _case_round(row),
         },
     )
@@ -201,6 +201,7 @@ def history(request: HttpRequest) -> HttpResponse:
                 else []
             ),
             "chart": rounds_chart(round_filter),
+            "versions": version_list(),
             "ranges": [
                 ("15m", "last 15 min"),
                 ("1h", "last hour"),

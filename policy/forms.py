@@ -127,7 +127,13 @@ class ToolForm(forms.Form):
         error_messages={"invalid": "Enter the timeout as a number of seconds, e.g. 20."},
     )
     mode = forms.ChoiceField(required=False, choices=[("", "—"), *((m, m) for m in MODES)])
-    retry = forms.ChoiceField(required=False, choices=[("", "—"), *((r, r) for r in RETRIES)])
+    retry = forms.ChoiceField(
+        required=False,
+        choices=[("", "—"), *((r, r) for r in RETRIES)],
+        label="Retry story",
+        help_text="What makes a repeated call safe: natural_key (its params identify what it "
+        "changes), idempotency_key (a key makes the tool ignore a repeat), dedup, or not_safe.",
+    )
     confirm = forms.BooleanField(required=False, label="Confirmation gate")
     async_alternative = forms.CharField(required=False)
     status_tool = forms.CharField(required=False)

@@ -19,6 +19,7 @@ from policy.domain.connections import (
 )
 from policy.domain.edits import NamespaceEdit, parse_name_list
 from policy.domain.numbers import parse_whole
+from policy.domain.validate_tools import untypeable
 
 #: A bound on namespace rows one POST may carry (the form renders the existing ones plus one).
 MAX_NAMESPACE_ROWS = 50
@@ -57,6 +58,17 @@ class ConnectionForm(forms.Form):
     @property
     def adding(self) -> bool:
         return not self.existing
+
+    def clean_alias(self) -> str:
+        """Refused before saving, not warned about after: every tool id of the connection
+        starts with the alias, and the model must type it (``alias-untypeable``)."""
+        alias = _text(self.cleaned_data.get("alias"))
+        if alias and untypeable(alias):
+            raise forms.ValidationError(
+                f"{alias!r} has characters a model cannot reliably type: use letters, digits, "
+                "_, - and . only (every tool id of this connection starts with the alias)."
+            )
+        return alias
 
     def initial_from(self, raw: Mapping[Any, Any]) -> dict[str, Any]:
         return {"alias": _text(raw.get("alias"))}

@@ -84,7 +84,10 @@ urlpatterns = [
     path("versions/<int:number>/rollback/", versions.rollback_view, name="rollback"),
     path("versions/<int:number>/push/", kdcube.kdcube_push_view, name="kdcube-push"),
     path("kdcube/import/", kdcube.kdcube_import_view, name="kdcube-import"),
+    path("draft/discard/", versions.draft_discard_view, name="draft-discard"),
+    path("versions/<int:number>/edit/", versions.edit_from_version_view, name="edit-from-version"),
     path("diff/", versions.diff_view, name="diff"),
+    path("glossary/", inspect.glossary_view, name="glossary"),
     path("export.yaml", transfer.export_view, name="export"),
     path("export/descriptor/", transfer.export_descriptor_view, name="export-descriptor"),
 ]

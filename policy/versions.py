@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -80,25 +81,30 @@ def version_manifest(version: PolicyVersion, agent: str) -> Manifest | None:
     return parse_manifest(data) if data is not None else None
 
 
+@dataclass(frozen=True)
+class DraftStanding:
+    """The draft against what is in force: what the policy pages say at the top."""
+
+    revision: int
+    in_force: int | None
+    unpublished: bool
+
+
+def draft_standing(state: DraftState) -> DraftStanding:
+    published = version_published()
+    return DraftStanding(
+        revision=state.revision,
+        in_force=published.number if published else None,
+        unpublished=published is None or draft_sha256(state) != published.sha256,
+    )
+
+
 def version_get(number: int) -> PolicyVersion | None:
     return PolicyVersion.objects.filter(number=number).first()
 
 
 def version_list() -> list[PolicyVersion]:
     return list(PolicyVersion.objects.order_by("-number"))
-
-
-def version_for_agent_hash(agent: str, policy_hash: str | None) -> int | None:
-    """The newest version whose runtime file for ``agent`` has this hash (a round's
-    ``policy_hash``), or ``None``."""
-    if not policy_hash:
-        return None
-    for number, hashes in PolicyVersion.objects.order_by("-number").values_list(
-        "number", "agent_hashes"
-    ):
-        if isinstance(hashes, dict) and hashes.get(agent) == policy_hash:
-            return int(number)
-    return None
 
 
 def agent_hashes(data: Any) -> dict[str, str]:
@@ -271,8 +277,11 @@ def policy_rollback(
     message: str,
     confirm_errors: bool = False,
     confirm_unpublished: bool = False,
+    overridden_cases: list[str] | None = None,
 ) -> PolicyVersion:
     """Publish a copy of version ``number`` as the next version and set the draft to it.
+    ``overridden_cases``: regression cases failing under that version that the admin chose to
+    override (the audit log records them, as for publishing).
 
     Nothing is rewritten: the old versions stay, and the audit log keeps the draft that was
     replaced. Needs confirmation when the draft has unpublished changes, and when the old
@@ -330,6 +339,14 @@ def policy_rollback(
         },
         after={**(_summary(version) or {}), "copy_of": number},
     )
+    if overridden_cases:
+        audit_record(
+            actor=actor,
+            action="suite.override",
+            target=f"version {version.number}",
+            message=f"rolled back with {len(overridden_cases)} failing regression case(s)",
+            after={"failing": overridden_cases},
+        )
     _push_after_commit(version, actor)
     return version
 
@@ -343,6 +360,32 @@ def _push_after_commit(version: PolicyVersion, actor: Any) -> None:
     if kdcube_configured():
         number = version.number
         transaction.on_commit(lambda: kdcube_push(actor=actor, number=number))
+
+
+@transaction.atomic
+def draft_reset(*, actor: Any, base_revision: int | None, number: int | None = None) -> DraftState:
+    """Set the draft to a version's policy: the version in force (``number`` None: "discard the
+    draft") or version ``number`` ("edit from version N"). Nothing is published; the audit log
+    keeps the draft that is replaced (``draft.discard`` / ``draft.from_version``).
+
+    ``PublishRefused`` when there is no such version (or nothing is published), or when the
+    draft already is that version; ``StaleRevision`` on a stale ``base_revision``."""
+    target = version_published() if number is None else version_get(number)
+    if target is None:
+        raise PublishRefused(
+            "Nothing is published yet: there is no version to reset the draft to."
+            if number is None
+            else f"There is no version {number}."
+        )
+    state = draft_lock(base_revision=base_revision)
+    if draft_sha256(state) == target.sha256:
+        raise PublishRefused(f"The draft already is version {target.number}: nothing to discard.")
+    data = version_data(target)
+    if number is None:
+        note = policy_replaced("draft.discard", message=f"reset to version {target.number}")
+    else:
+        note = policy_replaced("draft.from_version", message=f"started from version {number}")
+    return draft_change(edit=lambda _doc: data, base_revision=None, user=actor, audit=note)
 
 
 def agents_in_force() -> frozenset[str]:
@@ -372,13 +415,54 @@ def _agents_of_hashes(text: str) -> frozenset[str]:
     return frozenset(hashes) if isinstance(hashes, dict) else frozenset()
 
 
-def version_index() -> dict[tuple[str, str], int]:
-    """``(agent, per-agent hash) → version number`` (the newest version with that hash), to link
-    many rounds to their versions with one query."""
-    index: dict[tuple[str, str], int] = {}
-    rows = PolicyVersion.objects.order_by("number").values_list("number", "agent_hashes")
-    for number, hashes in rows:
+@dataclass(frozen=True)
+class VersionIndex:
+    """Which version each round ran under, for many rounds from one query (DESIGN §6).
+
+    A round is credited to the version **in force when it ran**: the newest version whose file
+    for the round's agent has the round's ``policy_hash`` and that was published at or before
+    the round started. A rollback publishes a copy with the same hash; it never claims the
+    rounds that ran before it. A round without a ``policy_hash`` is credited to none.
+    """
+
+    #: ``(agent, per-agent hash) → ((published_at, number), …)``, oldest first.
+    published: dict[tuple[str, str], tuple[tuple[datetime, int], ...]]
+
+    def __contains__(self, key: object) -> bool:
+        """Some published version has this ``(agent, hash)`` (else: an unknown policy)."""
+        return key in self.published
+
+    def credit(self, agent: str, policy_hash: str | None, started_at: datetime) -> int | None:
+        """The version in force when a round of ``agent`` reporting ``policy_hash`` started."""
+        if not policy_hash:
+            return None
+        credited = None
+        for published_at, number in self.published.get((agent, policy_hash), ()):
+            if published_at > started_at:
+                break
+            credited = number
+        return credited
+
+    def windows(self, number: int) -> tuple[tuple[str, str, datetime, datetime | None], ...]:
+        """When version ``number`` was credited with rounds, per agent: ``(agent, hash, from,
+        until)`` (``until`` None: still), the rounds :meth:`credit` gives to it."""
+        found = []
+        for (agent, digest), published in self.published.items():
+            for i, (published_at, n) in enumerate(published):
+                if n == number:
+                    until = published[i + 1][0] if i + 1 < len(published) else None
+                    found.append((agent, digest, published_at, until))
+        return tuple(found)
+
+
+def version_index() -> VersionIndex:
+    """The :class:`VersionIndex` of every version published so far."""
+    index: dict[tuple[str, str], list[tuple[datetime, int]]] = {}
+    rows = PolicyVersion.objects.order_by("number").values_list(
+        "number", "created_at", "agent_hashes"
+    )
+    for number, created_at, hashes in rows:
         if isinstance(hashes, dict):
             for agent, digest in hashes.items():
-                index[(str(agent), str(digest))] = int(number)
-    return index
+                index.setdefault((str(agent), str(digest)), []).append((created_at, int(number)))
+    return VersionIndex({key: tuple(value) for key, value in index.items()})

@@ -58,6 +58,7 @@ def parse_filter(query: QueryDict, *, full: bool = False) -> ParsedFilter:
         outcome = None
     since = _local_time(query.get("since", ""), "since", errors)
     until = _local_time(query.get("until", ""), "until", errors)
+    version, windows = _version(query.get("version", ""), errors)
     return ParsedFilter(
         RoundFilter(
             agent=agent,
@@ -67,9 +68,26 @@ def parse_filter(query: QueryDict, *, full: bool = False) -> ParsedFilter:
             until=until,
             turn=turn,
             outcome=outcome,
+            version=version,
+            version_windows=windows,
         ),
         tuple(errors),
     )
+
+
+def _version(
+    value: str, errors: list[str]
+) -> tuple[int | None, tuple[tuple[str, str, datetime, datetime | None], ...]]:
+    """``version=N``: the rounds credited to version N (the one in force when they ran)."""
+    from policy.versions import version_index
+
+    value = value.strip()
+    if not value:
+        return None, ()
+    if not (value.isascii() and value.isdigit() and len(value) <= 9):
+        errors.append(f"“{value[:60]}” is not a version number (ignored).")
+        return None, ()
+    return int(value), version_index().windows(int(value))
 
 
 def _local_time(value: str, name: str, errors: list[str]) -> datetime | None:
@@ -106,6 +124,8 @@ def filter_query(round_filter: RoundFilter) -> list[tuple[str, str]]:
         pairs.append(("turn", round_filter.turn))
     if round_filter.outcome:
         pairs.append(("outcome", round_filter.outcome))
+    if round_filter.version is not None:
+        pairs.append(("version", str(round_filter.version)))
     for name in ("since", "until"):
         value: datetime | None = getattr(round_filter, name)
         if value is not None:

@@ -76,6 +76,48 @@ def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
     return any(d.severity is Severity.ERROR for d in diagnostics)
 
 
+#: Warnings about something the runtime will *do* with side effects the admin may not have
+#: meant (a tool that is not safe to repeat starting early or retried, an execution profile
+#: silently dropped, a wildcard overriding a tool's own entry): listed before the cosmetic ones
+#: of the same severity, and marked, so they do not read like ``id-key-ignored``.
+HIGH_RISK_CODES = frozenset(
+    {
+        "early-without-idempotency",
+        "exploitation-unsafe-retry",
+        "override-drops-execution",
+        "wildcard-overrides",
+    }
+)
+#: Warnings that change nothing the runtime does (a key it ignores, a name hard to type).
+LOW_RISK_CODES = frozenset({"id-key-ignored", "alias-untypeable", "execution-inert"})
+
+
+def risk(diagnostic: Diagnostic) -> str:
+    """``"high"``, ``"low"`` or ``""`` (neither): how much a diagnostic's subject can hurt."""
+    if diagnostic.code in HIGH_RISK_CODES:
+        return "high"
+    if diagnostic.code in LOW_RISK_CODES:
+        return "low"
+    return ""
+
+
+_RISK_RANK = {"high": 0, "": 1, "low": 2}
+
+
+def sort_by_severity_and_risk(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Errors first, then within a severity the risky ones first, then source order."""
+    return sorted(
+        diagnostics,
+        key=lambda d: (
+            SEVERITY_RANK[d.severity],
+            _RISK_RANK[risk(d)],
+            d.line is None,
+            d.line or 0,
+            d.column or 0,
+        ),
+    )
+
+
 def sort_for_display(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     """Source order (line, column), diagnostics without a position last; stable otherwise."""
     return sorted(

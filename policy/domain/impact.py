@@ -29,6 +29,7 @@ from policy.domain.dryrun import (
     parse_round_spec,
 )
 from policy.domain.multi_action import ModeSources, multi_action_mode
+from policy.domain.overseer import STRATEGY_INCOMPATIBLE
 from policy.domain.round_policy import RoundPolicy
 
 #: The kinds of change, in the order reports list them.
@@ -65,6 +66,77 @@ LABELS: Final = {
     DEDUP_GAINED: "dedups gained",
     DEDUP_LOST: "dedups lost",
 }
+
+#: The kinds, riskiest first: what now runs that did not (a lost rejection, a dropped action
+#: that now runs, a duplicate that is no longer deduplicated, an early start) before what now
+#: stops running.
+RISK_ORDER: Final = (
+    NO_LONGER_REJECTED,
+    NO_LONGER_DROPPED,
+    DEDUP_LOST,
+    EARLY_GAINED,
+    OTHER_RULE,
+    NEWLY_REJECTED,
+    NEWLY_DROPPED,
+    EARLY_LOST,
+    DEDUP_GAINED,
+)
+#: Kinds where the change lets an action run (or run again, or earlier) with its side effects.
+RISKY_KINDS: Final = frozenset({NO_LONGER_REJECTED, NO_LONGER_DROPPED, DEDUP_LOST, EARLY_GAINED})
+#: What each kind means for the runtime, in one line.
+EXPLAINED: Final = {
+    NEWLY_REJECTED: "the runtime now rejects the action: it does not run",
+    NO_LONGER_REJECTED: "the runtime rejected it; now it accepts it and the tool runs",
+    OTHER_RULE: "still rejected, but by a different rule",
+    NEWLY_DROPPED: (
+        "accepted while streaming but never run: with multi-action off the runtime runs only "
+        "the first action of a round"
+    ),
+    NO_LONGER_DROPPED: "was accepted but never run; now it runs",
+    EARLY_GAINED: "now starts while the model is still generating (before the round is complete)",
+    EARLY_LOST: "no longer starts early: it runs after generation",
+    DEDUP_GAINED: "now skipped as a duplicate of an earlier call",
+    DEDUP_LOST: "was skipped as a duplicate; now it runs again",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ImpactGroup:
+    """The changes of one kind over the affected rounds (a round appears once per change)."""
+
+    kind: str
+    items: tuple[tuple[RoundImpact, ActionChange], ...]
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.kind]
+
+    @property
+    def explained(self) -> str:
+        return EXPLAINED[self.kind]
+
+    @property
+    def risky(self) -> bool:
+        return self.kind in RISKY_KINDS
+
+
+def impact_groups(affected: Iterable[RoundImpact]) -> list[ImpactGroup]:
+    """The affected rounds' changes grouped by kind, riskiest kind first; a lost rejection of
+    exploitation (``strategy_incompatible``: now accepted after exploration) first in its
+    group."""
+    by_kind: dict[str, list[tuple[RoundImpact, ActionChange]]] = {}
+    for impact in affected:
+        for change in impact.changes:
+            by_kind.setdefault(change.kind, []).append((impact, change))
+    groups = []
+    for kind in RISK_ORDER:
+        items = by_kind.get(kind)
+        if not items:
+            continue
+        if kind == NO_LONGER_REJECTED:
+            items.sort(key=lambda item: item[1].before.code != STRATEGY_INCOMPATIBLE)
+        groups.append(ImpactGroup(kind, tuple(items)))
+    return groups
 
 
 DROPPED: Final = "dropped"

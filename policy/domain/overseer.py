@@ -37,6 +37,22 @@ Resolver = Callable[[str, Any], Mapping[str, Any] | None]
 
 UNSAFE_TOOL: Final = "multi_action_bundle_unsafe_tool"
 
+#: Each rejection rule in a few words, for pages that list many (the code stays beside them).
+RULE_WORDS: Final = {
+    MIXED_ACTIONS: "not a supported action (only call_tool, complete and exit)",
+    TOO_MANY_ACTIONS: "over the round's action limit",
+    FINAL_AFTER_NON_NEUTRAL: "final answer after a non-neutral action",
+    NON_NEUTRAL_AFTER_FINAL: "non-neutral action after the final answer",
+    STRATEGY_INCOMPATIBLE: "its strategy cannot follow the first action's (e.g. exploitation"
+    " after exploration)",
+    UNSAFE_TOOL: "a tool that is not safe to run in a bundle",
+}
+
+
+def rule_words(code: str | None) -> str:
+    """A rejection code in a few words (the code itself when it is not one the runtime has)."""
+    return RULE_WORDS.get(code or "", code or "")
+
 
 @dataclass(frozen=True)
 class Action:

@@ -132,13 +132,22 @@ class Placement:
     def for_connection(self, index: int) -> tuple[Diagnostic, ...]:
         return self.connections.get(index, ())
 
-    def counts(self) -> Counts:
-        """Errors, warnings and info over every place (what the agents page shows)."""
-        everything = [
+    def for_connection_tools(self, index: int) -> tuple[Diagnostic, ...]:
+        """Every diagnostic on the connection and on any of its tool rows (what a wildcard
+        entry, which applies to each of them, can change)."""
+        rows = (found for (at, _), found in self.tools.items() if at == index)
+        return (*self.for_connection(index), *(d for found in rows for d in found))
+
+    def everything(self) -> tuple[Diagnostic, ...]:
+        return (
             *self.agent,
             *(d for found in self.connections.values() for d in found),
             *(d for found in self.tools.values() for d in found),
-        ]
+        )
+
+    def counts(self) -> Counts:
+        """Errors, warnings and info over every place (what the agents page shows)."""
+        everything = self.everything()
         return Counts(
             errors=sum(1 for d in everything if d.severity is Severity.ERROR),
             warnings=sum(1 for d in everything if d.severity is Severity.WARNING),

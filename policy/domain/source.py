@@ -46,3 +46,14 @@ class SourceMap:
                     firsts[parent] = mark
             self._first_keys, self._indexed = firsts, len(self.keys)
         return self._first_keys.get(path) or self.at_value(path)
+
+
+def excerpt(text: str, line: int, *, around: int = 2) -> tuple[tuple[int, str, bool], ...]:
+    """The lines ``line - around`` to ``line + around`` of ``text`` (1-based) as ``(number,
+    text, is_the_line)``: what a person needs to find a syntax error in their own file."""
+    lines = text.splitlines()
+    if line > len(lines):  # a parser reports "end of text" on the line after the last one
+        lines.append("")
+        line = len(lines)
+    first, last = max(1, line - around), min(len(lines), line + around)
+    return tuple((n, lines[n - 1], n == line) for n in range(first, last + 1))

@@ -21,15 +21,34 @@ class DiffLine:
     text: str
 
 
-def unified_diff(old: Any, new: Any, *, old_label: str, new_label: str) -> list[DiffLine]:
+#: The whole file as context: the page folds the unchanged runs itself (with "show more").
+WHOLE_FILE = 1_000_000
+
+
+def unified_diff(
+    old: Any, new: Any, *, old_label: str, new_label: str, context: int = 3
+) -> list[DiffLine]:
     """The unified diff of the two policies' exports (empty when they export the same bytes)."""
+    return text_diff(
+        export_text(old),
+        export_text(new),
+        old_label=old_label,
+        new_label=new_label,
+        context=context,
+    )
+
+
+def text_diff(
+    old: str, new: str, *, old_label: str, new_label: str, context: int = 3
+) -> list[DiffLine]:
+    """The unified diff of two texts, each line with its kind."""
     lines = difflib.unified_diff(
-        export_text(old).splitlines(),
-        export_text(new).splitlines(),
+        old.splitlines(),
+        new.splitlines(),
         fromfile=old_label,
         tofile=new_label,
         lineterm="",
-        n=3,
+        n=context,
     )
     out = []
     for line in lines:
@@ -45,6 +64,39 @@ def unified_diff(old: Any, new: Any, *, old_label: str, new_label: str) -> list[
             kind = "same"
         out.append(DiffLine(kind, line))
     return out
+
+
+@dataclass(frozen=True)
+class DiffRun:
+    """Consecutive lines of a diff as a page shows them: ``folded`` runs are unchanged lines
+    far from any change, hidden behind "show more"."""
+
+    folded: bool
+    lines: tuple[DiffLine, ...]
+
+
+def fold(lines: list[DiffLine], *, context: int = 3, at_least: int = 4) -> list[DiffRun]:
+    """Group ``lines`` into runs, folding unchanged lines more than ``context`` lines away from a
+    change (a fold of fewer than ``at_least`` lines is not worth a click: it stays shown)."""
+    changed = [i for i, line in enumerate(lines) if line.kind in ("add", "remove")]
+    near: set[int] = set()
+    for i in changed:
+        near.update(range(max(0, i - context), min(len(lines), i + context + 1)))
+    hide = [line.kind == "same" and i not in near for i, line in enumerate(lines)]
+    runs: list[DiffRun] = []
+    start = 0
+    for i in range(1, len(lines) + 1):
+        if i == len(lines) or hide[i] != hide[start]:
+            chunk = tuple(lines[start:i])
+            runs.append(DiffRun(folded=hide[start] and len(chunk) >= at_least, lines=chunk))
+            start = i
+    merged: list[DiffRun] = []
+    for run in runs:  # a short fold that stays shown joins its neighbours
+        if merged and not run.folded and not merged[-1].folded:
+            merged[-1] = DiffRun(False, merged[-1].lines + run.lines)
+        else:
+            merged.append(run)
+    return merged
 
 
 def _values(strategy: tuple[str, ...]) -> str:

@@ -40,7 +40,9 @@ MAX_DEPTH: Final = 100
 HEADER_FORMAT_LINE: Final = "# traitdeck-format: 1\n"
 EMPTY_POLICY: Final[dict[str, Any]] = {"surfaces": {"as_consumer": {"agents": {}}}}
 
-_WARNINGS = frozenset({"hash-mismatch", "format-version"})
+_WARNINGS = frozenset({"format-version"})
+#: Worth knowing once, on import, but nothing to fix: a hand-edited export (DESIGN §2.9).
+_INFO = frozenset({"hash-mismatch"})
 _SHAPE_HINT = "start from `surfaces: {as_consumer: {agents: {}}}`"
 _REEXPORT_HINT = "export it again from Traitdeck, or ignore this if the edit was intended"
 _HEADER = re.compile(r"# traitdeck-format: 1\r?\n# sha256: ([0-9a-f]{64})\r?\n")
@@ -79,7 +81,13 @@ def _mark(mark: yaml.Mark | None) -> Mark | None:
 def _diagnostic(
     code: str, message: str, hint: str, path: Path = (), at: Mark | Node | None = None
 ) -> Diagnostic:
-    severity = Severity.WARNING if code in _WARNINGS else Severity.ERROR
+    severity = (
+        Severity.INFO
+        if code in _INFO
+        else Severity.WARNING
+        if code in _WARNINGS
+        else Severity.ERROR
+    )
     line, column = (_mark(at.start_mark) if isinstance(at, Node) else at) or (None, None)
     return Diagnostic(severity, code, format_path(path), line, column, message, hint)
 

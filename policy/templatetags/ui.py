@@ -15,6 +15,9 @@ from django import template
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from policy.domain.diagnostics import Diagnostic, risk
+from policy.domain.overseer import rule_words
+
 register = template.Library()
 
 #: After these characters a long dotted path or id may wrap (never in the middle of a word).
@@ -146,3 +149,42 @@ def duration(row: Any) -> str:
         return "—"
     seconds = (finished - started).total_seconds()
     return f"{seconds:.1f} s" if seconds < 100 else f"{seconds:.0f} s"
+
+
+@register.filter(name="risk")
+def risk_of(diagnostic: Any) -> str:
+    """``high``, ``low`` or ``""``: see ``policy.domain.diagnostics.risk``."""
+    return risk(diagnostic) if isinstance(diagnostic, Diagnostic) else ""
+
+
+@register.filter(name="rule_words")
+def rule_words_of(code: Any) -> str:
+    """A rejection code in a few words (``policy.domain.overseer.RULE_WORDS``)."""
+    return rule_words(str(code)) if code else ""
+
+
+#: URL names of the policy app that belong under "Versions" or "Import" in the menu.
+_VERSIONS_PAGES = frozenset(
+    {"versions", "version", "publish", "diff", "rollback", "impact", "impact-round"}
+)
+
+
+@register.simple_tag(takes_context=True)
+def nav_section(context: Any) -> str:
+    """The one menu item the current page belongs to (``""``: none)."""
+    request = context.get("request")
+    match = getattr(request, "resolver_match", None)
+    if match is None:
+        return ""
+    app, name = match.app_name, match.url_name
+    if name == "overview":
+        return "overview"
+    if app == "policy":
+        if name in _VERSIONS_PAGES:
+            return "versions"
+        return "import" if name == "import" else "policy"
+    if app == "observe":
+        if name in ("tools", "tool"):
+            return "tools"
+        return "history" if name == "history" else "live"
+    return {"audit": "audit", "accounts": "tokens"}.get(app, "")

@@ -18,8 +18,12 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template import Context
+from django.template.loader import get_template
+from django.template.loader_tags import BlockNode
 from django.urls import NoReverseMatch, reverse
 from django.utils.cache import patch_vary_headers
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 from django_htmx.middleware import HtmxDetails
@@ -87,8 +91,30 @@ def render_page(
     details = htmx_details(request)
     partial = details is not None and not details.history_restore_request
     response = render(request, f"{template}#page" if partial else template, context, status=status)
+    if partial:
+        with_title(request, response, template, context)
     patch_vary_headers(response, ("HX-Request",))
     return response
+
+
+def with_title(
+    request: HttpRequest, response: HttpResponse, template: str, context: dict[str, Any]
+) -> HttpResponse:
+    """htmx sets the tab's title from a <title> in what it swaps in; a ``#page`` partial has
+    none, so the template's own title goes in front of it."""
+    title = format_html("<title>{} · Traitdeck</title>", page_title(request, template, context))
+    response.content = title.encode() + response.content
+    return response
+
+
+def page_title(request: HttpRequest, template: str, context: dict[str, Any]) -> str:
+    """The template's ``{% block title %}``, rendered with ``context`` (empty when it has none)."""
+    compiled = get_template(template).template  # type: ignore[attr-defined]
+    for block in compiled.nodelist.get_nodes_by_type(BlockNode):
+        if block.name == "title":
+            # A plain Context: a title names the page's own values, never a context processor's.
+            return str(block.nodelist.render(Context({**context, "request": request}))).strip()
+    return ""
 
 
 def show_after_edit(
@@ -97,7 +123,7 @@ def show_after_edit(
     """Where a saved edit lands: htmx swaps that page into ``#main``; without JS, a redirect."""
     if not is_htmx(request):
         return redirect(url)
-    response = render(request, f"{template}#page", context)
+    response = with_title(request, render(request, f"{template}#page", context), template, context)
     return push_url(reswap(retarget(response, "#main"), "innerHTML"), url)
 
 
@@ -116,7 +142,14 @@ def require_agent(state: DraftState, agent: str) -> None:
 
 
 def agents_context(state: DraftState) -> dict[str, Any]:
-    return {"state": state, "base_revision": state.revision, "agents": agent_summaries(state)}
+    from policy.versions import draft_standing
+
+    return {
+        "state": state,
+        "base_revision": state.revision,
+        "agents": agent_summaries(state),
+        "standing": draft_standing(state),
+    }
 
 
 def _show_agents(request: HtmxHttpRequest, state: DraftState) -> HttpResponse:

@@ -331,7 +331,7 @@ def playground(request: HttpRequest, agent: str) -> HttpResponse:
                         draft_state(),
                         agent,
                         parsed,
-                        mode=request.POST.get("multi_action_mode") or None,
+                        mode=_chosen_mode(request) or None,
                         profile=None,
                     )
                     result = {
@@ -347,9 +347,8 @@ def playground(request: HttpRequest, agent: str) -> HttpResponse:
     context = {
         "agent": resolution.agent,
         "composition": composition,
-        "multi_action_mode": request.POST.get("multi_action_mode", "")
-        if request.method == "POST"
-        else "",
+        "multi_action_mode": _chosen_mode(request) if request.method == "POST" else "",
+        "known_modes": KNOWN_MODES,
         "default_mode": settings.TRAITDECK_MULTI_ACTION_MODE,
         "configured_ids": [t.tool_id for t in resolution.tools if not t.builtin],
         "builtin_ids": [t.tool_id for t in resolution.tools if t.builtin],
@@ -367,3 +366,22 @@ def playground(request: HttpRequest, agent: str) -> HttpResponse:
     ):  # one round trip: swap the workspace only
         return render(request, "policy/playground.html#workspace", context, status=status)
     return render_page(request, "policy/playground.html", context, status=status)
+
+
+#: The ``multi_action_mode`` values the runtime knows (on: ``MULTI_ACTION_ON``), offered as a
+#: select; any other string is "other" (the runtime reads it as off).
+KNOWN_MODES = ("off", "on", "safe_fanout", "fanout", "true", "yes", "1")
+OTHER_MODE = "__other__"
+
+
+def _chosen_mode(request: HttpRequest) -> str:
+    """The mode the playground's select names, or the "other" text beside it."""
+    chosen = request.POST.get("multi_action_mode", "")
+    if chosen == OTHER_MODE:
+        return request.POST.get("multi_action_mode_other", "").strip()
+    return chosen
+
+
+def glossary_view(request: HttpRequest) -> HttpResponse:
+    """The words the pages use, one line each (pages link their terms here)."""
+    return render(request, "policy/glossary.html")

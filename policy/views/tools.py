@@ -17,9 +17,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from policy.audit_notes import tool_edited
 from policy.domain.connections import WILDCARD
-from policy.domain.diagnostics import Diagnostic
+from policy.domain.diagnostics import Diagnostic, sort_by_severity_and_risk
 from policy.domain.edits import DESIGN_FIELDS, EditError
-from policy.domain.placement import place
+from policy.domain.placement import Placement, place
 from policy.domain.resolution import EffectiveTool, UnknownAgentError, resolve_agent
 from policy.domain.tool_edit import ToolTarget, UnknownToolError, find_tool
 from policy.domain.traits import EARLY_PROFILE, UNKNOWN, is_early, resolved_strategy
@@ -126,7 +126,28 @@ def _summary(tool: EffectiveTool | None, namespace: str | None) -> dict[str, Any
 
 def _draft_diagnostics(state: DraftState, target: ToolTarget) -> tuple[Diagnostic, ...]:
     placement = agent_placement(state, agent_resolution(state, target.agent))
-    return placement.for_tool(target.index, target.name)
+    if target.name == WILDCARD:
+        found = placement.for_connection_tools(target.index)
+    else:
+        found = placement.for_tool(target.index, target.name)
+    return tuple(sort_by_severity_and_risk(found))
+
+
+def _draft_diagnostics_everywhere(state: DraftState, target: ToolTarget) -> tuple[Diagnostic, ...]:
+    return agent_placement(state, agent_resolution(state, target.agent)).everything()
+
+
+def save_would_show(
+    after: Placement, index: int, name: str, before: tuple[Diagnostic, ...]
+) -> list[Diagnostic]:
+    """Every diagnostic the save will produce, the riskiest first: the tool's own; for a
+    wildcard entry (it applies to every tool of the connection) those of each tool of the
+    connection; and any the edit would add elsewhere in the agent."""
+    own = after.for_connection_tools(index) if name == WILDCARD else after.for_tool(index, name)
+    seen = {(d.code, d.path, d.message) for d in own}
+    known = {(d.code, d.path, d.message) for d in before}
+    elsewhere = [d for d in after.everything() if (d.code, d.path, d.message) not in known | seen]
+    return sort_by_severity_and_risk([*own, *elsewhere])
 
 
 @require_http_methods(["GET", "POST"])
@@ -218,6 +239,7 @@ def tool_preview(request: HtmxHttpRequest, agent: str, index: int, key: str) -> 
     resolution = resolve_agent(new, agent, manifest)
     placement = place(analysis.diagnostics, agent, resolution.connections, manifest)
     tool = None if target.name == WILDCARD else resolution.find(target.tool_id)
-    context["diagnostics"] = placement.for_tool(index, target.name)
+    before = _draft_diagnostics_everywhere(state, target)
+    context["diagnostics"] = save_would_show(placement, index, target.name, before)
     context["summary"] = _summary(tool, target.namespace)
     return render(request, f"{TOOL_TEMPLATE}#tool-diagnostics", context)

@@ -13,6 +13,8 @@ from policy.domain.descriptor_write import ExportRefused
 from policy.domain.descriptors import DescriptorError
 from policy.domain.diagnostics import Severity
 from policy.domain.edits import as_sentence
+from policy.domain.source import excerpt
+from policy.domain.version_diff import WHOLE_FILE, fold, text_diff
 from policy.domain.yaml_io import WEB_MAX_BYTES
 from policy.exporting import (
     VersionMissing,
@@ -69,7 +71,16 @@ def _preview_context(preview: ImportPreview, text: str | bytes) -> dict[str, Any
         "diagnostics": diagnostics,
         "summary": preview.analysis.summary(),
         "errors": [d for d in diagnostics if d.severity is Severity.ERROR],
-        "diff_lines": [_diff_line(line) for line in diff.splitlines()],
+        "excerpts": _excerpts(diagnostics, text) if preview.refused else [],
+        "diff_runs": fold(
+            text_diff(
+                preview.draft.text,
+                preview.new_text or "",
+                old_label=f"draft (revision {preview.draft.revision})",
+                new_label="import",
+                context=WHOLE_FILE,
+            )
+        ),
         "unchanged": not preview.refused and not diff,
         "base_revision": preview.draft.revision,
         # Carried back by the Apply form: what is applied is exactly what was previewed.
@@ -100,11 +111,10 @@ def _bundle_context(exc: DescriptorError, text: str | bytes, bundle: str | None)
     }
 
 
-def _diff_line(line: str) -> tuple[str, str]:
-    if line.startswith(("+++", "---")):
-        return "file", line
-    kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
-    return kind, line
+def _excerpts(diagnostics: Any, text: str | bytes) -> list[tuple[Any, Any]]:
+    """Each refusing diagnostic with a line, and the given text around that line."""
+    source = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    return [(d, excerpt(source, d.line)) for d in diagnostics if d.line is not None][:5]
 
 
 def _page(

@@ -11,16 +11,18 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from policy.domain.diagnostics import Severity
-from policy.domain.impact import LABELS
+from policy.domain.impact import LABELS, RISK_ORDER, impact_groups
 from policy.domain.numbers import parse_whole
-from policy.domain.version_diff import tool_changes, unified_diff
-from policy.selectors import draft_analysis, draft_state
+from policy.domain.version_diff import WHOLE_FILE, fold, tool_changes, unified_diff
+from policy.selectors import DraftState, draft_analysis, draft_state
 from policy.services import StaleRevision
 from policy.suites import failing_summary, suites_check
 from policy.versions import (
     ConfirmationNeeded,
     PublishRefused,
     SuitesFailing,
+    draft_reset,
+    draft_sha256,
     policy_publish,
     policy_rollback,
     version_data,
@@ -34,13 +36,15 @@ from policy.views.common import base_revision
 def _diff_context(old_name: str, new_name: str) -> dict[str, Any]:
     old_label, old = _side(old_name)
     new_label, new = _side(new_name)
+    lines = unified_diff(old, new, old_label=old_label, new_label=new_label, context=WHOLE_FILE)
     return {
         "from_label": old_label,
         "to_label": new_label,
         "from_name": old_name,
         "to_name": new_name,
         "tools": tool_changes(old, new),
-        "lines": unified_diff(old, new, old_label=old_label, new_label=new_label),
+        "lines": lines,
+        "runs": fold(lines),
     }
 
 
@@ -61,6 +65,9 @@ def _side(name: str) -> tuple[str, Any]:
         if found is not None:
             return f"version {found.number}", version_data(found)
     raise Http404(f"There is no version {name!r}.")
+
+
+ROLLBACK_TEMPLATE = "policy/rollback.html"
 
 
 def versions_view(request: HttpRequest) -> HttpResponse:
@@ -113,6 +120,8 @@ def _impact_context(
     limit: int,
     shown: int,
     round_filter: Any = None,
+    kind: str = "",
+    tool: str = "",
 ) -> dict[str, Any]:
     """What replaying the newest ``limit`` recorded rounds (of ``round_filter``: an agent, a
     time range) under both sides changes (issue 13). Raises ``SideError`` for a side that names
@@ -133,7 +142,50 @@ def _impact_context(
         }
         for impact in report.affected[:shown]
     ]
-    return {"report": report, "candidate": candidate, "baseline": baseline, "shown": rows}
+    return {
+        "report": report,
+        "candidate": candidate,
+        "baseline": baseline,
+        "shown": rows,
+        "groups": _groups(report, sides, kind=kind, tool=tool),
+        "kind": kind,
+        "tool": tool,
+        "kinds": [(k, LABELS[k]) for k in RISK_ORDER if report.totals[k]],
+    }
+
+
+#: Rows of a group shown before its "show more".
+GROUP_FIRST = 10
+
+
+def _groups(report: Any, sides: str, *, kind: str, tool: str) -> list[dict[str, Any]]:
+    """The report's changes by kind, riskiest first, filtered by kind and tool (substring),
+    each row with its round's links; the first rows of a group apart from the rest."""
+    from observe.selectors import round_url
+
+    urls: dict[int, tuple[str, str]] = {}
+    out = []
+    for group in impact_groups(report.affected):
+        if kind and group.kind != kind:
+            continue
+        rows = []
+        for impact, change in group.items:
+            if tool and tool.lower() not in (change.tool_id or "").lower():
+                continue
+            if id(impact) not in urls:
+                urls[id(impact)] = (round_url(impact), _compare_url(impact, sides))  # type: ignore[arg-type]
+            url, compare = urls[id(impact)]
+            rows.append({"round": impact, "change": change, "url": url, "compare_url": compare})
+        if rows:
+            out.append(
+                {
+                    "group": group,
+                    "first": rows[:GROUP_FIRST],
+                    "rest": rows[GROUP_FIRST:],
+                    "count": len(rows),
+                }
+            )
+    return out
 
 
 def _compare_url(impact: Any, sides: str) -> str:
@@ -164,12 +216,22 @@ def impact_round_by_ids(request: HttpRequest) -> HttpResponse:
     return impact_round_view(request, agent=agent, turn_id=turn_id, iteration=iteration)
 
 
-def _publish_impact() -> dict[str, Any] | None:
+def _filters(request: HttpRequest) -> dict[str, str]:
+    """The impact card's filters (``?impact_kind=``, ``?impact_tool=``)."""
+    return {
+        "kind": request.GET.get("impact_kind", "")[:40],
+        "tool": request.GET.get("impact_tool", "")[:200],
+    }
+
+
+def _publish_impact(request: HttpRequest) -> dict[str, Any] | None:
     """What publishing the draft would change in the newest 1,000 recorded rounds."""
     from observe.impact import DEFAULT_WINDOW, SideError
 
     try:
-        found = _impact_context("draft", "published", limit=DEFAULT_WINDOW, shown=20)
+        found = _impact_context(
+            "draft", "published", limit=DEFAULT_WINDOW, shown=20, **_filters(request)
+        )
     except SideError:  # nothing published yet: nothing to compare with
         return None
     return {**found, "page_url": reverse("policy:impact") + "?baseline=published&candidate=draft"}
@@ -215,6 +277,7 @@ def impact_view(request: HttpRequest) -> HttpResponse:
             limit=int(raw_limit),
             shown=IMPACT_SHOWN,
             round_filter=parsed.round_filter,
+            **_filters(request),
         )
     except SideError as exc:
         context["refusal"] = str(exc)
@@ -234,7 +297,7 @@ def publish_view(request: HttpRequest) -> HttpResponse:
         "published": version_published(),
         "message": "",
         **_diff_context("published", "draft"),
-        "impact": _publish_impact(),
+        "impact": _publish_impact(request),
     }
     status = 200
     if request.method == "POST":
@@ -272,44 +335,116 @@ def publish_view(request: HttpRequest) -> HttpResponse:
     return render(request, "policy/publish.html", context, status=status)
 
 
+def _rollback_impact(number: int, request: HttpRequest) -> dict[str, Any] | None:
+    """What putting version ``number`` back in force would change in the newest recorded
+    rounds (against the version in force)."""
+    from observe.impact import DEFAULT_WINDOW, SideError
+
+    try:
+        found = _impact_context(
+            str(number), "published", limit=DEFAULT_WINDOW, shown=20, **_filters(request)
+        )
+    except SideError:
+        return None
+    return {
+        **found,
+        "page_url": reverse("policy:impact") + f"?baseline=published&candidate={number}",
+    }
+
+
+def _rollback_failing(number: int) -> list[str]:
+    """The regression cases that fail under version ``number``."""
+    found = version_get(number)
+    if found is None:
+        return []
+    return failing_summary(suites_check(DraftState(data=version_data(found), revision=0, text="")))
+
+
+def _rollback_context(found: Any, request: HttpRequest) -> dict[str, Any]:
+    published = version_published()
+    state = draft_state()
+    return {
+        "version": found,
+        "published": published,
+        "in_force": published is not None and published.number == found.number,
+        "draft": state,
+        "unpublished": published is None or draft_sha256(state) != published.sha256,
+        "rollback_message": request.POST.get("message", ""),
+        "failing_cases": _rollback_failing(found.number),
+        "impact": _rollback_impact(found.number, request),
+        **_diff_context("published", str(found.number)),
+    }
+
+
 def rollback_view(request: HttpRequest, number: int) -> HttpResponse:
-    """POST only: publish a copy of version ``number`` (confirmations asked on the page)."""
-    if request.method != "POST":
-        return redirect("policy:version", number=number)
+    """GET: the review (what is in force → this version: diff, impact on recorded rounds,
+    failing regression cases); POST: publish a copy of version ``number`` once confirmed."""
     found = version_get(number)
     if found is None:
         raise Http404(f"There is no version {number}.")
-    try:
-        created = policy_rollback(
-            actor=request.user,
-            number=number,
-            message=request.POST.get("message", ""),
-            confirm_errors=request.POST.get("confirm_errors") == "on",
-            confirm_unpublished=request.POST.get("confirm_unpublished") == "on",
+    if request.method != "POST":
+        return render(request, ROLLBACK_TEMPLATE, _rollback_context(found, request))
+    context = _rollback_context(found, request)
+    refusal = None
+    if request.POST.get("confirm_rollback") != "on":
+        refusal = f"Confirm that you reviewed what rolling back to version {number} changes."
+    elif context["failing_cases"] and request.POST.get("override_failing_cases") != "on":
+        refusal = (
+            f"{len(context['failing_cases'])} regression case(s) fail under version {number}:"
+            " tick the override to roll back anyway (the audit log records it)."
         )
-    except (ConfirmationNeeded, PublishRefused) as exc:
-        published = version_published()
-        previous = version_get(number - 1)
-        context = {
-            "version": found,
-            "in_force": published is not None and published.number == found.number,
-            "previous": previous,
-            "rollback_refusal": str(exc),
-            "rollback_confirm": isinstance(exc, ConfirmationNeeded),
-            "rollback_message": request.POST.get("message", ""),
-            "confirm_errors": request.POST.get("confirm_errors") == "on"
-            or (isinstance(exc, ConfirmationNeeded) and "error" in str(exc)),
-            "confirm_unpublished": request.POST.get("confirm_unpublished") == "on"
-            or (isinstance(exc, ConfirmationNeeded) and "never published" in str(exc)),
-            **_diff_context(str(previous.number) if previous else "empty", str(number)),
-        }
-        return render(request, "policy/version.html", context, status=422)
-    messages.success(
-        request,
-        f"Rolled back: version {created.number} is a copy of version {number} and is in force; "
-        "the draft is set to it.",
+    if refusal is None:
+        try:
+            created = policy_rollback(
+                actor=request.user,
+                number=number,
+                message=request.POST.get("message", ""),
+                confirm_errors=request.POST.get("confirm_errors") == "on",
+                confirm_unpublished=request.POST.get("confirm_unpublished") == "on",
+                overridden_cases=context["failing_cases"],
+            )
+        except (ConfirmationNeeded, PublishRefused) as exc:
+            refusal = str(exc)
+            context["confirm_errors"] = isinstance(exc, ConfirmationNeeded) and "error" in str(exc)
+        else:
+            messages.success(
+                request,
+                f"Rolled back: version {created.number} is a copy of version {number} and is in"
+                " force; the draft is set to it.",
+            )
+            return redirect("policy:version", number=created.number)
+    context["rollback_refusal"] = refusal
+    context["confirm_errors"] = (
+        context.get("confirm_errors") or request.POST.get("confirm_errors") == "on"
     )
-    return redirect("policy:version", number=created.number)
+    return render(request, ROLLBACK_TEMPLATE, context, status=422)
+
+
+def _reset_draft(request: HttpRequest, number: int | None) -> HttpResponse:
+    """POST only: set the draft to the version in force (``number`` None) or to version
+    ``number``; then the agents page, saying what happened (a refusal as a message too)."""
+    if request.method != "POST":
+        return redirect("policy:agents")
+    try:
+        state = draft_reset(actor=request.user, base_revision=base_revision(request), number=number)
+    except (PublishRefused, StaleRevision) as exc:
+        messages.error(request, str(exc))
+    else:
+        what = "the version in force" if number is None else f"version {number}"
+        messages.success(
+            request,
+            f"The draft is now {what} (revision {state.revision}); the audit log keeps the"
+            " draft it replaced.",
+        )
+    return redirect("policy:agents")
+
+
+def draft_discard_view(request: HttpRequest) -> HttpResponse:
+    return _reset_draft(request, None)
+
+
+def edit_from_version_view(request: HttpRequest, number: int) -> HttpResponse:
+    return _reset_draft(request, number)
 
 
 def impact_round_view(

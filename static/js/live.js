@@ -15,6 +15,7 @@
     const maxCards = Number(live.dataset.maxCards) || 200;
 
     let paused = false;
+    let connected = false;
     let resyncing = false;
     let resyncWanted = false;
     let lastSeq = 0;
@@ -37,12 +38,24 @@
       status.className = "stream-status " + state;
     }
 
+    // Keyboard focus inside the list: a card placed above the focused one would move it (and
+    // a replaced card would drop focus to <body>), so new cards wait until focus leaves.
+    const focusInList = () => rounds.contains(document.activeElement);
+    const holding = () => paused || resyncing || focusInList();
+
     function showPending() {
       if (!pendingCount) return;
       let fresh = 0;
       for (const id of held.keys()) if (!shown(id)) fresh += 1;
-      pendingCount.textContent = fresh + (fresh === 1 ? " new round" : " new rounds");
-      pendingCount.hidden = !paused;
+      const noun = fresh === 1 ? " new round" : " new rounds";
+      pendingCount.textContent = paused ? fresh + noun + " held while paused"
+        : fresh + noun + " held while the focus is in the list";
+      pendingCount.hidden = !(paused || (focusInList() && held.size));
+    }
+
+    function showState() {
+      if (paused) setStatus("paused", "paused");
+      else if (connected) setStatus("live", "live");
     }
 
     // Run a change to the list without moving what the reader looks at: when the top of the
@@ -100,9 +113,13 @@
       if (!incoming.firstChild) return;
       incoming.replaceChildren();
       cards.forEach(noteVersion);
-      if (paused || resyncing) hold(cards);
+      if (holding()) hold(cards);
       else place(cards);
     }
+    rounds.addEventListener("focusout", (event) => {
+      if (rounds.contains(event.relatedTarget)) return; // still inside the list
+      if (!paused && !resyncing) release();
+    });
     new MutationObserver(drain).observe(incoming, { childList: true });
 
     // Reload the whole list (after a missed message, or when the server says the page is too
@@ -130,7 +147,7 @@
         console.warn("live: could not reload the list", error);
       } finally {
         resyncing = false;
-        if (!paused) release();
+        if (!paused && !focusInList()) release();
         if (resyncWanted) resync();
       }
     }
@@ -147,13 +164,15 @@
     live.addEventListener("htmx:ws:before:connection", rememberVersion);
     live.addEventListener("htmx:ws:after:connection", () => {
       lastSeq = 0; // every connection numbers its messages from 1
-      setStatus("live", "live");
+      connected = true;
+      showState();
     });
     live.addEventListener("htmx:ws:close", (event) => {
       const detail = event.detail || {};
       const retried = detail.connection && detail.connection.config
         ? detail.connection.config.reconnectCodes : null;
       if (detail.reason === "removed") return;
+      connected = false;
       if (detail.code === 4401 || detail.code === 4403 || detail.code === 4429) {
         // The server ended the stream on purpose (session over, role gone, too many live pages
         // open): say why, and stop.
@@ -194,6 +213,7 @@
             release();
           }
         }
+        showState();
         showPending();
       });
     }

@@ -185,6 +185,8 @@ def test_the_csv_refuses_a_filter_it_cannot_read(publisher_client: Client) -> No
         ("?user=ana", ["token sim/token.revoke", "tool main · jobs.search/tool.edit"]),
         ("?action=token.create", ["token sim/token.create"]),
         ("?action=token.", ["token sim/token.revoke", "token sim/token.create"]),
+        ("?action=publish", ["version 3/policy.publish"]),
+        ("?action=EDIT", ["tool main · jobs.search/tool.edit"]),
         ("?since=24h", ["token sim/token.revoke", "version 3/policy.publish"]),
         ("?until=24h", ["token sim/token.create", "tool main · jobs.search/tool.edit"]),
         ("?since=48h&until=90m", ["version 3/policy.publish", "token sim/token.create"]),

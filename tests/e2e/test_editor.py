@@ -147,7 +147,9 @@ def test_edit_an_mcp_tool_then_catalog_playground_and_export(
     # Export from the main navigation: a download byte-identical to `traitdeck fmt` of itself.
     page.goto(f"{live_server.url}/")
     with page.expect_download() as info:
-        page.get_by_role("navigation", name="Main").get_by_role("link", name="Export YAML").click()
+        page.get_by_role("navigation", name="Main").get_by_role(
+            "link", name="Export draft YAML"
+        ).click()
     download = info.value
     assert download.suggested_filename == "traitdeck-policy.yaml"
     exported = tmp_path / download.suggested_filename

@@ -79,8 +79,14 @@ def test_edit_review_publish_roll_back_and_audit(
 
     # Roll back to the baseline: a new version, a copy of it, and the draft follows.
     publisher.goto(f"{live_server.url}/policy/versions/{baseline}/")
+    publisher.get_by_role("link", name=f"Review a rollback to version {baseline}").click()
+    # The review: from the version in force to this one, in words, before anything changes.
+    expect(publisher.locator(".tool-changes")).to_contain_text(
+        f"main · {TOOL}: strategy neutral → exploration"
+    )
     publisher.get_by_label(re.compile(r"^Why")).fill("exploration after all")
-    publisher.get_by_role("button", name="Roll back").click()
+    publisher.get_by_label("I reviewed the changes above").check()
+    publisher.get_by_role("button", name=f"Roll back to version {baseline}").click()
     expect(publisher).to_have_url(f"{live_server.url}/policy/versions/{published + 1}/")
     expect(publisher.locator(".facts")).to_contain_text(f"version {baseline} (a rollback)")
     publisher.goto(f"{live_server.url}/policy/agents/main/")

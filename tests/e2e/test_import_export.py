@@ -63,7 +63,7 @@ def test_paste_preview_apply_then_export_matches_fmt(
     bad = preview.locator('li.diag[data-code="strategy-value"]')
     expect(bad).to_contain_text("'sometimes' is not a strategy value")
     expect(bad).to_contain_text("line 58")  # the line of the text as pasted
-    expect(preview.locator("#import-diff .add")).to_contain_text(["sometimes"])
+    expect(preview.locator("#import-diff .diff-add")).to_contain_text(["sometimes"])
 
     # Previewing changed nothing.
     other = page.context.new_page()
@@ -80,7 +80,9 @@ def test_paste_preview_apply_then_export_matches_fmt(
     expect(row).to_contain_text("3 warnings")
 
     with page.expect_download() as info:
-        page.get_by_role("navigation", name="Main").get_by_role("link", name="Export YAML").click()
+        page.get_by_role("navigation", name="Main").get_by_role(
+            "link", name="Export draft YAML"
+        ).click()
     exported = tmp_path / "export.yaml"
     info.value.save_as(exported)
     # The export is the canonical form of what was pasted, and is already canonical itself.
@@ -139,7 +141,7 @@ def test_an_upload_applied_after_the_draft_moved_is_refused_with_a_conflict(
         f" (revision {before + 1})"
     )
     # The new preview's diff now shows the newcomer going away.
-    expect(page.locator("#import-diff .del")).to_contain_text([newcomer])
+    expect(page.locator("#import-diff .diff-remove")).to_contain_text([newcomer])
 
     # Nothing changed: the other tab's agent is still there.
     assert _agents_revision(other, live_server) == before + 1

@@ -64,7 +64,8 @@ def test_simulated_rounds_appear_live_with_every_chip_pause_resume_and_timeline(
     finished(start_simulator("--rounds", str(PAUSED_ROUNDS), "--rate", "4", "--seed", PAUSED_SEED))
     pending = page.locator("#pending-count")
     expect(pending).to_be_visible()
-    expect(pending).to_have_text(f"{PAUSED_ROUNDS} new rounds", timeout=SOON)
+    expect(pending).to_have_text(f"{PAUSED_ROUNDS} new rounds held while paused", timeout=SOON)
+    expect(page.locator("#stream-status")).to_have_text("paused")
     expect(cards).to_have_count(shown)
 
     # Resume: the held rounds go in on top.

@@ -15,6 +15,7 @@ from django.utils import timezone
 from observe.domain.simulator import Simulator
 from observe.models import Round
 from policy.domain.yaml_io import load_policy
+from policy.models import PolicyVersion
 from policy.services import draft_replace
 from policy.versions import agent_hashes, policy_publish
 from tests.observe.live_support import ingest
@@ -39,7 +40,11 @@ def data(text: str) -> Any:
 @pytest.fixture
 def v1_hash() -> str:
     draft_replace(data=data(SAMPLE), base_revision=None)
-    policy_publish(actor="cli", message="sample", confirm_warnings=True)
+    version = policy_publish(actor="cli", message="sample", confirm_warnings=True)
+    # Published before the rounds below ran: a round is credited to the version in force then.
+    PolicyVersion.objects.filter(pk=version.pk).update(
+        created_at=timezone.now() - timedelta(hours=1)
+    )
     return agent_hashes(data(SAMPLE))["main"]
 
 

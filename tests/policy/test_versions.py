@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import uuid
+from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -12,9 +14,12 @@ import pytest
 import yaml
 from django.core.management import CommandError, call_command
 from django.test import Client
+from django.utils import timezone
 
 from accounts.tokens import runtime_token_create
 from audit.models import AuditEntry
+from observe.models import Round
+from observe.selectors import rounds_overview
 from observe.services import events_ingest
 from policy.domain.yaml_io import load_policy, split_header
 from policy.models import PolicyVersion
@@ -274,31 +279,77 @@ def test_a_new_version_changes_the_etag(
 # --- rounds link to their version ---------------------------------------------------------------
 
 
+def round_started(turn: str, at: datetime, policy_hash: str | None) -> None:
+    event: dict[str, Any] = {
+        "event_id": str(uuid.uuid4()),
+        "ts": int(at.timestamp() * 1000),
+        "agent": "main",
+        "turn_id": turn,
+        "iteration": 0,
+        "type": "round.started",
+        "max_actions": 2,
+    }
+    if policy_hash is not None:
+        event["policy_hash"] = policy_hash
+    events_ingest([event])
+
+
 def test_a_round_links_to_the_version_whose_hash_it_reports(
     sample: dict[str, Any], publisher_client: Client, viewer_client: Client
 ) -> None:
     publish(publisher_client)
     digest = PolicyVersion.objects.get(number=1).agent_hashes["main"]
-    events_ingest(
-        [
-            {
-                "event_id": "5f0c1a52-7d3e-4a53-9c3b-0d1f2e3a4b5c",
-                "ts": 1_764_580_000_000,
-                "agent": "main",
-                "turn_id": "t-1",
-                "iteration": 0,
-                "type": "round.started",
-                "max_actions": 2,
-                "policy_hash": digest,
-            }
-        ]
-    )
+    round_started("t-1", timezone.now() + timedelta(seconds=1), digest)
     (listed,) = viewer_client.get("/api/v1/rounds").json()["rounds"]
     assert listed["policy_version"] == 1
     detail = viewer_client.get("/api/v1/rounds/main/t-1/0").json()
     assert detail["policy_version"] == 1
     page = viewer_client.get("/live/rounds/main/t-1/0/").content.decode()
     assert 'href="/policy/versions/1/"' in page
+
+
+def test_it_credits_a_round_to_the_version_in_force_when_it_ran(
+    sample: dict[str, Any], publisher_client: Client, viewer_client: Client
+) -> None:
+    """Version 3 is a rollback's copy of version 1 (same hash): the rounds that ran under
+    version 1 stay version 1's, and the overview's drift list keeps version 1."""
+    publish(publisher_client)
+    set_search_strategy(["neutral"])
+    publish(publisher_client, "second")
+    response = publisher_client.post(
+        f"{VERSIONS}/1/rollback", {"message": "back"}, content_type="application/json"
+    )
+    assert response.status_code == 201, response.content
+    t0 = datetime(2026, 12, 2, 7, 0, tzinfo=UTC)
+    for number, minutes in ((1, 0), (2, 10), (3, 23)):
+        PolicyVersion.objects.filter(number=number).update(
+            created_at=t0 + timedelta(minutes=minutes)
+        )
+    digest = PolicyVersion.objects.get(number=1).agent_hashes["main"]
+    assert PolicyVersion.objects.get(number=3).agent_hashes["main"] == digest
+    round_started("before-any", t0 - timedelta(minutes=1), digest)
+    round_started("under-1", t0 + timedelta(minutes=5), digest)
+    round_started("late-under-1", t0 + timedelta(minutes=17), digest)  # v2 in force: stale
+    round_started("under-3", t0 + timedelta(minutes=30), digest)
+    round_started("no-hash", t0 + timedelta(minutes=31), None)
+    credited = {
+        r["turn_id"]: r["policy_version"]
+        for r in viewer_client.get("/api/v1/rounds").json()["rounds"]
+    }
+    assert credited == {
+        "before-any": None,
+        "under-1": 1,
+        "late-under-1": 1,
+        "under-3": 3,
+        "no-hash": None,
+    }
+    assert viewer_client.get("/api/v1/rounds/main/under-1/0").json()["policy_version"] == 1
+    page = viewer_client.get("/live/rounds/main/late-under-1/0/").content.decode()
+    assert 'href="/policy/versions/1/"' in page
+    Round.objects.update(drift=False)
+    overview = rounds_overview(timezone.now())
+    assert [number for number, _, _ in overview.drift_by_version] == [3, 1]
+    assert {n: checked for n, checked, _ in overview.drift_by_version} == {3: 1, 1: 2}
 
 
 # --- the policy command -------------------------------------------------------------------------
@@ -424,6 +475,26 @@ def test_the_publish_page_shows_errors_instead_of_the_form(
     assert 'id="publish-form"' not in text
 
 
+def test_it_reviews_a_rollback_against_the_version_in_force_and_asks_to_confirm(
+    sample: dict[str, Any], publisher_client: Client
+) -> None:
+    publish(publisher_client, "one")
+    set_search_strategy(["neutral"])
+    publish(publisher_client, "two")
+    review = publisher_client.get("/policy/versions/1/rollback/").content.decode()
+    assert "What changes: version 2 → version 1" in review
+    assert "main · workspace_jobs.search: strategy neutral → exploration" in review
+    assert 'name="confirm_rollback"' in review
+    unconfirmed = publisher_client.post("/policy/versions/1/rollback/", {"message": "back"})
+    assert unconfirmed.status_code == 422
+    assert PolicyVersion.objects.count() == 2
+    done = publisher_client.post(
+        "/policy/versions/1/rollback/", {"message": "back", "confirm_rollback": "on"}
+    )
+    assert done.status_code == 302
+    assert PolicyVersion.objects.count() == 3
+
+
 def test_rollback_from_the_page_asks_about_unpublished_changes(
     sample: dict[str, Any], publisher_client: Client
 ) -> None:
@@ -435,7 +506,8 @@ def test_rollback_from_the_page_asks_about_unpublished_changes(
     assert asked.status_code == 422
     assert 'name="confirm_unpublished"' in asked.content.decode()
     done = publisher_client.post(
-        "/policy/versions/1/rollback/", {"message": "back", "confirm_unpublished": "on"}
+        "/policy/versions/1/rollback/",
+        {"message": "back", "confirm_unpublished": "on", "confirm_rollback": "on"},
     )
     assert done.status_code == 302
     assert done["Location"] == "/policy/versions/3/"

@@ -45,9 +45,12 @@ def page(response: Any) -> str:
 
 
 def diff_text(response: Any) -> str:
-    match = re.search(r'<pre class="diff" id="import-diff">(.*?)</pre>', page(response), re.DOTALL)
+    match = re.search(
+        r'<div class="diff" id="import-diff"[^>]*>(.*?)</div>', page(response), re.DOTALL
+    )
     assert match, "no diff shown"
-    return html.unescape(re.sub(r"<[^>]+>", "", match[1]))
+    shown = re.sub(r"<summary>.*?</summary>", "", match[1])  # "show N unchanged lines"
+    return html.unescape(re.sub(r"<[^>]+>", "", shown))
 
 
 def carried(response: Any) -> tuple[str, str]:

@@ -385,14 +385,15 @@ def test_it_exports_the_exact_header_over_the_body_hash() -> None:
     assert (loaded.header_hash, loaded.diagnostics, loaded.data) == (digest, [], policy)
 
 
-def test_it_warns_when_an_export_was_edited_by_hand() -> None:
+def test_it_notes_as_info_when_an_export_was_edited_by_hand() -> None:
+    """An info, not a warning (DESIGN §2.9): a hand edit is nothing to fix."""
     text = export_text(empty_policy()).replace("agents: {}", "agents: {main: {}}")
     loaded = load_policy(text)
     assert not loaded.refused
     assert loaded.data["surfaces"]["as_consumer"]["agents"] == {"main": {}}
     [warning] = loaded.diagnostics
     assert (warning.severity, warning.code, warning.line, warning.column) == (
-        Severity.WARNING,
+        Severity.INFO,
         "hash-mismatch",
         2,
         1,

@@ -1,0 +1,65 @@
+"""The publish page's impact: changes grouped by kind, the riskiest first, each kind explained,
+rejection codes in words with the code beside them, a filter; every change listed in the page."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from observe.domain.simulator import Simulator
+from policy.domain.yaml_io import load_policy
+from policy.models import PolicyVersion
+from policy.services import draft_replace
+from policy.versions import policy_publish
+from tests.observe.live_support import ingest
+
+pytestmark = pytest.mark.django_db
+
+SAMPLE = (
+    Path(__file__).resolve().parents[2] / "policy" / "sample" / "sample-policy.yaml"
+).read_text(encoding="utf-8")
+#: Upserts may now follow exploration (rejections lost); the background job no longer starts
+#: early (early starts lost).
+CHANGED = SAMPLE.replace(
+    "upsert_object:\n                strategy: [exploitation]",
+    "upsert_object:\n                strategy: [exploration, exploitation]",
+    1,
+).replace(
+    "launch_background_job:\n                strategy: [neutral]",
+    "launch_background_job:\n                strategy: [exploration]",
+    1,
+)
+
+
+@pytest.fixture
+def recorded() -> None:
+    draft_replace(data=load_policy(SAMPLE).data, base_revision=None)
+    version = policy_publish(actor="cli", message="sample", confirm_warnings=True)
+    PolicyVersion.objects.filter(pk=version.pk).update(
+        created_at=timezone.now() - timedelta(hours=1)
+    )
+    simulator = Simulator(load_policy(SAMPLE).data, seed=7)
+    start = timezone.now() - timedelta(minutes=30)
+    for number in range(120):
+        ingest(simulator.next_round(start + timedelta(seconds=10 * number))[1])
+    draft_replace(data=load_policy(CHANGED).data, base_revision=None)
+
+
+def test_it_lists_the_riskiest_changes_first_explained_and_in_words(
+    recorded: None, publisher_client: Client
+) -> None:
+    page = publisher_client.get("/policy/publish/").content.decode()
+    lost, early = page.index("no longer rejected</h3>"), page.index("early starts lost</h3>")
+    assert lost < early
+    assert "the runtime rejected it; now it accepts it and the tool runs" in page
+    assert "cannot follow the first action" in page  # the rule in words
+    assert '<code class="muted">multi_action_bundle_strategy_incompatible</code>' in page
+    assert "POST /api/v1/policy/impact</code> lists them all" not in page
+
+    only_early = publisher_client.get("/policy/publish/?impact_kind=early_lost").content.decode()
+    assert "early starts lost</h3>" in only_early
+    assert "no longer rejected</h3>" not in only_early
