@@ -64,7 +64,15 @@ def fixture_policies() -> list[dict[str, Any]]:
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
-            if isinstance(node.get("surfaces"), dict):
+            # A bundle's whole props (the control-plane recording) may have surfaces without
+            # agents under as_consumer: those are not policies.
+            consumer = (
+                (node.get("surfaces") or {}) if isinstance(node.get("surfaces"), dict) else {}
+            )
+            if (
+                isinstance(consumer.get("as_consumer"), dict)
+                and "agents" in consumer["as_consumer"]
+            ):
                 found.append(node)
             for value in node.values():
                 walk(value)
