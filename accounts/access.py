@@ -173,4 +173,5 @@ TOKENS: dict[tuple[str, str], str] = {
     ("GET", "/api/v1/rounds"): "events:read",
     ("GET", "/api/v1/rounds/export.jsonl"): "events:read",
     ("GET", "/api/v1/rounds/{agent}/{turn_id_and_iteration}"): "events:read",
+    ("GET", "/api/v1/tools/health"): "events:read",
 }
