@@ -43,7 +43,7 @@ lint: venv
 	@mkdir -p .test-artifacts
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy policy/domain observe/domain bridge/domain
+	$(VENV)/bin/mypy core policy/domain observe/domain bridge/domain
 	$(VENV)/bin/mypy config accounts audit policy observe bridge --exclude '/domain/'
 	@echo "lint: ruff and mypy clean" > .test-artifacts/summary-0-lint.txt
 

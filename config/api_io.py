@@ -16,7 +16,7 @@ import orjson
 from django.http import HttpRequest
 from ninja.errors import HttpError
 
-from policy.domain.text import unencodable_path
+from core.text import unencodable_path
 
 JSON_TYPES: Final = ("application/json",)
 #: The deepest nesting a JSON body may have: far past any policy, manifest or round (about ten

@@ -170,7 +170,7 @@ def round_url(row: Round | AssembledRound) -> str:
     """The round page (§4): the iteration is the last segment, a turn_id may contain '/'. A
     turn_id with a '.' or '..' segment (refused by ingest since, but maybe stored before) gets no
     link: a browser would resolve it to another page of the site."""
-    from policy.domain.text import dot_segment
+    from core.text import dot_segment
 
     if dot_segment(row.turn_id):
         return ""

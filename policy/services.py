@@ -13,6 +13,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from audit.services import audit_record
+from core.text import find_nul, show_path, unencodable_path
 from policy.audit_notes import (
     DRAFT_EDITED,
     MANIFEST_REMOVE,
@@ -28,7 +29,6 @@ from policy.domain.caps import over_caps
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.edits import EditError, check_agent_name, remove_agent, rename_agent
 from policy.domain.manifest import parse_manifest
-from policy.domain.text import find_nul, show_path, unencodable_path
 from policy.domain.yaml_io import CLI_MAX_BYTES, dump_body, load_policy
 from policy.models import AgentManifest, PolicyDraft
 from policy.selectors import DraftState, draft_state

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from core.text import unencodable_path
 from policy.domain.jsonable import json_kind
-from policy.domain.text import unencodable_path
 
 
 class ManifestError(ValueError):

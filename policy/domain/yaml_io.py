@@ -25,10 +25,10 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 from yaml.resolver import Resolver
 
+from core.text import encodable, find_nul, find_unencodable, show_path
 from policy.domain.diagnostics import Diagnostic, Severity
 from policy.domain.paths import AGENTS, Path, format_path
 from policy.domain.source import Mark, SourceMap
-from policy.domain.text import encodable, find_nul, find_unencodable, show_path
 
 WEB_MAX_BYTES: Final = 1024 * 1024
 CLI_MAX_BYTES: Final = 64 * 1024 * 1024

@@ -136,7 +136,7 @@ def _impact_context(
 
 def _compare_url(impact: Any, sides: str) -> str:
     """The side-by-side page of an affected round (none for a turn id with dot segments)."""
-    from policy.domain.text import dot_segment
+    from core.text import dot_segment
 
     if dot_segment(impact.turn_id):
         return ""
