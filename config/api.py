@@ -16,7 +16,6 @@ from accounts.auth import RuntimeTokenAuth, session_auth
 from accounts.models import RuntimeToken
 from audit.api import router as audit_router
 from bridge.api import router as bridge_router
-from config.api_io import RETRY_AFTER_S, StoreBusy
 from config.api_schema import declare_shared_errors
 from observe.api import router as observe_router
 from observe.selectors import BadCursor
@@ -29,6 +28,7 @@ from policy.domain.edits import as_sentence
 from policy.domain.manifest import ManifestError
 from policy.services import EditRefused, PolicyTooLarge, StaleRevision
 from policy.versions import ConfirmationNeeded, PublishRefused, SuitesFailing
+from web.api_io import RETRY_AFTER_S, StoreBusy
 
 logger = logging.getLogger(__name__)
 

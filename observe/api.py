@@ -20,7 +20,6 @@ from ninja import P, QueryEx, Router, Schema, Status
 from ninja.errors import HttpError
 
 from accounts.auth import RuntimeTokenAuth, session_auth
-from config.api_io import read_json
 from observe.domain.events import format_ts
 from observe.domain.rounds import recorded_round, round_detail_dict
 from observe.impact import (
@@ -45,6 +44,7 @@ from observe.selectors import (
 )
 from observe.services import events_ingest
 from policy.versions import agents_in_force, version_index
+from web.api_io import read_json
 
 router = Router(tags=["rounds"])
 

@@ -25,7 +25,6 @@ from django.conf import settings
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
-from config.api_io import StoreBusy
 from core.text import dot_segment, unencodable_path
 from observe.domain.events import Event, EventError, parse_event, same_content, stored_event
 from observe.domain.kinds import COUNT_KEYS, ROUND_KINDS
@@ -40,6 +39,7 @@ from observe.drift import Stored, check_drift_after_ingest
 from observe.live.counters import Facts, round_facts
 from observe.models import Event as StoredEvent
 from observe.models import Round, RoundTool, StreamCounter
+from web.api_io import StoreBusy
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,6 @@ from ninja import Router, Schema, Status
 from ninja.errors import HttpError
 
 from accounts.auth import session_auth
-from config.api_io import if_match_revision, read_body, read_json
 from policy.domain.catalog import catalog_entries, render_catalog, render_scope
 from policy.domain.dryrun import dry_run, parse_round_spec
 from policy.domain.jsonable import jsonable
@@ -28,6 +27,7 @@ from policy.selectors import (
     text_analysis,
 )
 from policy.services import StaleRevision, draft_replace
+from web.api_io import if_match_revision, read_body, read_json
 
 router = Router(tags=["policy"], auth=session_auth)
 

@@ -13,7 +13,6 @@ from ninja.errors import HttpError
 from ninja.responses import Status
 
 from accounts.auth import RuntimeTokenAuth, session_auth
-from config.api_io import if_match_revision
 from policy.domain.version_diff import tool_changes, unified_diff
 from policy.selectors import draft_state
 from policy.versions import (
@@ -26,6 +25,7 @@ from policy.versions import (
     version_published,
     version_text,
 )
+from web.api_io import if_match_revision
 
 router = Router(tags=["versions"], auth=session_auth)
 
