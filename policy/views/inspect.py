@@ -18,8 +18,8 @@ from django.shortcuts import render
 
 from policy.domain.builtins import DEFAULT_ROLE
 from policy.domain.catalog import catalog_entries, render_catalog, render_value
-from policy.domain.cli import json_text
 from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
+from policy.domain.jsonable import json_text
 from policy.domain.overseer import DEFAULT_MAX_ACTIONS, FINAL_ACTIONS
 from policy.domain.resolution import AgentResolution, EffectiveTool, UnknownAgentError
 from policy.domain.traits import normalize_traits, resolved_strategy

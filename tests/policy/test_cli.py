@@ -98,9 +98,7 @@ class Result:
 
 def traitdeck(*args: str | Path, stdin: str | None = None, cwd: Path | None = None) -> Result:
     command = (
-        [str(CONSOLE_SCRIPT)]
-        if CONSOLE_SCRIPT.exists()
-        else [sys.executable, "-m", "policy.domain.cli"]
+        [str(CONSOLE_SCRIPT)] if CONSOLE_SCRIPT.exists() else [sys.executable, "-m", "policy.cli"]
     )
     completed = subprocess.run(
         [*command, *map(str, args)],
@@ -711,7 +709,7 @@ def test_fmt_flags_a_hand_edited_export_but_still_formats_it(policy: Path, tmp_p
 
 def test_the_cli_also_runs_as_a_python_module(policy: Path) -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "policy.domain.cli", "validate", str(policy), "--format", "json"],
+        [sys.executable, "-m", "policy.cli", "validate", str(policy), "--format", "json"],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -15,7 +15,7 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policy.domain.cli import run as cli_run
+from policy.cli import run as cli_run
 from policy.domain.yaml_io import load_policy
 from policy.selectors import draft_state
 from policy.services import draft_replace, manifest_upload
