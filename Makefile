@@ -44,7 +44,7 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy core policy/domain observe/domain bridge/domain
-	$(VENV)/bin/mypy web config accounts audit policy observe bridge --exclude '/domain/'
+	$(VENV)/bin/mypy web pages config accounts audit policy observe bridge --exclude '/domain/'
 	@echo "lint: ruff and mypy clean" > .test-artifacts/summary-0-lint.txt
 
 test-unit: venv

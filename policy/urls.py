@@ -15,13 +15,10 @@ from policy.views import (
 
 app_name = "policy"
 
+# The impact pages and the publish page are in this namespace too, routed from
+# ``pages.policy_urls`` (they replay observe's rounds, and observe sits above policy).
+
 urlpatterns = [
-    path("impact/", versions.impact_view, name="impact"),
-    path(
-        "impact/rounds/<str:agent>/<path:turn_id>/<int:iteration>/",
-        versions.impact_round_view,
-        name="impact-round",
-    ),
     path("", agents.agent_list, name="agents"),
     path("agents/add/", agents.agent_add, name="agent-add"),
     path("agents/<str:agent>/", agents.agent_detail, name="agent"),
@@ -59,7 +56,6 @@ urlpatterns = [
     path("agents/<str:agent>/catalog/", inspect.catalog_view, name="catalog"),
     path("agents/<str:agent>/playground/", inspect.playground, name="playground"),
     path("import/", transfer.import_view, name="import"),
-    path("publish/", versions.publish_view, name="publish"),
     path("versions/", versions.versions_view, name="versions"),
     path("versions/<int:number>/", versions.version_view, name="version"),
     path("versions/<int:number>/rollback/", versions.rollback_view, name="rollback"),
