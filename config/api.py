@@ -165,7 +165,7 @@ install_error_handlers(api)
 api.add_router("/v1", policy_router)
 api.add_router("/v1", policy_edit_router)
 api.add_router("/v1", observe_router)
-api.add_router("/v1", audit_router)
+api.add_router("/v1", audit_router, auth=session_auth)  # see audit.api.router
 api.add_router("/v1", versions_router)
 api.add_router("/v1", runtime_router)
 api.add_router("/v1", bridge_router)
