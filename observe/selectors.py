@@ -10,11 +10,13 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import Count, F, Q, QuerySet
 from django.urls import reverse
 
+from core.text import dot_segment
 from observe.domain.events import stored_event
 from observe.domain.kinds import KINDS
 from observe.domain.rounds import Round as AssembledRound
 from observe.domain.rounds import assemble, assembly_round
 from observe.models import Round
+from policy.versions import version_index
 
 #: "only rounds with …" kinds and the counter column each one reads.
 KIND_COLUMNS = {name: kind.counter for name, kind in KINDS.items()}
@@ -170,8 +172,6 @@ def round_url(row: Round | AssembledRound) -> str:
     """The round page (§4): the iteration is the last segment, a turn_id may contain '/'. A
     turn_id with a '.' or '..' segment (refused by ingest since, but maybe stored before) gets no
     link: a browser would resolve it to another page of the site."""
-    from core.text import dot_segment
-
     if dot_segment(row.turn_id):
         return ""
     return reverse(
@@ -203,8 +203,6 @@ def rounds_overview(now: datetime) -> RoundsOverview:
 
 def _drift_by_version() -> tuple[tuple[int, int, int], ...]:
     """How often the runtime did what each version says, over the rounds checked under it."""
-    from policy.versions import version_index
-
     versions = version_index()
     totals: dict[int, list[int]] = {}
     checked = (

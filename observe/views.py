@@ -45,6 +45,7 @@ from observe.selectors import (
     rounds_page,
 )
 from observe.timeline import build_timeline
+from policy.selectors import draft_state
 from policy.versions import version_index
 
 LIVE_TEMPLATE = "observe/live.html"
@@ -127,8 +128,6 @@ def round_page(request: HttpRequest, agent: str, turn_id: str, iteration: int) -
 
 def _case_round(row: Round) -> str | None:
     """The round as a regression case would hold it (JSON), when the draft has its agent."""
-    from policy.selectors import draft_state
-
     if row.agent not in draft_state().agents:
         return None
     found = recorded_round((row.agent, row.turn_id, row.iteration), row.assembly)

@@ -33,6 +33,7 @@ from policy.domain.yaml_io import (
 from policy.models import PolicyVersion
 from policy.selectors import DraftState, draft_agent_names, draft_analysis, draft_state
 from policy.services import draft_change, draft_lock
+from policy.suites import failing_summary, suites_check
 
 # --- reads ------------------------------------------------------------------------------------
 
@@ -206,8 +207,6 @@ def policy_publish(
         raise ConfirmationNeeded(
             f"The draft has {len(warnings)} warning(s): confirm to publish it anyway.", warnings
         )
-    from policy.suites import failing_summary, suites_check
-
     failing = failing_summary(suites_check(state))
     if failing and not override_failing_cases:
         raise SuitesFailing(
