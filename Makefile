@@ -43,9 +43,10 @@ lint: venv
 	@mkdir -p .test-artifacts
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy core policy/domain observe/domain bridge/domain
+	$(VENV)/bin/lint-imports --no-cache  # the layer contract: .importlinter
+	$(VENV)/bin/mypy core policy/domain policy/cli.py observe/domain bridge/domain
 	$(VENV)/bin/mypy web pages config accounts audit policy observe bridge --exclude '/domain/'
-	@echo "lint: ruff and mypy clean" > .test-artifacts/summary-0-lint.txt
+	@echo "lint: ruff, import-linter and mypy clean" > .test-artifacts/summary-0-lint.txt
 
 test-unit: venv
 	@scripts/test-group unit -p no:django -W ignore::pytest.PytestConfigWarning $(DOMAIN_TESTS)
