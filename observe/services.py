@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
+from core.json_limits import MAX_DEPTH, MAX_STORED_INT
 from core.text import dot_segment, unencodable_path
 from observe.domain.events import Event, EventError, parse_event, same_content, stored_event
 from observe.domain.kinds import COUNT_KEYS, ROUND_KINDS
@@ -45,9 +46,6 @@ logger = logging.getLogger(__name__)
 
 LIVE_GROUP = "live-rounds"
 REUSED_ID = "event_id reused with different content"
-#: Storage limits every event is held to (see ``_unstorable``).
-MAX_STORED_INT = 2**63 - 1
-MAX_NESTING = 64
 #: Rounds deleted per transaction by ``rounds_prune``: short write locks while the server runs.
 PRUNE_BATCH = 500
 
@@ -203,7 +201,7 @@ def _plain_json(data: Any) -> str | None:
     if b"null" in encoded and _non_finite(data):
         return None
     text = encoded.decode("utf-8")
-    if "\\u0000" in text or text.count("{") + text.count("[") >= MAX_NESTING:
+    if "\\u0000" in text or text.count("{") + text.count("[") >= MAX_DEPTH:
         return None
     return text
 
@@ -296,8 +294,8 @@ def _unstorable(data: Any) -> str | None:
             if not math.isfinite(value):
                 return f"{name} must be a finite number"
         elif isinstance(value, Mapping | list | tuple):
-            if depth >= MAX_NESTING:
-                return f"{name} nests deeper than {MAX_NESTING} levels"
+            if depth >= MAX_DEPTH:
+                return f"{name} nests deeper than {MAX_DEPTH} levels"
             items = value.items() if isinstance(value, Mapping) else enumerate(value)
             for key, item in items:
                 if isinstance(key, str) and "\x00" in key:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from core.json_limits import MAX_DEPTH
 from core.text import unencodable_path
 from policy.domain.jsonable import json_kind
 
@@ -99,10 +100,6 @@ def parse_manifest(data: Any) -> Manifest:
             )
         tools[tool_id] = MappingProxyType(dict(traits))
     return Manifest(tools=MappingProxyType(tools))
-
-
-#: The deepest nesting a manifest may have (an entry's traits are three or four levels deep).
-MAX_DEPTH = 64
 
 
 def _unstorable(data: Any) -> str | None:
