@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Final
 
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
+from observe.domain.facts import RoundFacts
 from observe.domain.kinds import ROUND_KINDS
 from observe.models import Round
 from observe.selectors import DRIFT, RoundFilter
@@ -69,50 +70,20 @@ def counters_for(round_filter: RoundFilter, *, now: datetime | None = None) -> C
 # and after (its "facts"). A viewer's totals start from one query when it connects and then only
 # add the difference each change makes to its filter: no viewer ever scans the rounds again.
 
-#: The facts of a round, JSON-ready (a list: it crosses Redis as msgpack, which has no tuples):
-#: [agent, started_at ISO, rejections, early starts, dedups, timeouts, tool ids, drift (0/1)].
-Facts = list[Any]
 
-
-def round_facts(
-    agent: str,
-    started_at: datetime,
-    counts: Sequence[int],
-    tools: Iterable[str],
-    drift: bool | None = None,
-) -> Facts:
-    rejections, early, dedups, timeouts = counts
-    return [
-        agent,
-        started_at.isoformat(),
-        rejections,
-        early,
-        dedups,
-        timeouts,
-        sorted(tools),
-        int(drift is True),
-    ]
-
-
-def _drift(facts: Sequence[Any]) -> int:
-    """The drift flag of facts (facts sent before it existed have none)."""
-    return int(facts[7]) if len(facts) > 7 else 0
-
-
-def admits(round_filter: RoundFilter, facts: Sequence[Any]) -> bool:
+def admits(round_filter: RoundFilter, facts: RoundFacts) -> bool:
     """Whether a round with these facts passes the filter (as ``RoundFilter.apply`` would)."""
-    agent, started, rejections, early, dedups, timeouts, tools = facts[:7]
-    if round_filter.agent and agent != round_filter.agent:
+    if round_filter.agent and facts.agent != round_filter.agent:
         return False
     if round_filter.has:
-        present = dict(zip(KIND_NAMES, (rejections, early, dedups, timeouts), strict=True))
-        present[DRIFT] = _drift(facts)
+        present = {kind.name: facts.count(kind.name) for kind in ROUND_KINDS}
+        present[DRIFT] = int(facts.drift)
         if not all(present[kind] > 0 for kind in round_filter.has):
             return False
-    if round_filter.tool and round_filter.tool not in tools:
+    if round_filter.tool and round_filter.tool not in facts.tools:
         return False
     if round_filter.since or round_filter.until:
-        moment = datetime.fromisoformat(started)
+        moment = datetime.fromisoformat(facts.started_at)
         if round_filter.since and moment < round_filter.since:
             return False
         if round_filter.until and moment >= round_filter.until:
@@ -121,7 +92,12 @@ def admits(round_filter: RoundFilter, facts: Sequence[Any]) -> bool:
 
 
 KIND_NAMES: Final = tuple(kind.name for kind in ROUND_KINDS)
-_Sums = tuple[int, int, int, int, int, int]
+#: What one round adds to a viewer's counters: 1 round, its actions of each kind, its drift.
+_Sums = tuple[int, ...]
+
+
+def _sums(facts: RoundFacts) -> _Sums:
+    return (1, *facts.counts, int(facts.drift))
 
 
 class Tally:
@@ -132,7 +108,7 @@ class Tally:
         self,
         round_filter: RoundFilter,
         totals: _Sums,
-        recent: dict[int, tuple[datetime, _Sums]],
+        recent: Mapping[int, tuple[datetime, _Sums]],
     ) -> None:
         self.round_filter = round_filter
         self.totals = list(totals)
@@ -156,15 +132,14 @@ class Tally:
             for position, value in enumerate(entry[1]):
                 self.rates[position] -= value
 
-    def apply(self, pk: int, old: Sequence[Any] | None, new: Sequence[Any] | None) -> None:
+    def apply(self, pk: int, old: RoundFacts | None, new: RoundFacts | None) -> None:
         for sign, facts in ((-1, old), (1, new)):
             if facts is not None and admits(self.round_filter, facts):
-                for position, value in enumerate((1, *facts[2:6], _drift(facts))):
+                for position, value in enumerate(_sums(facts)):
                     self.totals[position] += sign * value
         self._leave(pk)
         if new is not None and admits(self.round_filter, new):
-            sums = (1, new[2], new[3], new[4], new[5], _drift(new))
-            self._enter(pk, datetime.fromisoformat(new[1]), sums)
+            self._enter(pk, datetime.fromisoformat(new.started_at), _sums(new))
 
     def counters(self, now: datetime | None = None) -> Counters:
         horizon = (now or timezone.now()) - RATE_WINDOW

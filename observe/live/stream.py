@@ -24,10 +24,12 @@ from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
+from observe.domain.facts import RoundFacts
 from observe.live.cards import card_for
-from observe.live.counters import Counters, Facts, Tally, admits, round_facts, tally_for
+from observe.live.counters import Counters, Tally, admits, tally_for
 from observe.models import Round
 from observe.selectors import KIND_COLUMNS, RoundFilter, latest_version
+from observe.services import RoundChange
 
 #: Most cards the live page holds (and the most one stream message carries).
 MAX_CARDS: Final = 200
@@ -44,7 +46,7 @@ class Fragment:
 
     pk: int
     version: int
-    facts: Facts
+    facts: RoundFacts
     html: SafeString
 
 
@@ -77,7 +79,7 @@ def render_fragments(rows: Sequence[Round]) -> list[Fragment]:
     counters = tuple(KIND_COLUMNS.values())
     fragments = []
     for row in rows:
-        facts = round_facts(
+        facts = RoundFacts.of(
             row.agent,
             row.started_at,
             [getattr(row, column) for column in counters],
@@ -191,5 +193,6 @@ def matching(round_filter: RoundFilter, found: Sequence[Fragment], since: int) -
 
 def apply_change(tally: Tally, message: dict[str, Any]) -> None:
     """Fold one batch's facts into a viewer's counters."""
-    for pk, old, new in message.get("rounds", []):
-        tally.apply(int(pk), old, new)
+    for wire in message.get("rounds", []):
+        entry = RoundChange.from_wire(wire)
+        tally.apply(entry.pk, entry.before, entry.after)
