@@ -21,6 +21,7 @@ from ninja.errors import HttpError
 
 from accounts.auth import RuntimeTokenAuth, session_auth
 from observe.domain.events import format_ts
+from observe.domain.kinds import COUNT_KEYS
 from observe.domain.rounds import recorded_round, round_detail_dict
 from observe.impact import (
     DEFAULT_WINDOW,
@@ -240,13 +241,7 @@ def round_out(row: Round, versions: dict[tuple[str, str], int]) -> dict[str, Any
         "agent_in_policy": row.agent_in_policy,
         "drift": row.drift,
         "unknown_policy": _unknown_policy(row, versions),
-        "counts": {
-            "actions": row.actions,
-            "rejections": row.rejections,
-            "early_starts": row.early_starts,
-            "dedups": row.dedups,
-            "timeouts": row.timeouts,
-        },
+        "counts": {key: getattr(row, key) for key in COUNT_KEYS},
         "url": round_url(row),
     }
 

@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from observe.domain.kinds import ROUND_KINDS
 from observe.domain.rounds import recorded_round
 from observe.history_chart import rounds_chart
 from observe.live import (
@@ -60,6 +61,22 @@ class HistoryRow:
     row: Round
     url: str | None
     tools: list[str]
+
+    @property
+    def chips(self) -> list[KindChip]:
+        """A chip per round kind the round has actions of, in the order of the kinds table."""
+        return [
+            KindChip(kind.chip, kind.counter, kind.chip_text(count))
+            for kind in ROUND_KINDS
+            if (count := getattr(self.row, kind.counter))
+        ]
+
+
+@dataclass(frozen=True)
+class KindChip:
+    css: str
+    counter: str
+    text: str
 
 
 @require_GET
