@@ -30,24 +30,8 @@ HAS_NAMES = (*KIND_COLUMNS, DRIFT)
 MAX_ROW_ID = 2**63 - 1
 
 
-#: The relative spans ``since=`` / ``until=`` accept beside ISO 8601 (DESIGN §6): "15m" is
-#: "15 minutes before now".
-RELATIVE_SPANS = {
-    "15m": timedelta(minutes=15),
-    "1h": timedelta(hours=1),
-    "24h": timedelta(hours=24),
-    "7d": timedelta(days=7),
-}
 #: ``outcome=`` values (DESIGN §6); ``in_progress`` is a round with no outcome yet.
 OUTCOMES = ("ok", "retried", "failed", "in_progress")
-
-
-def relative_time(value: str, *, now: datetime | None = None) -> datetime | None:
-    """``now`` minus a relative span such as ``1h``; ``None`` when ``value`` is not one."""
-    span = RELATIVE_SPANS.get(value.strip().lower())
-    if span is None:
-        return None
-    return (now or datetime.now(UTC)) - span
 
 
 class BadCursor(ValueError):
