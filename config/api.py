@@ -26,6 +26,7 @@ from policy.api_versions import runtime_router
 from policy.domain.dryrun import RoundSpecError
 from policy.domain.edits import as_sentence
 from policy.domain.manifest import ManifestError
+from policy.selectors import AgentNotFound
 from policy.services import EditRefused, PolicyTooLarge, StaleRevision
 from policy.versions import ConfirmationNeeded, PublishRefused, SuitesFailing
 from web.api_io import RETRY_AFTER_S, StoreBusy
@@ -97,6 +98,10 @@ def install_error_handlers(target: NinjaAPI) -> None:
         return respond(request, exc.status_code, str(exc))
 
     # The refusals of the services: every router raises them, this is where they become statuses.
+
+    @target.exception_handler(AgentNotFound)
+    def on_no_agent(request: HttpRequest, exc: AgentNotFound) -> HttpResponse:
+        return respond(request, 404, str(exc))
 
     @target.exception_handler(StaleRevision)
     def on_stale(request: HttpRequest, exc: StaleRevision) -> HttpResponse:

@@ -24,9 +24,8 @@ from observe.domain.drift import round_drift, summary
 from observe.domain.rounds import Assembly
 from observe.models import Round
 from policy.domain.multi_action import profile_mode
-from policy.domain.resolution import UnknownAgentError, resolve_consumer
 from policy.domain.round_policy import RoundPolicy
-from policy.selectors import manifest_for
+from policy.selectors import AgentNotFound, agent_policy
 from policy.versions import version_data, version_get, version_index
 
 logger = logging.getLogger(__name__)
@@ -42,8 +41,8 @@ def _version_policy(number: int, agent: str) -> tuple[RoundPolicy, str | None]:
         return _NO_TOOLS, None
     data = version_data(found)
     try:
-        policy = RoundPolicy.of(resolve_consumer(data, agent, manifest_for(agent)).tools)
-    except UnknownAgentError:
+        policy = RoundPolicy.of(agent_policy(data, agent).resolution.tools)
+    except AgentNotFound:
         policy = _NO_TOOLS
     return policy, profile_mode(data, agent, None)
 

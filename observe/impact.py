@@ -25,9 +25,9 @@ from policy.domain.impact import (
     parse_recorded_round,
     replay,
 )
-from policy.domain.resolution import AgentResolution, UnknownAgentError, resolve_consumer
+from policy.domain.resolution import AgentResolution
 from policy.domain.round_policy import RoundPolicy
-from policy.selectors import agent_default_mode, draft_state, manifest_for
+from policy.selectors import AgentNotFound, agent_default_mode, agent_policy, draft_state
 from policy.versions import version_data, version_get, version_published
 
 #: The window when none is asked for: the newest rounds.
@@ -71,8 +71,8 @@ def policy_side(ref: str) -> Side:
 def _resolver(data: Any) -> Resolver:
     def resolve(agent: str) -> AgentResolution | None:
         try:
-            return resolve_consumer(data, agent, manifest_for(agent))
-        except UnknownAgentError:
+            return agent_policy(data, agent).resolution
+        except AgentNotFound:
             return None
 
     return resolve

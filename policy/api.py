@@ -15,7 +15,7 @@ from accounts.auth import session_auth
 from policy.domain.catalog import catalog_entries, render_catalog, render_scope
 from policy.domain.dryrun import dry_run, parse_round_spec
 from policy.domain.jsonable import jsonable
-from policy.domain.resolution import AgentResolution, UnknownAgentError, effective_json
+from policy.domain.resolution import AgentResolution, effective_json
 from policy.domain.yaml_io import WEB_MAX_BYTES
 from policy.exporting import draft_export_response
 from policy.importing import import_preview
@@ -139,11 +139,9 @@ def export_yaml(request: HttpRequest) -> HttpResponse:
 
 
 def agent_or_404(state: DraftState, agent: str) -> AgentResolution:
-    """The agent's resolution in ``state``; 404 when the draft has no such agent."""
-    try:
-        return agent_resolution(state, agent)
-    except UnknownAgentError:
-        raise HttpError(404, f"The draft has no agent {agent!r}.") from None
+    """The agent's resolution in ``state``; ``AgentNotFound`` (404, mapped in ``config.api``)
+    when the draft has no such agent."""
+    return agent_resolution(state, agent)
 
 
 @router.get("/agents/{agent}/effective")

@@ -18,7 +18,12 @@ from policy.domain.dryrun import RoundSpec, resolve_mode
 from policy.domain.manifest import Manifest, parse_manifest
 from policy.domain.multi_action import profile_mode
 from policy.domain.placement import Placement, place
-from policy.domain.resolution import AgentResolution, agent_names, resolve_agent
+from policy.domain.resolution import (
+    AgentResolution,
+    UnknownAgentError,
+    agent_names,
+    resolve_agent,
+)
 from policy.domain.yaml_io import CLI_MAX_BYTES, empty_policy, export_text, load_policy
 from policy.models import AgentManifest, PolicyDraft
 
@@ -107,12 +112,51 @@ def text_analysis(text: str | bytes, *, max_bytes: int) -> Analysis:
     return analyze_text(text, manifests=per_agent, max_bytes=max_bytes)
 
 
+class AgentNotFound(UnknownAgentError):
+    """The policy of a side (the draft, a version) has no agent of that name. Views and API
+    handlers let it through: ``config.error_pages`` (pages) and ``config.api`` (the API) map it
+    to 404 with this message, once."""
+
+    def __init__(self, agent: str, *, where: str = "The draft") -> None:
+        super().__init__(agent)
+        self.agent = agent
+        self.message = f"{where} has no agent {agent!r}."
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class AgentPolicy:
+    """What an agent runs with under one policy document: its resolution (effective tools,
+    connections) and the multi-action mode its rounds take when a round does not say."""
+
+    resolution: AgentResolution
+    mode: str
+
+
+def agent_policy(
+    data: Any, agent: str, *, where: str = "The draft", role: str | None = DEFAULT_ROLE
+) -> AgentPolicy:
+    """The one selector of "the policy and mode of agent A" in a policy document (the draft's, a
+    version's, the one in force): raises :class:`AgentNotFound` naming ``where``. ``role``
+    picks the built-ins (parent: react.delegate, child: react.contribute, None: neither)."""
+    try:
+        resolution = resolve_agent(data, agent, manifest_for(agent), role=role)
+    except UnknownAgentError:
+        raise AgentNotFound(agent, where=where) from None
+    return AgentPolicy(resolution, agent_default_mode(data, agent))
+
+
 def agent_resolution(
     state: DraftState, agent: str, *, role: str | None = DEFAULT_ROLE
 ) -> AgentResolution:
-    """Raises ``UnknownAgentError`` when the draft has no such agent. ``role`` picks the
-    built-ins (parent: react.delegate, child: react.contribute, None: neither)."""
-    return resolve_agent(state.data, agent, manifest_for(agent), role=role)
+    """The agent's resolution in the draft; raises :class:`AgentNotFound` (a 404 for pages and
+    the API) when the draft has no such agent."""
+    try:
+        return resolve_agent(state.data, agent, manifest_for(agent), role=role)
+    except UnknownAgentError:
+        raise AgentNotFound(agent) from None
 
 
 def role_param(raw: str | None) -> str | None:

@@ -16,7 +16,6 @@ from django.db import IntegrityError, transaction
 from audit.services import audit_record
 from policy.domain.decide import decide_any, outcomes_by_slot
 from policy.domain.dryrun import parse_round_spec, resolve_mode
-from policy.domain.resolution import UnknownAgentError, resolve_consumer
 from policy.domain.suites import (
     Case,
     CaseResult,
@@ -27,7 +26,12 @@ from policy.domain.suites import (
     run_suite,
 )
 from policy.models import SuiteCase
-from policy.selectors import DraftState, agent_default_mode, draft_state, manifest_for
+from policy.selectors import (
+    AgentNotFound,
+    DraftState,
+    agent_policy,
+    draft_state,
+)
 
 
 class CaseRefused(ValueError):
@@ -65,11 +69,10 @@ def suite_check(agent: str, state: DraftState | None = None) -> AgentSuiteResult
     data = (state or draft_state()).data
     suite = suite_of(agent)
     try:
-        resolution = resolve_consumer(data, agent, manifest_for(agent))
-    except UnknownAgentError:
+        found = agent_policy(data, agent)
+    except AgentNotFound:
         return AgentSuiteResult(agent, (), missing=True)
-    mode = agent_default_mode(data, agent)
-    return AgentSuiteResult(agent, run_suite(suite, resolution, mode=mode))
+    return AgentSuiteResult(agent, run_suite(suite, found.resolution, mode=found.mode))
 
 
 def suites_check(state: DraftState | None = None) -> list[AgentSuiteResult]:
@@ -102,10 +105,10 @@ def case_save(*, agent: str, name: str, round_data: Mapping[str, Any], actor: An
         raise CaseRefused(f"The round cannot be a case: {exc}") from None
     draft = draft_state().data
     try:
-        resolution = resolve_consumer(draft, agent, manifest_for(agent))
-    except UnknownAgentError:
+        found = agent_policy(draft, agent)
+    except AgentNotFound:
         raise CaseRefused(f"The draft has no agent {agent!r} (nor a default agent).") from None
-    mode = resolve_mode(spec, agent_default_mode(draft, agent))
+    resolution, mode = found.resolution, resolve_mode(spec, found.mode)
     # Pinned by the same path run_suite checks the case with.
     decision = decide_any(spec, resolution, multi_action_mode=mode)
     case = case_from_outcomes(name, data, outcomes_by_slot(spec, decision))
