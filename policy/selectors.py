@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -12,7 +15,7 @@ from django.conf import settings
 from django.db import connection
 from django.urls import NoReverseMatch, reverse
 
-from policy.domain.analysis import Analysis, analyze_text
+from policy.domain.analysis import Analysis, analyze_loaded, analyze_text
 from policy.domain.builtins import DEFAULT_ROLE, ROLES
 from policy.domain.dryrun import RoundSpec, resolve_mode
 from policy.domain.manifest import Manifest, parse_manifest
@@ -24,7 +27,13 @@ from policy.domain.resolution import (
     agent_names,
     resolve_agent,
 )
-from policy.domain.yaml_io import CLI_MAX_BYTES, empty_policy, export_text, load_policy
+from policy.domain.yaml_io import (
+    CLI_MAX_BYTES,
+    LoadedPolicy,
+    empty_policy,
+    export_text,
+    load_policy,
+)
 from policy.models import AgentManifest, PolicyDraft
 
 
@@ -41,13 +50,54 @@ class DraftState:
         return agent_names(self.data)
 
 
-@lru_cache(maxsize=8)
-def _load_body(body: str) -> tuple[str, dict[str, Any]]:
-    """The export text and document of a stored body. Parsing YAML is the slow part of every
-    page; a body never changes once stored, so it is parsed once per process."""
+# Parsing YAML is the slow part of every page; a body never changes once stored, so each is
+# parsed once per process: the service that stores one hands over its own reading of it
+# (``remember_draft``), and the pages that follow (the draft, its analysis) parse nothing again.
+_KEPT = 8
+_bodies: OrderedDict[str, tuple[str, dict[str, Any]]] = OrderedDict()
+_readings: OrderedDict[str, LoadedPolicy] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _kept[V](cache: OrderedDict[str, V], key: str, make: Callable[[], V]) -> V:
+    with _cache_lock:
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+    value = make()  # outside the lock: two threads may both parse, neither waits on the other
+    _keep(cache, key, value)
+    return value
+
+
+def _keep[V](cache: OrderedDict[str, V], key: str, value: V) -> None:
+    with _cache_lock:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > _KEPT:
+            cache.popitem(last=False)
+
+
+def _read_body(body: str) -> tuple[str, dict[str, Any]]:
     loaded = load_policy(body, max_bytes=CLI_MAX_BYTES)
     data = loaded.data if not loaded.refused else empty_policy()
     return export_text(data), data
+
+
+def _load_body(body: str) -> tuple[str, dict[str, Any]]:
+    """The export text and document of a stored body (shared: copy before changing it)."""
+    return _kept(_bodies, body, lambda: _read_body(body))
+
+
+def _reading(text: str) -> LoadedPolicy:
+    """The export text of the draft, loaded (with its source map, for the diagnostics)."""
+    return _kept(_readings, text, lambda: load_policy(text, max_bytes=CLI_MAX_BYTES))
+
+
+def remember_draft(body: str, text: str, loaded: LoadedPolicy) -> None:
+    """The draft service stored ``body`` after reading back its export ``text`` as ``loaded``
+    (not refused): keep that reading for the body and for its analysis."""
+    _keep(_bodies, body, (text, loaded.data))
+    _keep(_readings, text, loaded)
 
 
 def draft_state() -> DraftState:
@@ -92,7 +142,7 @@ def manifest_rows() -> dict[str, AgentManifest]:
 @lru_cache(maxsize=32)
 def _analysis(text: str, manifests_json: str) -> Analysis:
     per_agent = {agent: parse_manifest(data) for agent, data in json.loads(manifests_json).items()}
-    return analyze_text(text, manifests=per_agent, max_bytes=CLI_MAX_BYTES)
+    return analyze_loaded(_reading(text), manifests=per_agent)
 
 
 def _manifests_json() -> str:

@@ -61,7 +61,20 @@ def analyze_text(
 ) -> Analysis:
     """Load ``text`` and, unless it is refused, validate the policy it holds (``manifest`` for
     every agent, ``manifests`` per agent name)."""
-    loaded = load_policy(text, max_bytes=max_bytes, max_nodes=max_nodes)
+    return analyze_loaded(
+        load_policy(text, max_bytes=max_bytes, max_nodes=max_nodes),
+        manifest=manifest,
+        manifests=manifests,
+    )
+
+
+def analyze_loaded(
+    loaded: LoadedPolicy,
+    *,
+    manifest: Manifest | None = None,
+    manifests: Mapping[str, Manifest] | None = None,
+) -> Analysis:
+    """:func:`analyze_text` of text already loaded (the draft's, read once when it was saved)."""
     diagnostics = list(loaded.diagnostics)
     if not loaded.refused:
         diagnostics += validate_policy(loaded.data, loaded.source, manifest, manifests=manifests)

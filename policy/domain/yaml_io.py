@@ -620,7 +620,11 @@ def dump_body(data: Any) -> str:
 
 def export_text(data: Any) -> str:
     """The export: ``# traitdeck-format: 1``, ``# sha256: <hex of the body>``, then the body."""
-    body = dump_body(data)
+    return export_of_body(dump_body(data))
+
+
+def export_of_body(body: str) -> str:
+    """The export of a body ``dump_body`` made (its header added; nothing dumped again)."""
     return f"{HEADER_FORMAT_LINE}# sha256: {body_hash(body)}\n{body}"
 
 
