@@ -19,7 +19,10 @@ from policy.domain.edits import DESIGN_FIELDS
 from policy.domain.traits import EARLY_PROFILE
 from policy.models import AgentManifest
 from policy.selectors import draft_state
-from policy.services import draft_change, draft_replace, manifest_upload
+from policy.services import draft_replace, manifest_upload
+from tests.policy.conftest import exported_agents as stored_agents
+from tests.policy.conftest import exported_connections as stored_connections
+from tests.policy.conftest import seed_agents as seed
 
 pytestmark = pytest.mark.django_db
 
@@ -42,23 +45,6 @@ SERVICE = {
     "alias": "svc",
     "namespaces": {"task": {"allowed": ["object.get"]}},
 }
-
-
-def seed(**agents: Any) -> int:
-    """Make the draft hold these agents; returns its revision."""
-    doc = {"surfaces": {"as_consumer": {"agents": agents}}}
-    return draft_change(edit=lambda _old: doc, base_revision=None).revision
-
-
-def stored_agents() -> dict[str, Any]:
-    """The agents as the runtime reads the exported YAML."""
-    value: dict[str, Any] = yaml.safe_load(draft_state().text)["surfaces"]["as_consumer"]["agents"]
-    return value
-
-
-def stored_connections(agent: str = "main") -> list[dict[str, Any]]:
-    value: list[dict[str, Any]] = stored_agents()[agent]["tools"]
-    return value
 
 
 def call(
