@@ -8,6 +8,9 @@ only its last value) and bound what it would happily expand (aliases, nesting).
 The events come from libyaml's C parser when PyYAML has it, from PyYAML's pure-Python parser
 otherwise; text the C parser refuses is read again in pure Python, so a diagnostic's words and
 position never depend on which parser is installed. Dumping stays pure Python (``_Dumper``).
+
+One module over 500 lines on purpose: the loader, the builder and the dumper share the source
+map, the bounds and the refusal wording, and the export's bytes must be what the loader reads back.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """The policy editing API: agents, connections, a tool's traits and manifests through JSON, every
-status of DESIGN §6, and that an edit made here leaves the same draft as the browser's forms."""
+status of DESIGN §6, and that an edit made here leaves the same draft as the browser's forms.
+
+Over 500 lines: one file per API router, as the routes share their fixtures and the comparison
+with the forms (split by resource it would repeat them)."""
 
 from __future__ import annotations
 

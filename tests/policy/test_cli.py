@@ -2,6 +2,8 @@
 
 The contract (issue 3, DESIGN §6): 0 done and no errors; 1 the policy has errors, refused text, or
 an unknown agent/tool; 2 the command could not run as asked — one line on stderr, no traceback.
+
+Over 500 lines: one file for the one console script, in the order of its commands.
 """
 
 from __future__ import annotations

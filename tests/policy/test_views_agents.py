@@ -1,3 +1,9 @@
+"""The agents pages: list, add, rename, remove, connections and the agent page's rows.
+
+Over 500 lines: these pages share one set of helpers and one draft shape; split by page they
+would copy them.
+"""
+
 from __future__ import annotations
 
 import json
