@@ -1,14 +1,16 @@
 """The KDCube bridge at run time: Redis in, Traitdeck's ingest API out (no Django needed).
 
-- Redis: ``PSUBSCRIBE`` to the relay's chat-event channels (default ``kdcube.relay.chatbot.*``,
-  only ``…:chat.events.<session>`` channels are read). KDCube publishes at most once and never
-  replays: while Redis is away nothing can be caught up; the bridge reconnects with backoff
-  (0.5 s doubling to 10 s) and says so in its log.
-- HTTP: mapped events are batched (up to ``batch_size``, or every ``flush_s``) and posted to
-  ``POST /api/v1/events`` like any runtime: a 503/429 is retried after its ``Retry-After``, a
-  connection failure or other 5xx with backoff; the batch is kept meanwhile (ids are derived from
-  the envelopes, so a re-post only counts duplicates). 401/403 stop the bridge; a 4xx batch is
-  dropped and counted as refused (never retried forever).
+- Redis, on a thread of its own: ``PSUBSCRIBE`` to the relay's chat-event channels (default
+  ``kdcube.relay.chatbot.*``, only ``…:chat.events.<session>`` channels are read), mapping each
+  message into the bounded :class:`~bridge.domain.buffer.RoundBuffer`. It keeps reading while
+  posting is blocked: KDCube publishes at most once, and Redis cuts off a subscriber whose
+  output buffer fills. When Redis goes away it reconnects after 0.1 s, then 0.25 s, then every
+  0.5 s (±20 % jitter): subscribed again within ~0.6 s of Redis answering.
+- HTTP, on the main thread: events are batched (up to ``batch_size``, or every ``flush_s``) and
+  posted to ``POST /api/v1/events`` like any runtime: a 503/429 is retried after its
+  ``Retry-After``, a connection failure or other 5xx with backoff; the batch is kept meanwhile
+  (ids are derived from the envelopes, so a re-post only counts duplicates). 401/403 stop the
+  bridge; a 4xx batch is dropped and counted as refused (never retried forever).
 - Every ``stats_s`` a log line (envelopes/s, mapped, inferred, skipped by reason) and a heartbeat
   to ``POST /api/v1/bridge/status``, whose answer lists the policy's agents for the mapping.
 """
@@ -16,6 +18,7 @@
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from collections import Counter
@@ -26,6 +29,7 @@ from typing import Any, Final
 import httpx
 import redis
 
+from bridge.domain.buffer import RoundBuffer
 from bridge.domain.mapping import DEFAULT_PATTERN, Mapper
 
 logger = logging.getLogger("bridge")
@@ -33,7 +37,18 @@ logger = logging.getLogger("bridge")
 EVENTS_PATH: Final = "/api/v1/events"
 STATUS_PATH: Final = "/api/v1/bridge/status"
 MAX_PENDING: Final = 50_000
+#: Waits before retrying Traitdeck (a down server is not hammered).
 BACKOFF: Final = (0.5, 1.0, 2.0, 4.0, 8.0, 10.0)
+#: Waits before reconnecting to Redis: short, since whatever is published before the bridge
+#: subscribes again is lost (a connection attempt is cheap).
+REDIS_RETRY: Final = (0.1, 0.25, 0.5)
+
+
+def redis_retry_wait(attempt: int) -> float:
+    """The wait before reconnect attempt ``attempt`` (0-based), with ±20 % jitter so that
+    several bridges do not reconnect in step."""
+    base = REDIS_RETRY[min(attempt, len(REDIS_RETRY) - 1)]
+    return base * random.uniform(0.8, 1.2)  # noqa: S311 - jitter, not a secret
 
 
 class Fatal(Exception):
@@ -49,6 +64,8 @@ class Counts:
     events: int = 0
     posted: int = 0
     refused: int = 0
+    dropped_rounds: int = 0
+    dropped_events: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
     last_envelope_ms: int | None = None
 
@@ -61,6 +78,8 @@ class Counts:
             "events": self.events,
             "posted": self.posted,
             "refused": self.refused,
+            "dropped_rounds": self.dropped_rounds,
+            "dropped_events": self.dropped_events,
             "reasons": dict(self.reasons.most_common(20)),
         }
 
@@ -76,6 +95,8 @@ class Options:
     flush_s: float = 0.5
     stats_s: float = 10.0
     agents: frozenset[str] | None = None  # fixed agent list (else the server's)
+    #: Events held while Traitdeck does not take them; past it the oldest rounds are dropped.
+    buffer_events: int = MAX_PENDING
 
 
 def _retry_after(response: httpx.Response, default: float) -> float:
@@ -100,7 +121,12 @@ class Bridge:
         self.say = say
         self.mapper = Mapper(options.agents or ())
         self.counts = Counts()
-        self.pending: list[dict[str, Any]] = []
+        self.buffer = RoundBuffer(options.buffer_events)
+        #: The batch being posted (kept until Traitdeck takes it or refuses it for good).
+        self.batch: list[dict[str, Any]] = []
+        #: Mapping and the buffer are shared by the Redis thread and the poster.
+        self.lock = threading.Lock()
+        self.ready = threading.Event()
         self.http = httpx.Client(
             transport=transport,
             base_url=options.url.rstrip("/"),
@@ -142,7 +168,7 @@ class Bridge:
         return str(url.copy_with(password="***")) if url.password else self.o.redis_url
 
     def handle(self, channel: str, payload: bytes | str) -> None:
-        """One pub/sub message: map it, count it, queue its events."""
+        """One pub/sub message: map it, count it, queue its events (under ``lock``)."""
         if not self.agents_known:
             if len(self.unmapped) < MAX_PENDING:
                 self.unmapped.append((channel, payload))
@@ -157,24 +183,43 @@ class Bridge:
         self.counts.inferred += outcome.inferred
         self.counts.events += len(outcome.events)
         self.counts.last_envelope_ms = int(time.time() * 1000)
-        self.pending.extend(outcome.events)
-        if len(self.pending) > MAX_PENDING:
-            dropped = len(self.pending) - MAX_PENDING
-            del self.pending[:dropped]
-            self.counts.refused += dropped
-            self.say(f"bridge: the server is behind; dropped the {dropped} oldest events")
+        dropped = self.buffer.add(outcome.events)
+        if dropped.rounds or dropped.events:
+            first = self.counts.dropped_rounds == 0
+            self.counts.dropped_rounds += dropped.rounds
+            self.counts.dropped_events += dropped.events
+            if first:
+                self.say(
+                    f"bridge: the buffer is full ({self.o.buffer_events} events): dropping the"
+                    " oldest rounds whole; the stats line counts them"
+                )
+        if len(self.buffer) >= self.o.batch_size:
+            self.ready.set()
+
+    def waiting(self) -> int:
+        """Events not yet stored: in the buffer, in the batch being posted, or unmapped."""
+        return len(self.buffer) + len(self.batch) + len(self.unmapped)
 
     # --- HTTP -----------------------------------------------------------------------------
 
-    def flush(self) -> None:
-        """Post the pending events in batches; a transient failure keeps them for later."""
-        while self.pending and not self.stop.is_set():
-            batch = self.pending[: self.o.batch_size]
-            wait = self._post(batch)
+    def flush(self, *, final: bool = False) -> None:
+        """Post the waiting events in batches; a transient failure keeps the batch for later
+        (the Redis thread meanwhile goes on filling the buffer). ``final``: once more at exit,
+        without waiting for a busy server."""
+        while final or not self.stop.is_set():
+            if not self.batch:
+                with self.lock:
+                    self.batch = self.buffer.take(self.o.batch_size)
+                if not self.batch:
+                    return
+            wait = self._post(self.batch)
             if wait is not None:
-                self.stop.wait(wait)
+                if not final:
+                    self.stop.wait(wait)
                 return
-            del self.pending[: len(batch)]
+            with self.lock:
+                self.buffer.done(self.batch)
+            self.batch = []
 
     def _post(self, batch: list[dict[str, Any]]) -> float | None:
         """Post one batch: ``None`` when it is done with, else how long to wait to retry."""
@@ -223,11 +268,12 @@ class Bridge:
             agents = response.json().get("agents")
             if isinstance(agents, list):
                 self.mapper.set_agents([a for a in agents if isinstance(a, str)])
-                if not self.agents_known:
-                    self.agents_known = True
-                    waiting, self.unmapped = self.unmapped, []
-                    for channel, payload in waiting:
-                        self.handle(channel, payload)
+                with self.lock:
+                    if not self.agents_known:
+                        self.agents_known = True
+                        waiting, self.unmapped = self.unmapped, []
+                        for channel, payload in waiting:
+                            self.handle(channel, payload)
 
     def stats_line(self, elapsed: float, since: Counts) -> str:
         c = self.counts
@@ -236,55 +282,70 @@ class Bridge:
         return (
             f"bridge: {rate:.1f} envelopes/s; {c.envelopes} envelopes, {c.mapped} mapped"
             f" ({c.events} events, {c.inferred} inferred), {c.skipped} skipped ({reasons});"
-            f" {c.posted} posted, {c.refused} refused, {len(self.pending) + len(self.unmapped)}"
-            " waiting"
+            f" {c.posted} posted, {c.refused} refused, {c.dropped_rounds} rounds dropped"
+            f" ({c.dropped_events} events) by the full buffer; {self.waiting()} waiting"
         )
 
     # --- the loop -------------------------------------------------------------------------
 
-    def run(self) -> None:
-        self.heartbeat()
-        backoff = 0
-        last_flush = last_stats = last_ask = time.monotonic()
+    def read_redis(self) -> None:
+        """The Redis thread: read and map every message until ``stop``, reconnecting quickly.
+        It also writes the stats line, so the log keeps counting while posting is blocked."""
+        attempt = 0
+        last_stats = time.monotonic()
         since = Counts()
         while not self.stop.is_set():
+            now = time.monotonic()
+            if now - last_stats >= self.o.stats_s:
+                with self.lock:
+                    line = self.stats_line(now - last_stats, since)
+                    since = Counts(envelopes=self.counts.envelopes)
+                self.say(line)
+                last_stats = now
             try:
                 if self._pubsub is None:
                     self._connect()
-                    backoff = 0
-                message = self._pubsub.get_message(timeout=self.o.flush_s)
+                    attempt = 0
+                message = self._pubsub.get_message(timeout=0.2)
                 while message is not None:
                     if message.get("type") == "pmessage":
                         channel = message["channel"]
                         if isinstance(channel, bytes):
                             channel = channel.decode("utf-8", "replace")
-                        self.handle(channel, message["data"])
-                    if len(self.pending) >= self.o.batch_size:
-                        break
+                        with self.lock:
+                            self.handle(channel, message["data"])
                     message = self._pubsub.get_message(timeout=0)
             except (redis.RedisError, OSError) as exc:
                 self._disconnect()
-                wait = BACKOFF[min(backoff, len(BACKOFF) - 1)]
-                backoff += 1
-                self.say(f"bridge: Redis unavailable ({exc}); reconnecting in {wait:g} s")
-                self.flush()
+                wait = redis_retry_wait(attempt)
+                if attempt == 0:
+                    self.say(f"bridge: Redis unavailable ({exc}); reconnecting")
+                attempt += 1
                 self.stop.wait(wait)
-                continue
-            now = time.monotonic()
-            if self.pending and (
-                len(self.pending) >= self.o.batch_size or now - last_flush >= self.o.flush_s
-            ):
-                self.flush()
-                last_flush = time.monotonic()
-            if not self.agents_known and now - last_ask >= 1.0:
-                self.heartbeat()  # ask again every second until the server answers
-                last_ask = now
-            if now - last_stats >= self.o.stats_s:
-                self.say(self.stats_line(now - last_stats, since))
-                since = Counts(envelopes=self.counts.envelopes)
-                last_stats = now
-                self.heartbeat()
-        self.flush()
-        self.heartbeat()
         self._disconnect()
+
+    def run(self) -> None:
+        self.heartbeat()
+        reader = threading.Thread(target=self.read_redis, name="bridge-redis", daemon=True)
+        reader.start()
+        last_flush = last_beat = last_ask = time.monotonic()
+        try:
+            while not self.stop.is_set():
+                self.ready.wait(self.o.flush_s)
+                self.ready.clear()
+                now = time.monotonic()
+                if len(self.buffer) >= self.o.batch_size or now - last_flush >= self.o.flush_s:
+                    self.flush()
+                    last_flush = time.monotonic()
+                if not self.agents_known and now - last_ask >= 1.0:
+                    self.heartbeat()  # ask again every second until the server answers
+                    last_ask = now
+                if now - last_beat >= self.o.stats_s:
+                    last_beat = now
+                    self.heartbeat()
+        finally:
+            self.stop.set()
+            reader.join(timeout=5)
+        self.flush(final=True)
+        self.heartbeat()
         self.http.close()

@@ -11,7 +11,17 @@ from bridge.models import BridgeStatus
 from policy.versions import agents_in_force
 
 #: Count names a report may carry (anything else is ignored, never stored).
-COUNT_NAMES = ("envelopes", "mapped", "inferred", "skipped", "events", "posted", "refused")
+COUNT_NAMES = (
+    "envelopes",
+    "mapped",
+    "inferred",
+    "skipped",
+    "events",
+    "posted",
+    "refused",
+    "dropped_rounds",
+    "dropped_events",
+)
 MAX_REASONS = 20
 #: A bridge that has not reported for this long is shown as silent.
 SILENT_AFTER = timedelta(seconds=60)

@@ -102,7 +102,53 @@ SCENARIOS: list[dict[str, Any]] = [
         ],
         "turn_ends": True,
     },
+    {
+        # A final answer after a non-neutral tool: the runtime drops it with index 1, an empty
+        # tool id and ``extra.action`` = "complete".
+        "id": "final-answer-rejected",
+        "agent_id": "main",
+        "turn_id": "turn-c",
+        "iteration": 0,
+        "mode": "on",
+        "actions": [
+            {"action": "call_tool", "tool_id": J + "search", "params": {"query": "z"}},
+            {"action": "complete", "final_answer": "done"},
+        ],
+    },
+    {
+        # A single-action round whose call fails the decision node's protocol check: the
+        # rejection carries no index; the node then publishes its decision step.
+        "id": "protocol-rejected-single",
+        "agent_id": "main",
+        "turn_id": "turn-c",
+        "iteration": 1,
+        "mode": "off",
+        "actions": [{"action": "call_tool", "tool_id": J + "no_such_tool", "params": {}}],
+        "protocol_check": True,
+    },
+    {
+        # A provider re-stream: the first stream started launch_background_job early at slot 0;
+        # the second puts search on slot 0 and launch_background_job on slot 1.
+        "id": "restream-moves-early-slot",
+        "agent_id": "main",
+        "turn_id": "turn-c",
+        "iteration": 2,
+        "mode": "on",
+        "attempts": [
+            [{"action": "call_tool", "tool_id": J + "launch_background_job", "params": {}}],
+            [
+                {"action": "call_tool", "tool_id": J + "search", "params": {"query": "r"}},
+                {"action": "call_tool", "tool_id": J + "launch_background_job", "params": {}},
+            ],
+        ],
+        "turn_ends": True,
+    },
 ]
+
+
+def attempts_of(scenario: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    """The streams of the scenario's round: one, unless it re-streams."""
+    return scenario.get("attempts") or [scenario["actions"]]
 
 
 class CapturingRedis:
@@ -139,7 +185,12 @@ def _communicator(rt: harness.Runtime, capture: CapturingRedis, agent_id: str, t
     )
 
 
-async def _play(rt: harness.Runtime, scenario: dict[str, Any], rows: list[dict[str, Any]]) -> Any:
+async def _play(
+    rt: harness.Runtime,
+    scenario: dict[str, Any],
+    attempts: list[list[dict[str, Any]]],
+    adapters: list[dict[str, Any]],
+) -> Any:
     from conformance import round_driver
 
     capture = CapturingRedis()
@@ -173,17 +224,24 @@ async def _play(rt: harness.Runtime, scenario: dict[str, Any], rows: list[dict[s
 
     delta = solver._mk_mainstream(f"decision ({iteration})")
     parent = f"tc_parent{iteration:03d}"
-    for row, action in zip(rows, scenario["actions"], strict=True):
-        if row["online"] == "not_observed":
-            continue
-        await delta(text=f"action {row['index']}: ", marker="thinking")
-        await delta(text=json.dumps(action.get("tool_id")), marker="thinking")
-        early = row.get("early")
-        if early and early["started"]:
-            await execute(round_driver.decision_of(action), row["index"], early["tool_call_id"])
-    single = scenario["mode"] == "off" or len(scenario["actions"]) == 1
+    # Every stream of the round (a re-stream publishes nothing of its own), then what the node
+    # does after the last one.
+    for stream_rows, stream in zip(attempts, attempts_of(scenario), strict=True):
+        for row, action in zip(stream_rows, stream, strict=True):
+            if row["online"] == "not_observed":
+                continue
+            await delta(text=f"action {row['index']}: ", marker="thinking")
+            await delta(text=json.dumps(action.get("tool_id")), marker="thinking")
+            early = row.get("early")
+            if early and early["started"]:
+                decision = round_driver.decision_of(action)
+                await execute(decision, row["index"], early["tool_call_id"])
+    rows, actions = attempts[-1], attempts_of(scenario)[-1]
+    single = scenario["mode"] == "off" or len(actions) == 1
+    if single and scenario.get("protocol_check"):
+        await _protocol_check(solver, rows[0], actions[0], adapters)
     accepted: list[tuple[int, dict[str, Any]]] = []
-    for row, action in zip(rows, scenario["actions"], strict=True):
+    for row, action in zip(rows, actions, strict=True):
         if row.get("final") == "rejected":
             code = row.get("online_code") or row.get("final_code") or "rejected"
             extra = dict(row.get("online_extra") or {})
@@ -196,7 +254,7 @@ async def _play(rt: harness.Runtime, scenario: dict[str, Any], rows: list[dict[s
                     iteration=iteration,
                     code=code,
                     message=code,
-                    extra={**extra, "tool_id": action.get("tool_id")},
+                    extra=row.get("published_extra") or {**extra, "tool_id": action.get("tool_id")},
                 )
             else:
                 await rt.solver.emit_react_tool_rejected_event(
@@ -215,7 +273,13 @@ async def _play(rt: harness.Runtime, scenario: dict[str, Any], rows: list[dict[s
             accepted.append((row["index"], round_driver.decision_of(action)))
     bundle = [decision for _, decision in accepted]
     data: dict[str, Any] = dict(bundle[0]) if bundle else {"error": "no_decision"}
-    if len(scenario["actions"]) > 1 and scenario["mode"] != "off":
+    if rows[0].get("final_code") == "tool_call_invalid":
+        # The node publishes the decision it retries (decision["notes"] set by the node).
+        data = {
+            **round_driver.decision_of(actions[0]),
+            "notes": "tool_call_invalid; retry decision",
+        }
+    if len(actions) > 1 and scenario["mode"] != "off":
         data["bundle"] = bundle
         data["bundle_size"] = len(bundle)
     await infra.emit_event(
@@ -239,6 +303,29 @@ async def _play(rt: harness.Runtime, scenario: dict[str, Any], rows: list[dict[s
     return capture.published
 
 
+async def _protocol_check(
+    solver: Any, row: dict[str, Any], action: dict[str, Any], adapters: list[dict[str, Any]]
+) -> None:
+    """The decision node's protocol check of a single call (``_validate_tool_call_protocol``
+    against the round's adapters). When it fails, the row is rejected with the node's code and
+    the ``extra`` the node publishes (the violations and the tool id; no index)."""
+    from conformance import round_driver
+
+    if row.get("final") != "accepted":
+        return
+    tool_call = round_driver.decision_of(action).get("tool_call") or {}
+    verdict = solver._validate_tool_call_protocol(
+        tool_call=tool_call, adapters_by_id=solver._adapters_index(adapters)
+    )
+    if verdict.get("ok"):
+        return
+    row["final"], row["final_code"] = "rejected", "tool_call_invalid"
+    row["published_extra"] = {
+        "violations": verdict.get("violations") or [],
+        "tool_id": verdict.get("tool_id"),
+    }
+
+
 def record(rt: harness.Runtime) -> list[dict[str, Any]]:
     from conformance import round_driver, round_policies, runtime_policy
     from conformance.families.rounds import answer_from_rows
@@ -252,10 +339,10 @@ def record(rt: harness.Runtime) -> list[dict[str, Any]]:
         spec = {
             "turn_id": scenario["turn_id"],
             "iteration": scenario["iteration"],
-            "attempts": [scenario["actions"]],
+            "attempts": attempts_of(scenario),
         }
-        (rows,) = round_driver.drive_round(rt, adapters, spec, scenario["mode"])
-        published = asyncio.run(_play(rt, scenario, rows))
+        attempts = round_driver.drive_round(rt, adapters, spec, scenario["mode"])
+        published = asyncio.run(_play(rt, scenario, attempts, adapters))
         cases.append(
             {
                 "id": scenario["id"],
@@ -266,7 +353,9 @@ def record(rt: harness.Runtime) -> list[dict[str, Any]]:
                     "multi_action_mode": scenario["mode"],
                     "tool_errors": {str(k): v for k, v in scenario.get("errors", {}).items()},
                 },
-                "runtime": answer_from_rows(rows),
+                # The last stream's actions (the one post-generation ran), and every stream's.
+                "runtime": answer_from_rows(attempts[-1]),
+                "runtime_attempts": [answer_from_rows(rows) for rows in attempts],
                 "published": published,
             }
         )

@@ -112,6 +112,13 @@ class _Round:
     used_positions: set[int] = field(default_factory=set)
     #: The parts the runtime reports itself (the proposed emit points): "actions", "generation".
     exact: set[str] = field(default_factory=set)
+    #: The stream the bridge places new actions in: 1 once a re-stream is inferred.
+    attempt: int = 0
+    #: The tool each early start of the first stream ran, by slot.
+    early_tools: dict[int, str] = field(default_factory=dict)
+    #: Rejections that came without an index, held until the decision step tells whether the
+    #: round had one action (then it is action 0) or a bundle (the index stays unknown).
+    unindexed: list[tuple[dict[str, Any] | None, dict[str, Any]]] = field(default_factory=list)
 
 
 class _Skip(Exception):
@@ -143,14 +150,24 @@ class _Env:
         self.data: Mapping[str, Any] = data if isinstance(data, Mapping) else {}
         self.count = 0
 
-    def make(self, key: _Round, kind: str, inferred: bool = True, **fields: Any) -> dict[str, Any]:
+    def make(
+        self,
+        key: _Round,
+        kind: str,
+        inferred: bool = True,
+        attempt: int | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """One event of round ``key``, in the stream the round is in unless ``attempt`` says."""
         self.count += 1
+        attempt = key.attempt if attempt is None else attempt
         event: dict[str, Any] = {
             "event_id": str(uuid.uuid5(ID_NAMESPACE, f"{self.digest}:{self.count}")),
             "ts": self.ts,
             "agent": key.agent,
             "turn_id": key.turn_id,
             "iteration": key.iteration,
+            **({"attempt": attempt} if attempt else {}),
             "type": kind,
             **fields,
             "source": "kdcube-bridge",
@@ -199,7 +216,8 @@ class Mapper:
     def __init__(self, agents: Collection[str] = ()) -> None:
         self.agents = frozenset(agents)
         self.rounds: OrderedDict[tuple[str, str, int], _Round] = OrderedDict()
-        self.calls: dict[str, tuple[tuple[str, str, int], int | None]] = {}
+        #: Each call's round, action index and stream, for its result.
+        self.calls: dict[str, tuple[tuple[str, str, int], int | None, int]] = {}
 
     def set_agents(self, agents: Collection[str]) -> None:
         self.agents = frozenset(agents)
@@ -242,7 +260,7 @@ class Mapper:
                 and other.iteration < iteration
                 and not other.finished
             ):
-                out.append(self._finish(env, other))
+                out.extend(self._finish(env, other))
         made = _Round(env.agent, env.turn_id, iteration)
         self.rounds[key] = made
         while len(self.rounds) > MAX_ROUNDS:
@@ -251,14 +269,18 @@ class Mapper:
             out.append(env.make(made, "round.started", max_actions=None, policy_hash=None))
         return made
 
-    def _finish(self, env: _Env, rnd: _Round) -> dict[str, Any]:
+    def _finish(self, env: _Env, rnd: _Round) -> list[dict[str, Any]]:
+        """The round's end, after the rejections still waiting for an index (none came: the
+        decision step never did)."""
+        held = [event for pair in rnd.unindexed for event in pair[1:]]
+        rnd.unindexed.clear()
         rnd.finished = True
         outcome = None
         if rnd.accepted:
             outcome = "ok"
         elif rnd.decided and (rnd.rejected or rnd.rejected_whole):
             outcome = "retried"
-        return env.make(rnd, "round.finished", outcome=outcome)
+        return [*held, env.make(rnd, "round.finished", outcome=outcome)]
 
     def _map(self, env: _Env) -> Outcome:
         out: list[dict[str, Any]] = []
@@ -289,7 +311,8 @@ class Mapper:
             ]
             if not open_rounds:
                 raise _Skip("chat.complete with no open round of the turn")
-            out.extend(self._finish(env, r) for r in open_rounds)
+            for rnd in open_rounds:
+                out.extend(self._finish(env, rnd))
         else:
             raise _Skip(f"{kind[:60]}: no round signal")
         return Outcome(events=out)
@@ -365,7 +388,9 @@ class Mapper:
         if "actions" not in rnd.exact:
             summary = data.get("params")
             out.extend(self._observe(env, rnd, index, "call_tool", tool_id, params_summary=summary))
-        self.calls[call_id] = ((rnd.agent, rnd.turn_id, rnd.iteration), index)
+        self.calls[call_id] = ((rnd.agent, rnd.turn_id, rnd.iteration), index, rnd.attempt)
+        if early and index is not None:
+            rnd.early_tools.setdefault(index, tool_id)
         if early:
             fingerprint = data.get("fingerprint") if exact else None
             out.append(
@@ -408,10 +433,11 @@ class Mapper:
         call_id = _text(data.get("tool_call_id"), "tool_call_id")
         known = self.calls.get(call_id)
         reported_index = data.get("action_index")
+        attempt: int | None = None
         if _is_index(reported_index):
             rnd, index = self._round(env, iteration, out), reported_index
         elif known is not None and known[0] in self.rounds:
-            rnd, index = self.rounds[known[0]], known[1]
+            rnd, index, attempt = self.rounds[known[0]], known[1], known[2]
         else:
             rnd = self._round(env, iteration, out)
             index = self._slot_index(env.turn_id, iteration, call_id)
@@ -427,6 +453,7 @@ class Mapper:
                 rnd,
                 "tool.finished",
                 inferred=not _is_index(reported_index),
+                attempt=attempt,
                 action_index=index,
                 tool_id=tool_id,
                 tool_call_id=call_id,
@@ -452,33 +479,47 @@ class Mapper:
         tool_id = data.get("tool_id")
         tool_id = tool_id if isinstance(tool_id, str) and tool_id.strip() else None
         extra = data.get("extra")
-        if index is None:
-            rnd.rejected_whole += 1
-        else:
-            rnd.rejected.add(index)
-            if tool_id is not None and index not in rnd.observed:
-                rnd.observed.add(index)
-                out.append(
-                    env.make(
-                        rnd,
-                        "action.observed",
-                        action_index=index,
-                        action="call_tool",
-                        tool_id=tool_id,
-                        params_summary=data.get("params"),
-                    )
+        extra = dict(extra) if isinstance(extra, Mapping) else None
+        # What was rejected: a tool call, or (no tool id) the action the overseer names in its
+        # extra, e.g. a final answer ("complete").
+        named = (extra or {}).get("action")
+        action = "call_tool" if tool_id is not None else named if isinstance(named, str) else None
+        observed: dict[str, Any] | None = None
+        if action is not None and (index is None or index not in rnd.observed):
+            notes: dict[str, Any] = {}
+            if tool_id is None:
+                notes["inferred_from"] = (
+                    f"the rejected action is {action[:MAX_TEXT]!r}: the rejection names no "
+                    "tool, and its extra.action says which action it was"
                 )
-        out.append(
-            env.make(
+            observed = env.make(
                 rnd,
-                "action.rejected",
-                inferred=index is None,
+                "action.observed",
                 action_index=index,
+                action=action[:MAX_TEXT],
                 tool_id=tool_id,
-                code=code,
-                extra=dict(extra) if isinstance(extra, Mapping) else None,
+                params_summary=data.get("params"),
+                **notes,
             )
+        rejected = env.make(
+            rnd,
+            "action.rejected",
+            inferred=index is None,
+            action_index=index,
+            tool_id=tool_id,
+            code=code,
+            extra=extra,
         )
+        if index is None:
+            # Held until the decision step says whether the round had a bundle (see _decision).
+            rnd.rejected_whole += 1
+            rnd.unindexed.append((observed, rejected) if observed else (None, rejected))
+            return
+        rnd.rejected.add(index)
+        if observed is not None:
+            rnd.observed.add(index)
+            out.append(observed)
+        out.append(rejected)
 
     def _decision(self, env: _Env, out: list[dict[str, Any]]) -> None:
         match = DECISION_STEP.match(str(env.event.get("step") or ""))
@@ -493,12 +534,24 @@ class Mapper:
             items = [data]
         else:
             items = []
+        single = not isinstance(bundle, list)
+        if single and rnd.unindexed:
+            # One action in the round (no bundle): the rejection without index was about
+            # action 0; the decision step then shows what the runtime does instead (its retry
+            # or exit), not a second action.
+            self._place_unindexed(rnd, out)
+            items = []
         rnd.decided = True
         rnd.bundle = items
         free = (i for i in range(MAX_SLOTS + len(items)) if i not in rnd.rejected)
         rnd.positions = [next(free) for _ in items]
+        if "actions" not in rnd.exact:
+            self._restream(env, rnd, out)
         if "generation" not in rnd.exact:
             out.append(env.make(rnd, "generation.finished"))
+        # A bundle's rejection without index: the index stays unknown.
+        out.extend(rejected for _observed, rejected in rnd.unindexed)
+        rnd.unindexed.clear()
         if "actions" in rnd.exact:
             return
         for position, item in enumerate(items):
@@ -511,3 +564,75 @@ class Mapper:
             index = rnd.positions[position]
             rnd.used_positions.add(position)
             out.extend(self._observe(env, rnd, index, action[:MAX_TEXT], None))
+
+    def _place_unindexed(self, rnd: _Round, out: list[dict[str, Any]]) -> None:
+        note = (
+            "action 0: the runtime's rejection carries no index, and the decision step has no "
+            "bundle, so the round had one action"
+        )
+        for observed, rejected in rnd.unindexed:
+            for event in (observed, rejected):
+                if event is not None:
+                    event["action_index"] = 0
+                    event["inferred_from"] = note
+                    out.append(event)
+        rnd.unindexed.clear()
+        rnd.rejected.add(0)
+        rnd.observed.add(0)
+
+    def _restream(self, env: _Env, rnd: _Round, out: list[dict[str, Any]]) -> None:
+        """A decision that puts another tool on a slot an early start took came from a later
+        stream of the round (a provider re-stream, which publishes nothing of its own): its
+        actions are placed in attempt 1, each observed and accepted, so none is hidden behind
+        the early start."""
+        clash = None
+        for position, item in enumerate(rnd.bundle):
+            index = rnd.positions[position]
+            early_tool = rnd.early_tools.get(index)
+            tool_id = _bundle_tool(item)
+            if early_tool is not None and tool_id is not None and tool_id != early_tool:
+                clash = (index, tool_id, early_tool)
+                break
+        if clash is None:
+            return
+        index, tool_id, early_tool = clash
+        note = (
+            f"re-stream: the decision step puts {tool_id} at action {index}, where "
+            f"{early_tool} had started early, so the decision came from a later stream; "
+            "its actions are shown as attempt 1 (the attempt number is inferred)"
+        )
+        rnd.attempt, rnd.observed, rnd.used_positions = 1, set(), set()
+        for position, item in enumerate(rnd.bundle):
+            action = str(item.get("action") or "").strip()
+            if action != "call_tool":
+                continue  # final answers are observed below, as in any decision step
+            index = rnd.positions[position]
+            rnd.observed.add(index)
+            rnd.accepted += 1
+            tool_id = _bundle_tool(item)
+            out.append(
+                env.make(
+                    rnd,
+                    "action.observed",
+                    action_index=index,
+                    action=action,
+                    tool_id=tool_id,
+                    inferred_from=note,
+                )
+            )
+            out.append(
+                env.make(
+                    rnd,
+                    "action.accepted",
+                    action_index=index,
+                    tool_id=tool_id,
+                    strategy=None,
+                    inferred_from=note,
+                )
+            )
+
+
+def _bundle_tool(item: Mapping[str, Any]) -> str | None:
+    call = item.get("tool_call")
+    tool_id = call.get("tool_id") if isinstance(call, Mapping) else None
+    return tool_id.strip()[:MAX_TEXT] if isinstance(tool_id, str) and tool_id.strip() else None

@@ -1,6 +1,6 @@
 """The bridge end to end: recorded KDCube envelopes published on a real ``redis-server``, read by
 the ``kdcube_bridge`` command (its own process), posted to a real Traitdeck (daphne); the rounds
-Traitdeck stores are those the dry-run (the overseer/ledger model) predicts for the same scenario.
+Traitdeck stores are those the runtime decided (its recorded answer, stream by stream).
 Also: a malformed envelope is skipped with a reason while the bridge goes on; Redis going away and
 coming back; a replay is stored once."""
 
@@ -15,7 +15,6 @@ import redis
 
 from bridge.domain.mapping import DEFAULT_RELAY
 from conformance import fixtures
-from conformance.families import rounds as rounds_family
 from tests.bridge.conftest import RedisServer, Traitdeck, start_bridge, wait_until
 
 RECORDED = fixtures.read("kdcube-envelopes")
@@ -44,25 +43,27 @@ def stored_round(td: Traitdeck, token: str, turn: str, iteration: int) -> dict[s
     return None
 
 
-def actions_of(detail: dict[str, Any]) -> list[tuple[int, str, str | None, bool]]:
-    (attempt,) = detail["attempts"]
-    return [(a["index"], a["verdict"], a["code"], a["early"]) for a in attempt["actions"]]
+def actions_of(detail: dict[str, Any]) -> list[list[tuple[int, str, str | None, bool]]]:
+    return [
+        [(a["index"], a["verdict"], a["code"], a["early"]) for a in attempt["actions"]]
+        for attempt in detail["attempts"]
+    ]
 
 
-def predicted(case: dict[str, Any]) -> list[tuple[int, str, str | None, bool]]:
-    """What Traitdeck's dry-run says the runtime does with the round (the overseer/ledger model)."""
-    spec = case["input"]
-    (attempt,) = rounds_family.predict(
-        {
-            "policy": spec["policy"],
-            "round": spec["round"],
-            "multi_action_mode": spec["multi_action_mode"],
-        }
-    )
-    return [(i, a["verdict"], a["code"], a["early"]) for i, a in enumerate(attempt)]
+def decided(case: dict[str, Any]) -> list[list[tuple[int, str, str | None, bool]]]:
+    """What the runtime decided, stream by stream, as the bridge can show it: a replaced stream
+    shows only through its early starts (accepted, started early)."""
+    streams = case["runtime_attempts"]
+    out = []
+    for number, stream in enumerate(streams):
+        if number < len(streams) - 1:
+            out.append([(i, "accepted", None, True) for i, a in enumerate(stream) if a["early"]])
+        else:
+            out.append([(i, a["verdict"], a["code"], a["early"]) for i, a in enumerate(stream)])
+    return out
 
 
-def test_bridged_rounds_are_the_rounds_the_model_predicts(
+def test_bridged_rounds_are_the_rounds_the_runtime_decided(
     redis_server: RedisServer, traitdeck: Traitdeck, tmp_path: Path
 ) -> None:
     token = traitdeck.token("bridge", "events:write", "events:read")
@@ -83,10 +84,11 @@ def test_bridged_rounds_are_the_rounds_the_model_predicts(
 
         wait_until(arrived, what=f"round {case['id']}", timeout=45)
         detail = found["detail"]
-        assert actions_of(detail) == predicted(case), case["id"]
+        assert actions_of(detail) == decided(case), case["id"]
         assert detail["agent_in_policy"] is True  # helper.bot fell back to the default agent
         assert all(e.get("inferred") or e["type"] == "action.rejected" for e in detail["events"])
-        assert detail["counts"]["early_starts"] == sum(a["early"] for a in case["runtime"])
+        early = sum(a["early"] for stream in case["runtime_attempts"] for a in stream)
+        assert detail["counts"]["early_starts"] == early
 
     # A replay of the same envelopes is stored once (event ids come from the envelopes).
     before = stored_round(traitdeck, token, "turn-a", 1)

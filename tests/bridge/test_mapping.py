@@ -53,29 +53,37 @@ def test_every_mapped_event_is_valid_protocol_v1() -> None:
 
 def test_rejections_and_early_starts_are_those_the_runtime_decided() -> None:
     events = mapped()
-    by_round: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    by_stream: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
     for event in events:
-        by_round.setdefault((event["turn_id"], event["iteration"]), []).append(event)
+        key = (event["turn_id"], event["iteration"], event.get("attempt", 0))
+        by_stream.setdefault(key, []).append(event)
     for case in RECORDED["cases"]:
         spec = case["input"]["round"]
-        got = by_round[(spec["turn_id"], spec["iteration"])]
-        rejected = {e["action_index"]: e["code"] for e in got if e["type"] == "action.rejected"}
-        early = {e["action_index"] for e in got if e["type"] == "tool.early_started"}
-        runtime = case["runtime"]
-        assert rejected == {
-            i: a["code"] for i, a in enumerate(runtime) if a["verdict"] == "rejected"
-        }, case["id"]
-        assert early == {i for i, a in enumerate(runtime) if a["early"]}, case["id"]
-        accepted = {e["action_index"] for e in got if e["type"] == "action.accepted"}
-        assert accepted == {i for i, a in enumerate(runtime) if a["verdict"] == "accepted"}, case[
-            "id"
-        ]
+        streams = case["runtime_attempts"]
+        for attempt, runtime in enumerate(streams):
+            got = by_stream[(spec["turn_id"], spec["iteration"], attempt)]
+            where = f"{case['id']} attempt {attempt}"
+            rejected = {e["action_index"]: e["code"] for e in got if e["type"] == "action.rejected"}
+            early = {e["action_index"] for e in got if e["type"] == "tool.early_started"}
+            accepted = {e["action_index"] for e in got if e["type"] == "action.accepted"}
+            assert rejected == {
+                i: a["code"] for i, a in enumerate(runtime) if a["verdict"] == "rejected"
+            }, where
+            assert early == {i for i, a in enumerate(runtime) if a["early"]}, where
+            if attempt == len(streams) - 1:
+                assert accepted == {
+                    i for i, a in enumerate(runtime) if a["verdict"] == "accepted"
+                }, where
+            else:
+                # A replaced stream shows only through its early starts.
+                assert accepted == early, where
 
 
 def test_what_is_inferred_is_marked_and_what_has_no_signal_is_null() -> None:
     events = mapped()
     for event in events:
-        if event["type"] == "action.rejected" and event["action_index"] is not None:
+        reported = event["type"] == "action.rejected" and event["action_index"] is not None
+        if reported and "inferred_from" not in event:
             assert "inferred" not in event  # the runtime gave code, extra and index itself
         else:
             assert event["inferred"] is True
@@ -85,6 +93,67 @@ def test_what_is_inferred_is_marked_and_what_has_no_signal_is_null() -> None:
     early = [e for e in events if e["type"] == "tool.early_started"]
     assert early
     assert all(e["fingerprint"] is None for e in early)
+
+
+def _case_events(case_id: str) -> list[dict[str, Any]]:
+    case = next(c for c in RECORDED["cases"] if c["id"] == case_id)
+    spec = case["input"]["round"]
+    return [
+        e
+        for e in mapped()
+        if (e["turn_id"], e["iteration"]) == (spec["turn_id"], spec["iteration"])
+    ]
+
+
+def test_it_names_a_rejected_final_answer() -> None:
+    events = _case_events("final-answer-rejected")
+    (observed,) = [e for e in events if e["type"] == "action.observed" and e["action_index"] == 1]
+    assert (observed["action"], observed["tool_id"]) == ("complete", None)
+    assert "'complete'" in observed["inferred_from"]
+    (rejected,) = [e for e in events if e["type"] == "action.rejected"]
+    assert rejected["code"] == "multi_action_bundle_final_answer_after_non_neutral"
+    assert rejected["action_index"] == 1
+
+
+def test_it_gives_a_single_action_rejection_index_zero() -> None:
+    events = _case_events("protocol-rejected-single")
+    kinds = {(e["type"], e.get("action_index")) for e in events}
+    assert ("action.observed", 0) in kinds
+    assert ("action.rejected", 0) in kinds
+    (rejected,) = [e for e in events if e["type"] == "action.rejected"]
+    assert rejected["code"] == "tool_call_invalid"
+    assert "one action" in rejected["inferred_from"]
+    # The decision step's retry is not a second action.
+    assert {e["action_index"] for e in events if e["type"] == "action.observed"} == {0}
+
+
+def test_a_restream_that_moves_another_tool_onto_an_early_slot_shows_every_action() -> None:
+    events = _case_events("restream-moves-early-slot")
+    accepted = {
+        (e.get("attempt", 0), e["action_index"], e["tool_id"])
+        for e in events
+        if e["type"] == "action.accepted"
+    }
+    jobs = "workspace_jobs."
+    assert accepted == {
+        (0, 0, jobs + "launch_background_job"),
+        (1, 0, jobs + "search"),
+        (1, 1, jobs + "launch_background_job"),
+    }
+    notes = {e["inferred_from"] for e in events if "inferred_from" in e}
+    assert any(note.startswith("re-stream") for note in notes)
+
+
+def test_a_rejection_without_index_is_held_until_the_round_ends_without_a_decision() -> None:
+    case = next(c for c in RECORDED["cases"] if c["id"] == "protocol-rejected-single")
+    mapper = Mapper(POLICY_AGENTS)
+    envelopes = [m["payload"]["data"] for m in case["published"]]
+    rejection = next(e for e in envelopes if e["type"] == "react.tool.rejected")
+    assert mapper.feed(rejection).events[-1]["type"] == "round.started"  # the rejection waits
+    ending = {**rejection, "type": "chat.complete", "data": {}}
+    events = mapper.feed(ending).events
+    assert [e["type"] for e in events] == ["action.rejected", "round.finished"]
+    assert events[0]["action_index"] is None
 
 
 def test_the_early_call_id_is_the_slot_hash_of_its_index() -> None:

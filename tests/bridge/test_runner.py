@@ -37,7 +37,9 @@ def bridge(answers: list[httpx.Response], seen: list[Any]) -> tuple[Bridge, Wait
         stop=stop,
         say=lambda line: None,
     )
-    made.pending = [{"event_id": str(i)} for i in range(3)]
+    made.buffer.add(
+        [{"event_id": str(i), "agent": "main", "turn_id": "t", "iteration": 0} for i in range(3)]
+    )
     return made, stop
 
 
@@ -48,9 +50,9 @@ def test_a_busy_server_is_retried_after_its_retry_after_with_the_batch_kept() ->
     b, stop = bridge([busy, ok], seen)
     b.flush()
     assert stop.waits == [2.0]
-    assert len(b.pending) == 3  # kept for the next flush
+    assert b.waiting() == 3  # kept for the next flush
     b.flush()
-    assert b.pending == []
+    assert b.waiting() == 0
     assert b.counts.posted == 3
     assert seen[0].content == seen[1].content  # the same batch, re-posted as it was
 
@@ -61,7 +63,7 @@ def test_a_refused_token_stops_the_bridge_and_a_refused_batch_is_counted() -> No
         b.flush()
     b, _ = bridge([httpx.Response(400, json={"error": "bad"})], [])
     b.flush()
-    assert b.pending == []
+    assert b.waiting() == 0
     assert b.counts.refused == 3
 
 
@@ -74,13 +76,13 @@ def test_envelopes_wait_unmapped_until_the_server_names_the_policy_agents() -> N
     down = httpx.Response(503, headers={"Retry-After": "1"}, json={"error": "starting"})
     up = httpx.Response(200, json={"agents": ["main"]})
     b, _ = bridge([down, up], [])
-    b.pending = []
+    b.buffer.take(3)
     b.heartbeat()  # the server is not up yet
     for message in case["published"]:
         b.handle(message["channel"], json.dumps(message["payload"]))
-    assert b.pending == []
+    assert len(b.buffer) == 0
     assert len(b.unmapped) == len(case["published"])
     b.heartbeat()
     assert b.unmapped == []
-    agents = {event["agent"] for event in b.pending}
+    agents = {event["agent"] for event in b.buffer.take(1000)}
     assert agents == {"main"}  # helper.bot fell back to the policy's default agent

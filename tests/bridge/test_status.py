@@ -43,6 +43,15 @@ def test_a_report_is_stored_and_the_overview_says_how_long_ago_the_last_envelope
     assert "bridge kdcube" in page
     assert "last envelope 3 s ago" in page or "last envelope 4 s ago" in page
     assert "42 envelopes, 30 mapped, 70 inferred events, 12 skipped" in page
+    assert "rounds dropped" not in page
+
+
+def test_the_overview_says_when_the_bridge_dropped_rounds(viewer_client: Client) -> None:
+    secret = runtime_token_create(name="bridge", scopes=["events:write"]).secret
+    counts = {"envelopes": 9, "dropped_rounds": 3, "dropped_events": 40}
+    assert post(Client(), secret, {"name": "kdcube", "counts": counts}).status_code == 200
+    page = viewer_client.get("/").content.decode()
+    assert "3 rounds dropped (40 events)" in page
 
 
 def test_a_bad_report_is_refused_with_a_reason_and_a_token_is_needed() -> None:
@@ -78,3 +87,33 @@ def test_the_round_page_says_which_events_were_inferred(viewer_client: Client) -
     assert page.count('<span class="chip inferred">inferred</span>') == sum(
         1 for e in events if e["iteration"] == 1 and e.get("inferred")
     )
+
+
+@pytest.mark.parametrize(
+    ("case_id", "iteration", "words"),
+    [
+        ("restream-moves-early-slot", 2, "Re-stream: the decision step puts workspace_jobs.search"),
+        ("protocol-rejected-single", 1, "Action 0: the runtime&#x27;s rejection carries no index"),
+        ("final-answer-rejected", 0, "The rejected action is &#x27;complete&#x27;"),
+    ],
+)
+def test_the_round_page_says_in_words_what_the_bridge_inferred(
+    viewer_client: Client, case_id: str, iteration: int, words: str
+) -> None:
+    import json as _json
+
+    from bridge.domain.mapping import Mapper
+    from conformance import fixtures
+    from tests.observe.ingest_support import post_events
+
+    secret = runtime_token_create(name="bridge", scopes=["events:write"]).secret
+    mapper = Mapper({"main"})
+    events = []
+    case = next(c for c in fixtures.read("kdcube-envelopes")["cases"] if c["id"] == case_id)
+    for message in case["published"]:
+        channel, payload = message["channel"], _json.dumps(message["payload"])
+        events.extend(mapper.feed_message(channel, payload).events)
+    assert post_events(Client(), events, secret).json()["rejected"] == []
+    page = viewer_client.get(f"/live/rounds/main/turn-c/{iteration}/").content.decode()
+    assert "What the bridge inferred" in page
+    assert words in page

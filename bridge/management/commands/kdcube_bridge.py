@@ -19,7 +19,7 @@ from typing import Any, Final
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bridge.domain.mapping import DEFAULT_PATTERN
-from bridge.runner import Bridge, Fatal, Options
+from bridge.runner import MAX_PENDING, Bridge, Fatal, Options
 
 TOKEN_ENV: Final = "TRAITDECK_TOKEN"
 
@@ -37,6 +37,13 @@ class Command(BaseCommand):
         parser.add_argument("--flush-interval", type=float, default=0.5)
         parser.add_argument("--stats-interval", type=float, default=10.0)
         parser.add_argument(
+            "--buffer-events",
+            type=int,
+            default=MAX_PENDING,
+            help="events held while Traitdeck does not take them; when full the oldest rounds"
+            " are dropped whole (default %(default)s)",
+        )
+        parser.add_argument(
             "--agents",
             default=None,
             help="comma-separated policy agents to map onto (default: the server's)",
@@ -49,6 +56,8 @@ class Command(BaseCommand):
             raise CommandError(f"--token is required (or {TOKEN_ENV})", returncode=2)
         if not 1 <= o["batch_size"] <= 1000:
             raise CommandError("--batch-size must be between 1 and 1000", returncode=2)
+        if not 1 <= o["buffer_events"] <= 10_000_000:
+            raise CommandError("--buffer-events must be between 1 and 10000000", returncode=2)
         if not 0 < o["flush_interval"] <= 60 or not 0 < o["stats_interval"] <= 3600:
             raise CommandError("--flush-interval/--stats-interval out of range", returncode=2)
         agents = None
@@ -78,6 +87,7 @@ class Command(BaseCommand):
                 flush_s=o["flush_interval"],
                 stats_s=o["stats_interval"],
                 agents=agents,
+                buffer_events=o["buffer_events"],
             ),
             stop=stop,
             say=say,
