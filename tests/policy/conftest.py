@@ -8,12 +8,14 @@ from typing import Any
 
 import yaml
 
-from policy.selectors import draft_state
-from policy.services import draft_change
+# Imports of Django code stay inside the helpers: the domain tests under tests/policy/domain load
+# this file without Django.
 
 
 def seed_agents(**agents: Any) -> int:
     """Make the draft hold these agents; returns its revision."""
+    from policy.services import draft_change
+
     doc = {"surfaces": {"as_consumer": {"agents": agents}}}
     return draft_change(edit=lambda _old: doc, base_revision=None).revision
 
@@ -25,6 +27,8 @@ def seed_connections(*connections: dict[str, Any]) -> int:
 
 def exported_agents() -> dict[str, Any]:
     """The draft's agents as the runtime reads the exported YAML."""
+    from policy.selectors import draft_state
+
     data = yaml.safe_load(draft_state().text)
     value: dict[str, Any] = data["surfaces"]["as_consumer"]["agents"]
     return value
