@@ -124,7 +124,6 @@ SCENARIOS: list[dict[str, Any]] = [
         "iteration": 1,
         "mode": "off",
         "actions": [{"action": "call_tool", "tool_id": J + "no_such_tool", "params": {}}],
-        "protocol_check": True,
     },
     {
         # A provider re-stream: the first stream started launch_background_job early at slot 0;
@@ -238,8 +237,6 @@ async def _play(
                 await execute(decision, row["index"], early["tool_call_id"])
     rows, actions = attempts[-1], attempts_of(scenario)[-1]
     single = scenario["mode"] == "off" or len(actions) == 1
-    if single and scenario.get("protocol_check"):
-        await _protocol_check(solver, rows[0], actions[0], adapters)
     accepted: list[tuple[int, dict[str, Any]]] = []
     for row, action in zip(rows, actions, strict=True):
         if row.get("final") == "rejected":
@@ -254,7 +251,7 @@ async def _play(
                     iteration=iteration,
                     code=code,
                     message=code,
-                    extra=row.get("published_extra") or {**extra, "tool_id": action.get("tool_id")},
+                    extra=row.get("final_extra") or {**extra, "tool_id": action.get("tool_id")},
                 )
             else:
                 await rt.solver.emit_react_tool_rejected_event(
@@ -301,29 +298,6 @@ async def _play(
     if scenario.get("turn_ends"):
         await comm.complete(data={"final_answer": "done"})
     return capture.published
-
-
-async def _protocol_check(
-    solver: Any, row: dict[str, Any], action: dict[str, Any], adapters: list[dict[str, Any]]
-) -> None:
-    """The decision node's protocol check of a single call (``_validate_tool_call_protocol``
-    against the round's adapters). When it fails, the row is rejected with the node's code and
-    the ``extra`` the node publishes (the violations and the tool id; no index)."""
-    from conformance import round_driver
-
-    if row.get("final") != "accepted":
-        return
-    tool_call = round_driver.decision_of(action).get("tool_call") or {}
-    verdict = solver._validate_tool_call_protocol(
-        tool_call=tool_call, adapters_by_id=solver._adapters_index(adapters)
-    )
-    if verdict.get("ok"):
-        return
-    row["final"], row["final_code"] = "rejected", "tool_call_invalid"
-    row["published_extra"] = {
-        "violations": verdict.get("violations") or [],
-        "tool_id": verdict.get("tool_id"),
-    }
 
 
 def record(rt: harness.Runtime) -> list[dict[str, Any]]:

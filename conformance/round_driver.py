@@ -31,6 +31,9 @@ from typing import Any
 
 from conformance.harness import Runtime
 
+#: Tools the decision node refuses as a single action (``exec_only_ids`` in ``v3/runtime.py``).
+EXEC_ONLY_TOOLS = frozenset({"ctx_tools.fetch_ctx"})
+
 
 class _Log:
     def log(self, *args: Any, **kwargs: Any) -> None:
@@ -285,8 +288,33 @@ async def _post_generation(
         row["final_code"] = error
         return
     row["final"] = "accepted"
-    if str(single.get("action") or "").strip() == "call_tool":
-        _execute(rt, state, turn_id, iteration, 0, single, row)
+    if str(single.get("action") or "").strip() != "call_tool":
+        return
+    # The decision node's single-action checks of a call (``if not bundle_mode``): a tool the
+    # ReAct loop may not call, then — unless the ledger holds the call (it was checked when it
+    # started) — the tool-call protocol.
+    call = single.get("tool_call") if isinstance(single.get("tool_call"), dict) else {}
+    tool_id = str(call.get("tool_id") or "").strip()
+    if tool_id in EXEC_ONLY_TOOLS:
+        row.update(final="rejected", final_code="tool_not_allowed_in_react")
+        row["final_extra"] = {"tool_id": tool_id}
+        return
+    record = None
+    if tool_id:
+        identity = rt.early.early_tool_execution_identity(
+            turn_id=turn_id, iteration=iteration, action_index=0, decision=single
+        )
+        record = rt.early.consumed_early_tool_record(state=state, identity=identity)
+    if record is None:
+        verdict = s._validate_tool_call_protocol(tool_call=call, adapters_by_id=by_id)
+        if not verdict.get("ok"):
+            row.update(final="rejected", final_code="tool_call_invalid")
+            row["final_extra"] = {
+                "violations": verdict.get("violations") or [],
+                "tool_id": verdict.get("tool_id"),
+            }
+            return
+    _execute(rt, state, turn_id, iteration, 0, single, row)
 
 
 def _execute(

@@ -23,7 +23,7 @@ from django.utils import timezone
 from observe.domain.drift import round_drift, summary
 from observe.domain.rounds import Assembly
 from observe.models import Round
-from policy.domain.multi_action import profile_mode
+from policy.domain.multi_action import ModeSources, profile_mode
 from policy.domain.round_policy import RoundPolicy
 from policy.selectors import AgentNotFound, agent_policy
 from policy.versions import version_data, version_get, version_index
@@ -78,7 +78,8 @@ def rounds_check_drift(
                 assembly,
                 policy,
                 policy_label=f"policy v{number}",
-                mode=mode or settings.TRAITDECK_MULTI_ACTION_MODE,
+                # The setting is read now, not cached with the version.
+                mode=ModeSources(None, mode, settings.TRAITDECK_MULTI_ACTION_MODE),
                 dedups_reported=not assembly.get("inferred", False),
             )
             result = summary(found)

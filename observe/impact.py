@@ -25,6 +25,7 @@ from policy.domain.impact import (
     parse_recorded_round,
     replay,
 )
+from policy.domain.multi_action import ModeSources
 from policy.domain.resolution import AgentResolution
 from policy.domain.round_policy import RoundPolicy
 from policy.selectors import AgentNotFound, agent_default_mode, agent_policy, draft_state
@@ -79,9 +80,9 @@ def _resolver(data: Any) -> Resolver:
 
 
 def _mode(data: Any) -> ModeFor:
-    modes: dict[str, str | None] = {}
+    modes: dict[str, ModeSources] = {}
 
-    def mode(agent: str) -> str | None:
+    def mode(agent: str) -> ModeSources:
         if agent not in modes:  # once per agent: a replay asks for every round
             modes[agent] = agent_default_mode(data, agent)
         return modes[agent]
@@ -142,7 +143,7 @@ def policy_impact(
     )
 
 
-def side_policy(side: Side, agent: str) -> tuple[RoundPolicy | AgentResolutionLike, str | None]:
+def side_policy(side: Side, agent: str) -> tuple[RoundPolicy | AgentResolutionLike, ModeSources]:
     """One side's policy for ``agent`` (no tools when the side has no such agent nor a default)
     and its default multi-action mode."""
     found = _resolver(side.data)(agent)

@@ -25,8 +25,9 @@ from observe.impact import (
 from observe.live import known_agents, parse_filter
 from observe.selectors import RoundFilter, round_get, round_url
 from policy.domain.diagnostics import Severity
-from policy.domain.dryrun import dry_run, resolve_mode
+from policy.domain.dryrun import dry_run
 from policy.domain.impact import LABELS, changes, outcomes, parse_recorded_round
+from policy.domain.multi_action import multi_action_mode
 from policy.selectors import draft_analysis, draft_state
 from policy.services import StaleRevision
 from policy.suites import failing_summary, suites_check
@@ -213,7 +214,8 @@ def impact_round_view(
     results = []
     for side in (baseline, candidate):
         policy, mode = side_policy(side, agent)
-        results.append(dry_run(spec, policy, multi_action_mode=resolve_mode(spec, mode)))
+        chosen = multi_action_mode(spec.multi_action_mode, mode)
+        results.append(dry_run(spec, policy, multi_action_mode=chosen))
     before, after = outcomes(results[0]), outcomes(results[1])
     changed = {(c.attempt, c.index) for c in changes(results[0], results[1])}
     rows = [

@@ -23,7 +23,7 @@ from policy.domain.analysis import Analysis, analyze_text
 from policy.domain.builtins import DEFAULT_ROLE, ROLES
 from policy.domain.catalog import catalog_entries, render_catalog
 from policy.domain.diagnostics import Diagnostic
-from policy.domain.dryrun import RoundSpecError, describe, dry_run, parse_round_spec, resolve_mode
+from policy.domain.dryrun import RoundSpecError, describe, dry_run, parse_round_spec
 from policy.domain.impact import (
     ModeFor,
     RecordedRound,
@@ -37,7 +37,7 @@ from policy.domain.impact import (
 )
 from policy.domain.jsonable import json_text, jsonable
 from policy.domain.manifest import Manifest, ManifestError, parse_manifest
-from policy.domain.multi_action import profile_mode
+from policy.domain.multi_action import ModeSources, multi_action_mode, profile_mode
 from policy.domain.resolution import (
     AgentResolution,
     UnknownAgentError,
@@ -299,11 +299,13 @@ def cmd_dry_run(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: 
         spec = parse_round_spec(_read_json(args.round, args.max_bytes, "round"))
     except RoundSpecError as exc:
         raise UsageError(f"round {args.round} is malformed: {exc}") from exc
-    mode = resolve_mode(
-        spec,
-        args.multi_action_mode,
-        profile_mode(analysis.data, args.agent, args.profile),
-        os.environ.get("TRAITDECK_MULTI_ACTION_MODE"),
+    mode = multi_action_mode(
+        spec.multi_action_mode,
+        ModeSources(
+            args.multi_action_mode,
+            profile_mode(analysis.data, args.agent, args.profile),
+            os.environ.get("TRAITDECK_MULTI_ACTION_MODE"),
+        ),
     )
     result = dry_run(spec, resolution, multi_action_mode=mode)
     if args.format == "json":
@@ -347,14 +349,14 @@ def _side(analysis: Analysis, args: argparse.Namespace) -> tuple[Resolver, ModeF
         except UnknownAgentError:
             return None
 
-    modes: dict[str, str | None] = {}
+    modes: dict[str, ModeSources] = {}
 
-    def mode(agent: str) -> str | None:
+    def mode(agent: str) -> ModeSources:
         if agent not in modes:  # once per agent: a replay asks for every round
-            modes[agent] = (
-                args.multi_action_mode
-                or profile_mode(analysis.data, agent, None)
-                or os.environ.get("TRAITDECK_MULTI_ACTION_MODE")
+            modes[agent] = ModeSources(
+                args.multi_action_mode,
+                profile_mode(analysis.data, agent, None),
+                os.environ.get("TRAITDECK_MULTI_ACTION_MODE"),
             )
         return modes[agent]
 

@@ -17,9 +17,9 @@ from django.urls import NoReverseMatch, reverse
 
 from policy.domain.analysis import Analysis, analyze_loaded, analyze_text
 from policy.domain.builtins import DEFAULT_ROLE, ROLES
-from policy.domain.dryrun import RoundSpec, resolve_mode
+from policy.domain.dryrun import RoundSpec
 from policy.domain.manifest import Manifest, parse_manifest
-from policy.domain.multi_action import profile_mode
+from policy.domain.multi_action import ModeSources, multi_action_mode, profile_mode
 from policy.domain.placement import Placement, place
 from policy.domain.resolution import (
     AgentResolution,
@@ -179,10 +179,10 @@ class AgentNotFound(UnknownAgentError):
 @dataclass(frozen=True)
 class AgentPolicy:
     """What an agent runs with under one policy document: its resolution (effective tools,
-    connections) and the multi-action mode its rounds take when a round does not say."""
+    connections) and where its rounds get their multi-action mode when a round does not say."""
 
     resolution: AgentResolution
-    mode: str
+    mode: ModeSources
 
 
 def agent_policy(
@@ -270,11 +270,12 @@ def agent_summaries(state: DraftState) -> list[AgentSummary]:
     return rows
 
 
-def agent_default_mode(data: Any, agent: str) -> str:
-    """The multi-action mode an agent's rounds run with when a round does not say: its default
-    instruction profile's, else the ``TRAITDECK_MULTI_ACTION_MODE`` setting (DESIGN §2.10 item 6).
-    Suites and impact use it; the dry-run adds the request's mode and a picked profile."""
-    return profile_mode(data, agent, None) or settings.TRAITDECK_MULTI_ACTION_MODE
+def agent_default_mode(data: Any, agent: str) -> ModeSources:
+    """Where an agent's rounds get their multi-action mode when a round does not say: its default
+    instruction profile, the ``TRAITDECK_MULTI_ACTION_MODE`` setting (DESIGN §2.10 item 6; the
+    order is :func:`~policy.domain.multi_action.multi_action_mode`'s). Suites, impact and drift
+    use it; the dry-run adds the request's mode and a picked profile."""
+    return ModeSources(None, profile_mode(data, agent, None), settings.TRAITDECK_MULTI_ACTION_MODE)
 
 
 def dry_run_mode(
@@ -282,6 +283,9 @@ def dry_run_mode(
 ) -> str:
     """The multi-action mode a dry-run uses: the round's own, the request's, the instruction
     profile's (picked or default), then the ``TRAITDECK_MULTI_ACTION_MODE`` setting."""
-    return resolve_mode(
-        spec, mode, profile_mode(state.data, agent, profile), settings.TRAITDECK_MULTI_ACTION_MODE
+    return multi_action_mode(
+        spec.multi_action_mode,
+        ModeSources(
+            mode, profile_mode(state.data, agent, profile), settings.TRAITDECK_MULTI_ACTION_MODE
+        ),
     )

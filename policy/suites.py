@@ -15,7 +15,8 @@ from django.db import IntegrityError, transaction
 
 from audit.services import audit_record
 from policy.domain.decide import decide_any, outcomes_by_slot
-from policy.domain.dryrun import parse_round_spec, resolve_mode
+from policy.domain.dryrun import parse_round_spec
+from policy.domain.multi_action import multi_action_mode
 from policy.domain.suites import (
     Case,
     CaseResult,
@@ -108,7 +109,7 @@ def case_save(*, agent: str, name: str, round_data: Mapping[str, Any], actor: An
         found = agent_policy(draft, agent)
     except AgentNotFound:
         raise CaseRefused(f"The draft has no agent {agent!r} (nor a default agent).") from None
-    resolution, mode = found.resolution, resolve_mode(spec, found.mode)
+    resolution, mode = found.resolution, multi_action_mode(spec.multi_action_mode, found.mode)
     # Pinned by the same path run_suite checks the case with.
     decision = decide_any(spec, resolution, multi_action_mode=mode)
     case = case_from_outcomes(name, data, outcomes_by_slot(spec, decision))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-FAMILY_MODULES = ("traits", "tables", "rounds", "config", "catalog")
+FAMILY_MODULES = ("traits", "tables", "rounds", "config", "catalog", "bundles")
 
 
 def family(name: str) -> ModuleType:

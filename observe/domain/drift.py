@@ -16,8 +16,9 @@ from typing import Any
 
 from observe.domain.rounds import Assembly, assembly_outcomes, recorded_round
 from policy.domain.decide import decide_any, outcomes_by_slot
-from policy.domain.dryrun import AgentResolutionLike, resolve_mode
+from policy.domain.dryrun import AgentResolutionLike
 from policy.domain.impact import parse_recorded_round
+from policy.domain.multi_action import ModeSources, multi_action_mode
 from policy.domain.round_policy import RoundPolicy
 
 
@@ -41,18 +42,19 @@ def round_drift(
     policy: RoundPolicy | AgentResolutionLike,
     *,
     policy_label: str,
-    mode: str | None = None,
+    mode: ModeSources = ModeSources(),  # noqa: B008 - an immutable NamedTuple
     dedups_reported: bool = True,
 ) -> tuple[Discrepancy, ...]:
     """Every disagreement between the round as recorded and its prediction under ``policy``
-    (empty: the runtime did what the policy says). ``mode``: the multi-action mode to use when
-    the round did not report one (DESIGN §2.10 item 6)."""
+    (empty: the runtime did what the policy says). ``mode``: where the multi-action mode comes
+    from when the round did not report one (DESIGN §2.10 item 6)."""
     found = recorded_round(key, state)
     if found is None:
         return ()
     spec = parse_recorded_round(found).spec
     predicted = outcomes_by_slot(
-        spec, decide_any(spec, policy, multi_action_mode=resolve_mode(spec, mode))
+        spec,
+        decide_any(spec, policy, multi_action_mode=multi_action_mode(spec.multi_action_mode, mode)),
     )
     drift: list[Discrepancy] = []
     for (attempt, index), action in assembly_outcomes(state).items():

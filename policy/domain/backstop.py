@@ -9,8 +9,7 @@ bundle holds more than one action. Codes and extras are the runtime's own string
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from policy.domain.overseer import (
     FINAL_ACTIONS,
@@ -23,13 +22,21 @@ from policy.domain.overseer import (
     Action,
 )
 from policy.domain.round_policy import RoundPolicy
-from policy.domain.traits import UNKNOWN, compatible, normalize_strategy
+from policy.domain.traits import (
+    UNKNOWN,
+    compatible_strategies,
+    is_exactly_neutral,
+    normalize_strategy,
+)
 
 #: The runtime's code-execution tools: never allowed in a multi-action bundle.
 EXEC_TOOLS: Final = frozenset({"exec_tools.execute_code_python"})
 SAME_FILE: Final = "multi_action_bundle_same_file_collision"
 RENDER_CONSUMES: Final = "multi_action_bundle_render_consumes_same_round_source"
 TOOL_CALL_INVALID: Final = "tool_call_invalid"
+#: Tools the decision node refuses as a round's single action (its ``exec_only_ids``).
+EXEC_ONLY_TOOLS: Final = frozenset({"ctx_tools.fetch_ctx"})
+TOOL_NOT_ALLOWED: Final = "tool_not_allowed_in_react"
 
 #: ``react.write`` params must come in this order (the runtime checks the first four keys).
 _WRITE_ORDER: Final = (
@@ -40,6 +47,20 @@ _WRITE_ORDER: Final = (
 )
 
 MULTI_ACTION_ON: Final = frozenset({"on", "true", "1", "yes", "safe_fanout", "fanout"})
+
+#: Tools whose ``params.path`` is a file the action writes (with every ``rendering_tools.write_*``).
+FILE_WRITERS: Final = frozenset({"react.write", "react.patch"})
+#: A renderer is recognised by its tool id alone (the runtime's ``startswith``).
+RENDERER_PREFIX: Final = "rendering_tools.write_"
+#: The runtime's logical conversation-file reference (``CONVERSATION_FILE_REF_PREFIX``) and the
+#: namespace markers it rewrites into a physical path, first found only.
+CONVERSATION_FILE_REF_PREFIX: Final = "conv:fi:"
+_REF_MARKERS: Final = (
+    (".files/", "/files/"),
+    (".git/projects/", "/git/projects/"),
+    (".git/snapshots/", "/git/snapshots/"),
+    (".user.attachments/", "/attachments/"),
+)
 
 
 def multi_action_enabled(mode: str | None) -> bool:
@@ -143,18 +164,151 @@ def _exec_contract(params: Mapping[str, Any], tool: str) -> list[dict[str, Any]]
                 "tool_id": tool,
             }
         ]
+    if not isinstance(contract, list):
+        return [
+            {
+                "code": "invalid_contract",
+                "message": (
+                    "exec_tools.execute_code_python params.contract must be a non-empty list of "
+                    "{filepath, description, visibility?} objects"
+                ),
+                "tool_id": tool,
+            }
+        ]
     return []
 
 
-@dataclass
+def collision_key(raw: Any) -> str:
+    """A path or ``ref:`` value as the runtime compares it across a bundle
+    (``_bundle_collision_key``): ``ref:`` dropped, a ``conv:fi:`` reference rewritten to its
+    ``turn_<id>/<namespace>/<rel>`` path, leading ``/`` dropped, lower-cased; ``""`` when empty."""
+    text = str(raw or "").strip()
+    if not text:
+        return ""
+    if text.startswith("ref:"):
+        text = text[4:].strip()
+    if text.startswith(CONVERSATION_FILE_REF_PREFIX):
+        body = text[len(CONVERSATION_FILE_REF_PREFIX) :]
+        for marker, replacement in _REF_MARKERS:
+            if marker in body:
+                body = body.replace(marker, replacement, 1)
+                break
+        text = body
+    return text.lstrip("/").lower()
+
+
+def _params_dict(action: Action) -> Mapping[str, Any]:
+    params = action.params
+    return params if type(params) is dict or isinstance(params, Mapping) else {}
+
+
+def output_paths(action: Action) -> tuple[str, ...]:
+    """The files a call writes, as collision keys (``_action_output_paths``): ``params.path`` of
+    ``react.write``, ``react.patch`` and every renderer; each ``params.contract[].filename`` of a
+    code-execution tool. In contract order — the runtime keeps a set, see :func:`backstop`."""
+    tool = action.tool
+    if tool in FILE_WRITERS or tool.startswith(RENDERER_PREFIX):
+        key = collision_key(_params_dict(action).get("path") or "")
+        return (key,) if key else ()
+    if tool in EXEC_TOOLS:
+        contract = _params_dict(action).get("contract")
+        keys: list[str] = []
+        for entry in contract if isinstance(contract, list) else ():
+            if isinstance(entry, Mapping):
+                key = collision_key(entry.get("filename") or "")
+                if key and key not in keys:
+                    keys.append(key)
+        return tuple(keys)
+    return ()
+
+
+def _file_tool(tool: str) -> bool:
+    return tool in FILE_WRITERS or tool in EXEC_TOOLS or tool.startswith(RENDERER_PREFIX)
+
+
+def render_refs(action: Action) -> tuple[str, ...]:
+    """The file a renderer reads (``_action_render_refs``): its ``params.content`` when that is a
+    string starting with ``ref:`` (no other param, no other tool)."""
+    if not action.tool.startswith(RENDERER_PREFIX):
+        return ()
+    content = _params_dict(action).get("content")
+    if isinstance(content, str) and content.startswith("ref:"):
+        key = collision_key(content)
+        return (key,) if key else ()
+    return ()
+
+
+def causality_rejections(
+    bundle: Sequence[Action], accepted: Sequence[int]
+) -> dict[int, tuple[str, dict[str, Any]]]:
+    """The runtime's cross-action causality checks of the actions still accepted after the
+    strategy checks, in its order: (a) the second writer of a file (paths compared as
+    :func:`collision_key`) is ``same_file_collision`` with the first writer's position; (b) then
+    a renderer not dropped by (a) whose ``ref:`` names a file another accepted action writes —
+    earlier or later, dropped by (a) or not; the lowest position wins — is
+    ``render_consumes_same_round_source``.
+
+    A code-execution action with several contract files: the runtime walks them in set order
+    (string hashes, different in every process), so when two of them collide with different
+    writers its pick is not reproducible; Traitdeck walks them in contract order.
+    """
+    rejected: dict[int, tuple[str, dict[str, Any]]] = {}
+    if len(accepted) < 2:
+        return rejected
+    # Both checks compare two actions that write or render files: fewer than two, nothing to do.
+    files = 0
+    for index in accepted:
+        if _file_tool(bundle[index].tool):
+            files += 1
+    if files < 2:
+        return rejected
+    outputs = {index: output_paths(bundle[index]) for index in accepted}
+    owner: dict[str, int] = {}
+    for index in accepted:
+        for path in outputs[index]:
+            if path in owner:
+                rejected[index] = (SAME_FILE, {"path": path, "first_index": owner[path]})
+                break
+            owner[path] = index
+    for index in accepted:
+        if index in rejected:
+            continue
+        for ref in render_refs(bundle[index]):
+            source = next((o for o in accepted if o != index and ref in outputs[o]), None)
+            if source is not None:
+                rejected[index] = (RENDER_CONSUMES, {"ref": ref, "source_index": source})
+                break
+    return rejected
+
+
+class Checked(Protocol):
+    """One bundle position as the caller checked it already."""
+
+    @property
+    def decision_error(self) -> str | None:
+        """:func:`validate_decision` of the action (a call's final answer blanked first)."""
+
+    @property
+    def protocol_ok(self) -> bool:
+        """:func:`validate_protocol` found nothing."""
+
+    @property
+    def with_params(self) -> tuple[str, ...]:
+        """The strategy with the call's params."""
+
+
 class BundleVerdicts:
     """The backstop's answer for a bundle: per bundle position, ``None`` (accepted) or the
-    rejection ``(code, extra)``; ``error`` when nothing at all survived."""
+    rejection ``(code, extra)``; ``error`` when nothing at all survived. (A plain slotted class:
+    made once per checked bundle, in the verdicts-only path's hot loop.)"""
 
-    rejected: dict[int, tuple[str, dict[str, Any]]] = field(default_factory=dict)
-    accepted: list[int] = field(default_factory=list)
-    final_index: int | None = None
-    error: str | None = None
+    __slots__ = ("accepted", "error", "final_index", "rejected")
+
+    def __init__(self) -> None:
+        self.rejected: dict[int, tuple[str, dict[str, Any]]] = {}
+        self.accepted: list[int] = []
+        self.final_index: int | None = None
+        self.error: str | None = None
 
 
 def backstop(
@@ -163,20 +317,31 @@ def backstop(
     *,
     max_actions: int | None,
     prevalidated: frozenset[int] = frozenset(),
+    exec_code_complete: bool = False,
+    checked: Sequence[Checked] | None = None,
 ) -> BundleVerdicts:
     """The runtime's post-generation check of a multi-action bundle (more than one action).
 
     Unlike the online overseer, the cap counts bundle **positions** (``max_actions or 2``; a
     negative cap rejects everything), a second final answer is ``mixed_actions``, every call is
     validated, and strategies are compared with each call's params (namespace overrides apply).
+    ``exec_code_complete`` is the runtime's ``allow_single_exec_with_code`` (the decision's code
+    channel streamed complete): the bundle's one code-execution call may then stay. A round file
+    has no code channel, so the dry-run never sets it. ``checked``: per position, what the
+    caller already worked out with the same functions (the engine's steps), not asked again.
     """
     out = BundleVerdicts()
     cap = int(max_actions or 2)
     accepted: list[int] = []
     final: int | None = None
+    single_exec: int | None = None
+    if exec_code_complete:
+        execs = [i for i, a in enumerate(bundle) if a.name == "call_tool" and a.tool in EXEC_TOOLS]
+        single_exec = execs[0] if len(execs) == 1 else None
+    rejected = out.rejected
 
     def reject(index: int, code: str, extra: dict[str, Any] | None = None) -> None:
-        out.rejected[index] = (code, extra or {})
+        rejected[index] = (code, extra or {})
 
     for index, raw in enumerate(bundle):
         action = raw
@@ -184,7 +349,9 @@ def backstop(
             reject(index, TOO_MANY_ACTIONS, {"index": index, "max_actions": cap})
             continue
         if action.is_final:
-            error = validate_decision(action)
+            error = (
+                checked[index].decision_error if checked is not None else validate_decision(action)
+            )
             if error:
                 reject(index, error)
             elif final is None:
@@ -195,16 +362,19 @@ def backstop(
         if action.name != "call_tool":
             reject(index, MIXED_ACTIONS, {"action": action.name})
             continue
-        action = suppressed_final_answer(action)
-        error = validate_decision(action)
+        if checked is not None:
+            error = checked[index].decision_error
+        else:
+            action = suppressed_final_answer(action)
+            error = validate_decision(action)
         if error:
             reject(index, error)
             continue
         tool = action.tool
-        if tool in EXEC_TOOLS:
+        if tool in EXEC_TOOLS and index != single_exec:
             reject(index, UNSAFE_TOOL, {"tool_id": tool})
             continue
-        if index not in prevalidated:
+        if index not in prevalidated and (checked is None or not checked[index].protocol_ok):
             violations = validate_protocol(action, policy)
             if violations:
                 reject(
@@ -215,20 +385,23 @@ def backstop(
                 continue
         accepted.append(index)
 
-    def strategy(index: int) -> set[str]:
+    def strategy(index: int) -> tuple[str, ...]:
+        if checked is not None:
+            return checked[index].with_params
         action = bundle[index]
         params = action.params if isinstance(action.params, Mapping) else {}
-        return set(normalize_strategy(policy.traits(action.tool, params).get("strategy")))
+        return normalize_strategy(policy.traits(action.tool, params).get("strategy"))
 
     if len(accepted) > 1:
+        values = {index: strategy(index) for index in accepted}
         dropped: set[int] = set()
         for position, index in enumerate(accepted):
-            mine = strategy(index)
+            mine = values[index]
             for earlier in accepted[:position]:
                 if earlier in dropped:
                     continue
-                theirs = strategy(earlier)
-                if compatible(theirs, mine):
+                theirs = values[earlier]
+                if compatible_strategies(theirs, mine):
                     continue
                 dropped.add(index)
                 reject(
@@ -236,14 +409,20 @@ def backstop(
                     STRATEGY_INCOMPATIBLE,
                     {
                         "tool_id": bundle[index].tool,
-                        "strategy": sorted(mine or {UNKNOWN}),
+                        "strategy": sorted(set(mine) or {UNKNOWN}),
                         "first_index": earlier,
                         "first_tool_id": bundle[earlier].tool,
-                        "first_strategy": sorted(theirs or {UNKNOWN}),
+                        "first_strategy": sorted(set(theirs) or {UNKNOWN}),
                     },
                 )
                 break
-        accepted = [i for i in accepted if i not in dropped]
+        if dropped:
+            accepted = [i for i in accepted if i not in dropped]
+
+    causality = causality_rejections(bundle, accepted) if len(accepted) > 1 else None
+    if causality:  # (rare: most bundles write at most one file)
+        out.rejected.update(causality)
+        accepted = [i for i in accepted if i not in causality]
 
     if final is not None:
         if any(i > final for i in accepted):
@@ -252,7 +431,7 @@ def backstop(
                 if index <= final:
                     continue
                 mine = strategy(index)
-                if mine == {"neutral"}:
+                if is_exactly_neutral(mine):
                     continue
                 dropped.add(index)
                 reject(
@@ -260,14 +439,14 @@ def backstop(
                     NON_NEUTRAL_AFTER_FINAL,
                     {
                         "tool_id": bundle[index].tool,
-                        "strategy": sorted(mine or {UNKNOWN}),
+                        "strategy": sorted(set(mine) or {UNKNOWN}),
                         "first_index": final,
                         "first_action": bundle[final].name or "complete",
                     },
                 )
             accepted = [i for i in accepted if i not in dropped]
         first_non_neutral = next(
-            (i for i in accepted if i <= final and strategy(i) != {"neutral"}), None
+            (i for i in accepted if i <= final and not is_exactly_neutral(strategy(i))), None
         )
         if first_non_neutral is not None:
             reject(
@@ -276,7 +455,7 @@ def backstop(
                 {
                     "first_index": first_non_neutral,
                     "first_tool_id": bundle[first_non_neutral].tool,
-                    "first_strategy": sorted(strategy(first_non_neutral) or {UNKNOWN}),
+                    "first_strategy": sorted(set(strategy(first_non_neutral)) or {UNKNOWN}),
                 },
             )
         else:
@@ -296,6 +475,7 @@ _WORDS: Final[Mapping[str, str]] = {
     "call_tool / complete / exit",
     UNSAFE_TOOL: "a code-execution tool may not run in a multi-action bundle",
     TOOL_CALL_INVALID: "the tool call is invalid (unknown tool id or malformed params)",
+    TOOL_NOT_ALLOWED: "this tool may not be called from the ReAct loop",
     STRATEGY_INCOMPATIBLE: "after generation, with its params, its strategy cannot follow an "
     "earlier accepted action",
     NON_NEUTRAL_AFTER_FINAL: "only exactly neutral calls may follow the final answer",
@@ -318,6 +498,15 @@ def explain_code(code: str, extra: Mapping[str, Any] | None) -> str:
     if code.startswith("invalid_action:"):
         return f"{code.split(':', 1)[1]!r} is not an action the runtime knows"
     text = _WORDS.get(code, f"rejected ({code})")
+    fields: Mapping[str, Any] = extra or {}
+    if code == SAME_FILE and "path" in fields:
+        first = fields.get("first_index")
+        text += f": #{first} already writes {fields['path']!r} (paths compare lower-cased)"
+    if code == RENDER_CONSUMES and "ref" in fields:
+        text += (
+            f": it reads {fields['ref']!r}, which #{fields.get('source_index')} writes in this "
+            "round (render it in a later round)"
+        )
     if code == TOOL_CALL_INVALID and extra:
         reasons = [
             str(v.get("message")) for v in extra.get("violations") or [] if isinstance(v, Mapping)
@@ -325,3 +514,19 @@ def explain_code(code: str, extra: Mapping[str, Any] | None) -> str:
         if reasons:
             text += ": " + "; ".join(reasons)
     return text
+
+
+def single_call_rejection(
+    action: Action, policy: RoundPolicy, *, held: bool
+) -> tuple[str, dict[str, Any]] | None:
+    """The decision node's own checks of a round's single call, after its decision check: a
+    tool the ReAct loop may not call, then — unless the ledger holds the call (``held``: it was
+    checked when it started early) — the tool-call protocol. ``None``: the call runs."""
+    if action.tool in EXEC_ONLY_TOOLS:
+        return TOOL_NOT_ALLOWED, {"tool_id": action.tool}
+    if held:
+        return None
+    violations = validate_protocol(action, policy)
+    if violations:
+        return TOOL_CALL_INVALID, {"violations": violations, "tool_id": action.tool or None}
+    return None

@@ -27,8 +27,8 @@ from policy.domain.dryrun import (
     RoundSpec,
     RoundSpecError,
     parse_round_spec,
-    resolve_mode,
 )
+from policy.domain.multi_action import ModeSources, multi_action_mode
 from policy.domain.round_policy import RoundPolicy
 
 #: The kinds of change, in the order reports list them.
@@ -249,11 +249,12 @@ def changes_between(old: Outcomes, new: Outcomes) -> tuple[ActionChange, ...]:
 #: An agent's policy under one side of the comparison (``None``: the side has no such agent and
 #: no default to fall back to, so the round is predicted with no tools at all).
 Resolver = Callable[[str], RoundPolicy | AgentResolutionLike | None]
-#: The multi-action mode a round runs with under one side when the round did not record one
-#: (``None``: ``off``, as the runtime's default).
-ModeFor = Callable[[str], str | None]
+#: Where one side's multi-action mode comes from for an agent, for rounds that did not record one
+#: (all ``None``: ``off``, as the runtime's default).
+ModeFor = Callable[[str], ModeSources]
 
 _NO_TOOLS: Final = RoundPolicy.of(())
+_NO_SOURCES: Final = ModeSources()
 
 
 class _Policies:
@@ -289,8 +290,8 @@ def _differing(before: RoundPolicy, after: RoundPolicy) -> frozenset[str]:
     )
 
 
-def _off(agent: str) -> str | None:
-    return None
+def _off(agent: str) -> ModeSources:
+    return _NO_SOURCES
 
 
 def replay(
@@ -314,8 +315,8 @@ def replay(
     for recorded in rounds:
         spec, agent = recorded.spec, recorded.agent
         report.rounds += 1
-        before_mode = resolve_mode(spec, baseline_mode(agent))
-        after_mode = resolve_mode(spec, candidate_mode(agent))
+        before_mode = multi_action_mode(spec.multi_action_mode, baseline_mode(agent))
+        after_mode = multi_action_mode(spec.multi_action_mode, candidate_mode(agent))
         changed = differing.get(agent)
         if changed is None:
             changed = differing[agent] = _differing(before_policy(agent), after_policy(agent))
@@ -356,7 +357,8 @@ def predict(
     with_kind: Counter[str] = Counter()
     for recorded in rounds:
         spec, agent = recorded.spec, recorded.agent
-        decision = decide(spec, policies(agent), multi_action_mode=resolve_mode(spec, mode(agent)))
+        chosen = multi_action_mode(spec.multi_action_mode, mode(agent))
+        decision = decide(spec, policies(agent), multi_action_mode=chosen)
         rounds_seen += 1
         kinds: set[str] = set()
         for outcome in (outcome for attempt in decision for outcome in attempt):

@@ -54,9 +54,68 @@ def fingerprint(tool_id: str, params: Any) -> str:
     Params that are not a mapping count as ``{}``; keys are sorted so sibling order and key order
     do not matter; non-ASCII text is kept as-is (UTF-8), not ``\\u`` escaped.
     """
-    body = {"params": params if isinstance(params, Mapping) else {}, "tool_id": tool_id.strip()}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_canonical(tool_id.strip(), params).encode("utf-8")).hexdigest()
+
+
+def _canonical(tool: str, params: Any) -> str:
+    # The text the fingerprint hashes: two calls share a fingerprint exactly when these are equal.
+    mapping = type(params) is dict or isinstance(params, Mapping)
+    body = {"params": params if mapping else {}, "tool_id": tool}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerHit:
+    """The record that makes a call a dedup: its action index, and how it matched."""
+
+    index: int
+    match: Match
+
+
+#: Slot hits of the first action indexes, made once (a hit is never changed).
+_SLOT_HITS: Final = tuple(LedgerHit(index, "slot") for index in range(32))
+
+
+class RoundLedger:
+    """The ledger of one round (one turn and iteration): the one definition of its lookup.
+
+    Before a call starts, the runtime looks it up: the record at its slot (whatever tool or
+    params it holds), else a record of the same tool with the same fingerprint at any index (a
+    provider retry may reorder siblings). Failed records count too: a failed call is not re-run
+    in the same round. Canonical texts are worked out only when a lookup compares them.
+    """
+
+    __slots__ = ("calls", "_texts")
+
+    def __init__(self) -> None:
+        #: Action index → (tool id, params) of each recorded call (read-only outside).
+        self.calls: dict[int, tuple[str, Any]] = {}
+        self._texts: dict[int, str] = {}
+
+    def lookup(self, index: int, tool: str, params: Any) -> LedgerHit | None:
+        """``index`` is the action index (0 or more), ``tool`` the stripped tool id; ``None``
+        means run the call."""
+        calls = self.calls
+        if index in calls:
+            return _SLOT_HITS[index] if index < len(_SLOT_HITS) else LedgerHit(index, "slot")
+        text: str | None = None
+        for recorded, (recorded_tool, recorded_params) in calls.items():
+            if recorded_tool != tool:
+                continue
+            if text is None:
+                text = _canonical(tool, params)
+            known = self._texts.get(recorded)
+            if known is None:
+                known = self._texts[recorded] = _canonical(recorded_tool, recorded_params)
+            if known == text:
+                return LedgerHit(recorded, "fingerprint")
+        return None
+
+    def record(self, index: int, tool: str, params: Any) -> None:
+        """Record a call that starts now; ``ValueError`` when its slot is taken."""
+        if index in self.calls:
+            raise ValueError(f"the slot of action {index} is already recorded")
+        self.calls[index] = (tool, params)
 
 
 @dataclass(frozen=True)
@@ -89,6 +148,7 @@ class Ledger:
 
     def __init__(self) -> None:
         self._records: dict[str, LedgerRecord] = {}
+        self._rounds: dict[tuple[str, int], RoundLedger] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -148,19 +208,12 @@ class Ledger:
     def _lookup(
         self, turn_id: str, iteration: int, action_index: int, tool_id: str, params: Any
     ) -> tuple[LedgerRecord, Match] | None:
-        at_slot = self._records.get(slot_id(turn_id, iteration, action_index))
-        if at_slot is not None:
-            return at_slot, "slot"
-        turn, it, _ = _slot_parts(turn_id, iteration, action_index)
-        tool = tool_id.strip()
-        mark: str | None = None  # computed once a record of the same turn and tool asks for it
-        for existing in self._records.values():
-            if existing.turn_id == turn and existing.iteration == it and existing.tool_id == tool:
-                if mark is None:
-                    mark = fingerprint(tool, params)
-                if existing.fingerprint == mark:
-                    return existing, "fingerprint"
-        return None
+        turn, it, index = _slot_parts(turn_id, iteration, action_index)
+        ledger = self._rounds.get((turn, it))
+        hit = ledger.lookup(index, tool_id.strip(), params) if ledger is not None else None
+        if hit is None:
+            return None
+        return self._records[_slot_id(turn, it, hit.index)], hit.match
 
     def _record(
         self, turn_id: str, iteration: int, action_index: int, tool_id: str, params: Any
@@ -179,4 +232,5 @@ class Ledger:
             status="running",
         )
         self._records[slot] = new
+        self._rounds.setdefault((turn, it), RoundLedger()).record(index, new.tool_id, params)
         return new

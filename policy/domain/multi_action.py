@@ -13,11 +13,40 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from policy.domain.backstop import multi_action_enabled
 
-__all__ = ["multi_action_enabled", "profile_mode", "react_blocks"]
+__all__ = [
+    "ModeSources",
+    "multi_action_enabled",
+    "multi_action_mode",
+    "profile_mode",
+    "react_blocks",
+]
+
+
+class ModeSources(NamedTuple):
+    """Where a round's mode may come from besides the round itself, in precedence order: the
+    explicit choice (the CLI's ``--multi-action-mode``, the API's or the playground's
+    ``multi_action_mode``), the picked instruction profile's (:func:`profile_mode`) and the
+    deployment setting ``TRAITDECK_MULTI_ACTION_MODE`` (read by the caller: the web from Django
+    settings, the CLI from the environment). ``None``: that source says nothing."""
+
+    explicit: str | None = None
+    profile: str | None = None
+    setting: str | None = None
+
+
+def multi_action_mode(round_mode: str | None, sources: ModeSources) -> str:
+    """The ``multi_action_mode`` a round runs with (DESIGN §2.10 item 6), the one place the order
+    of sources lives: the round file's own, else the explicit choice, else the profile's, else
+    the setting, else ``off``. Any string is kept (an empty one too); the runtime reads it with
+    :func:`multi_action_enabled`."""
+    for mode in (round_mode, *sources):
+        if mode is not None:
+            return mode
+    return "off"
 
 
 def _get(data: Any, *path: str) -> Any:

@@ -15,8 +15,7 @@ from typing import Any, Final
 from policy.domain.traits import (
     EXPLOITATION,
     UNKNOWN,
-    compatible,
-    is_early,
+    compatible_strategies,
     is_exactly_neutral,
     resolved_strategy,
 )
@@ -109,26 +108,126 @@ def strategy_of(action: Action, resolve: Resolver, params: Any = None) -> tuple[
     return resolved_strategy(resolve(action.tool, params))
 
 
+@dataclass(slots=True)
+class Seen:
+    """An action as the online overseer compares it: its stream index, stripped action word and
+    tool id, whether it is a final answer, its strategy while streaming (no params yet) and
+    whether that is exactly neutral (never for a final answer). Not frozen: made for every
+    streamed action, and a frozen dataclass is several times slower to build."""
+
+    index: int
+    name: str
+    tool: str
+    final: bool
+    strategy: tuple[str, ...]
+    neutral: bool
+
+
+class Rejection:
+    """A rule's rejection: the runtime's code and its extra fields."""
+
+    __slots__ = ("code", "extra")
+
+    def __init__(self, code: str, extra: dict[str, Any]) -> None:
+        self.code = code
+        self.extra = extra
+
+
+def seen(index: int, action: Action, strategy: tuple[str, ...]) -> Seen:
+    final = action.is_final
+    return Seen(
+        index,
+        action.name,
+        action.tool,
+        final,
+        strategy,
+        not final and is_exactly_neutral(strategy),
+    )
+
+
 class Overseer:
     """The runtime's online overseer for one decision call: it judges each action when the stream
     identifies it (before its params arrive), in stream order. It lives for the whole call, so a
     re-stream of the same round (a later attempt) is judged against what earlier attempts had
     accepted, and an index it already accepted is accepted again without a check."""
 
+    __slots__ = ("accepted", "accepted_at", "cap", "rejected", "resolve")
+
     def __init__(self, resolve: Resolver, max_actions: int | None = None) -> None:
         self.resolve = resolve
         self.cap = effective_cap(max_actions)
-        self.accepted: list[Verdict] = []
+        #: What it accepted, in the order accepted, and by stream index.
+        self.accepted: list[Seen] = []
+        self.accepted_at: dict[int, Seen] = {}
+        #: Whether it rejected anything in this decision call.
+        self.rejected = False
+
+    def judge(self, candidate: Seen) -> Rejection | None:
+        """The one place the online rules run (DESIGN §2.3 with §2.10), first that fires wins:
+        ``None`` accepts (and remembers) the action. An index accepted before passes unchecked."""
+        if candidate.index in self.accepted_at:
+            return None
+        found = self._first_rejection(candidate)
+        if found is None:
+            self.accepted.append(candidate)
+            self.accepted_at[candidate.index] = candidate
+        else:
+            self.rejected = True
+        return found
+
+    def _first_rejection(self, candidate: Seen) -> Rejection | None:
+        name, index, accepted = candidate.name, candidate.index, self.accepted
+        if name not in SUPPORTED_ACTIONS:
+            return Rejection(MIXED_ACTIONS, {"index": index, "action": name})
+        if not accepted:
+            return None
+        cap = self.cap
+        if len(accepted) >= cap:
+            return Rejection(
+                TOO_MANY_ACTIONS,
+                {"index": index, "action": name, "tool_id": candidate.tool, "max_actions": cap},
+            )
+        if candidate.final:
+            for earlier in accepted:
+                if not earlier.final and not earlier.neutral:
+                    return Rejection(
+                        FINAL_AFTER_NON_NEUTRAL,
+                        {"index": index, "action": name, **_first_fields(earlier)},
+                    )
+            return None
+        strategy = candidate.strategy
+        for earlier in accepted:
+            if earlier.final:
+                if not candidate.neutral:
+                    return Rejection(
+                        NON_NEUTRAL_AFTER_FINAL,
+                        {
+                            "index": index,
+                            "tool_id": candidate.tool,
+                            "strategy": sorted(set(strategy)),
+                            "first_index": earlier.index,
+                            "first_action": earlier.name,
+                        },
+                    )
+                continue
+            if not compatible_strategies(earlier.strategy, strategy):
+                return Rejection(
+                    STRATEGY_INCOMPATIBLE,
+                    {
+                        "index": index,
+                        "tool_id": candidate.tool,
+                        "strategy": sorted(set(strategy)),
+                        **_first_fields(earlier),
+                    },
+                )
+        return None
 
     def observe(self, index: int, action: Action) -> Verdict:
         strategy = strategy_of(action, self.resolve)
-        if any(earlier.index == index for earlier in self.accepted):
+        found = self.judge(seen(index, action, strategy))
+        if found is None:
             return Verdict(index, action, strategy, True, None, None)
-        code, extra = _first_rejection(index, action, strategy, self.accepted, self.cap)
-        verdict = Verdict(index, action, strategy, code is None, code, extra)
-        if verdict.accepted:
-            self.accepted.append(verdict)
-        return verdict
+        return Verdict(index, action, strategy, False, found.code, found.extra)
 
 
 def oversee(
@@ -152,76 +251,12 @@ def oversee(
     return verdicts
 
 
-def _neutral(verdict: Verdict) -> bool:
-    return not verdict.action.is_final and is_exactly_neutral(verdict.strategy)
-
-
-def _first_rejection(
-    index: int, action: Action, strategy: tuple[str, ...], accepted: Sequence[Verdict], cap: int
-) -> tuple[str | None, dict[str, Any] | None]:
-    """The runtime's online rules, first that fires wins; ``(None, None)`` means accept."""
-    name, tool = action.name, action.tool
-    if name not in SUPPORTED_ACTIONS:
-        return MIXED_ACTIONS, {"index": index, "action": name}
-    if not accepted:
-        return None, None
-    if len(accepted) >= cap:
-        return TOO_MANY_ACTIONS, {
-            "index": index,
-            "action": name,
-            "tool_id": tool,
-            "max_actions": cap,
-        }
-    if action.is_final:
-        for earlier in accepted:
-            if not earlier.action.is_final and not _neutral(earlier):
-                return FINAL_AFTER_NON_NEUTRAL, {
-                    "index": index,
-                    "action": name,
-                    **_first_fields(earlier),
-                }
-        return None, None
-    candidate_neutral = is_exactly_neutral(strategy)
-    for earlier in accepted:
-        if earlier.action.is_final:
-            if not candidate_neutral:
-                return NON_NEUTRAL_AFTER_FINAL, {
-                    "index": index,
-                    "tool_id": tool,
-                    "strategy": sorted(set(strategy)),
-                    "first_index": earlier.index,
-                    "first_action": earlier.action.name,
-                }
-            continue
-        if not compatible(earlier.strategy, strategy):
-            return STRATEGY_INCOMPATIBLE, {
-                "index": index,
-                "tool_id": tool,
-                "strategy": sorted(set(strategy)),
-                **_first_fields(earlier),
-            }
-    return None, None
-
-
-def _first_fields(earlier: Verdict) -> dict[str, Any]:
+def _first_fields(earlier: Seen) -> dict[str, Any]:
     return {
         "first_index": earlier.index,
-        "first_tool_id": earlier.action.tool,
+        "first_tool_id": earlier.tool,
         "first_strategy": sorted(set(earlier.strategy)),
     }
-
-
-def is_early_eligible(verdict: Verdict, traits: Mapping[str, Any] | None) -> bool:
-    """Whether an accepted call starts while generation continues (§2.4 with §2.10 item 2).
-
-    ``traits`` is the call's resolved trait mapping (with its params, so a namespace override
-    counts). Missing or ``null`` params count as ``{}``; only a non-mapping value disqualifies."""
-    action = verdict.action
-    if not verdict.accepted or action.name != "call_tool" or not action.tool:
-        return False
-    if action.params is not None and not isinstance(action.params, Mapping):
-        return False
-    return is_early(traits)
 
 
 def explain(verdict: Verdict) -> str:

@@ -36,8 +36,8 @@ from policy.domain.dryrun import (
     RoundSpec,
     RoundSpecError,
     parse_round_spec,
-    resolve_mode,
 )
+from policy.domain.multi_action import ModeSources, multi_action_mode
 from policy.domain.round_policy import RoundPolicy
 
 VERDICTS: Final = ("accepted", "rejected", "dropped", "not_observed")
@@ -219,7 +219,10 @@ def check_case(
 
 
 def run_suite(
-    suite: Suite, policy: RoundPolicy | AgentResolutionLike, *, mode: str | None = None
+    suite: Suite,
+    policy: RoundPolicy | AgentResolutionLike,
+    *,
+    mode: ModeSources = ModeSources(),  # noqa: B008 - an immutable NamedTuple
 ) -> tuple[CaseResult, ...]:
     """Every case run through the engine under ``policy`` (the suite's agent's), its round's own
     multi-action mode winning over ``mode``."""
@@ -227,7 +230,8 @@ def run_suite(
     results = []
     for case in suite.cases:
         spec = case.spec
-        decision = decide(spec, round_policy, multi_action_mode=resolve_mode(spec, mode))
+        chosen = multi_action_mode(spec.multi_action_mode, mode)
+        decision = decide(spec, round_policy, multi_action_mode=chosen)
         results.append(CaseResult(case.name, check_case(case, outcomes_by_slot(spec, decision))))
     return tuple(results)
 

@@ -99,6 +99,21 @@ def compatible(earlier: Iterable[str], following: Iterable[str]) -> bool:
     return any((e, f) in _COMPATIBLE for e in earlier for f in following_values)
 
 
+_COMPATIBLE_TUPLES: dict[tuple[tuple[str, ...], tuple[str, ...]], bool] = {}
+
+
+def compatible_strategies(earlier: tuple[str, ...], following: tuple[str, ...]) -> bool:
+    """:func:`compatible` for normalized strategy tuples, each pair answered once (a handful of
+    pairs recur in every round)."""
+    key = (earlier, following)
+    found = _COMPATIBLE_TUPLES.get(key)
+    if found is None:
+        found = compatible(earlier, following)
+        if len(_COMPATIBLE_TUPLES) < 4096:
+            _COMPATIBLE_TUPLES[key] = found
+    return found
+
+
 def normalize_execution(raw: Any) -> dict[str, Any] | None:
     """The execution mapping as the runtime keeps it (string values lower-cased and stripped,
     extra fields kept), or ``None`` when it is not a mapping at all."""

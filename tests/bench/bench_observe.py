@@ -618,7 +618,7 @@ def dry_run_figures() -> dict[str, float]:
     explanations (the playground's and the CLI's); and of a floor loop doing only the dict
     lookups each decision needs (the runtime's overseer is not imported here)."""
     import observe.domain.simulator as simulation
-    from policy.domain.decide import decide, handles
+    from policy.domain.decide import decide
     from policy.domain.dryrun import dry_run
 
     captured: list[tuple[Any, Any, str]] = []
@@ -664,7 +664,6 @@ def dry_run_figures() -> dict[str, float]:
         "floor_per_s": round(rate(floor)),
         "decisions": decisions,
         "rounds": len(captured),
-        "fast_rounds": sum(handles(spec, policy) for spec, policy, _ in captured),
     }
 
 
@@ -765,8 +764,7 @@ def main() -> None:
         ),
         (
             "dry-run decisions/s (verdicts, early, ledger)",
-            f"{dry['decisions_per_s']:,}/s"
-            f" ({dry['fast_rounds']:,} of {dry['rounds']:,} rounds on the fast path)",
+            f"{dry['decisions_per_s']:,}/s ({dry['rounds']:,} rounds)",
             f"floor loop {dry['floor_per_s']:,}/s",
             "≥250k/s",
             verdict(dry["decisions_per_s"] >= DRY_RUN_RATE),
@@ -812,10 +810,7 @@ def main() -> None:
         merge_json(
             path,
             "dry_run",
-            {
-                k: dry[k]
-                for k in ("decisions_per_s", "floor_per_s", "explained_per_s", "fast_rounds")
-            },
+            {k: dry[k] for k in ("decisions_per_s", "floor_per_s", "explained_per_s")},
         )
         merge_json(path, "ingest", ing)
         merge_json(path, "live", lv)

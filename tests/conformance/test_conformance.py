@@ -44,10 +44,9 @@ def test_it_agrees_with_the_runtime_on_every_case(name: str) -> None:
 
 def test_the_verdicts_only_path_agrees_with_the_runtime_on_every_round() -> None:
     """``decide`` (impact replay, drift, suites, the bench's decisions/s) against the runtime's
-    recorded rounds: verdict, rejection code, early start and dedup of every streamed action —
-    and it answers the recorded rounds itself, not by handing them to the full engine."""
+    recorded rounds: verdict, rejection code, early start and dedup of every streamed action."""
     from conformance import round_policies
-    from policy.domain.decide import Outcome, decide, handles
+    from policy.domain.decide import Outcome, decide
     from policy.domain.dryrun import parse_round_spec
     from policy.domain.manifest import parse_manifest
     from policy.domain.resolution import resolve_agent
@@ -58,11 +57,10 @@ def test_the_verdicts_only_path_agrees_with_the_runtime_on_every_round() -> None
         resolution = resolve_agent(entry["policy"], "main", parse_manifest(entry["manifest"]))
         policies[name] = RoundPolicy.of(resolution.tools)
     cases = fixtures.read("rounds")["cases"]
-    disagree, handled = [], 0
+    disagree = []
     for case in cases:
         given = case["input"]
         spec, policy = parse_round_spec(given["round"]), policies[given["policy"]]
-        handled += handles(spec, policy)
         got = decide(spec, policy, multi_action_mode=given["multi_action_mode"])
         runtime = tuple(
             tuple(
@@ -74,5 +72,37 @@ def test_the_verdicts_only_path_agrees_with_the_runtime_on_every_round() -> None
         if got != runtime:
             disagree.append(case["id"])
     assert not disagree, f"{len(disagree)} of {len(cases)} rounds disagree: {disagree[:5]}"
-    # Only ids and words the runtime strips first go to the full engine.
-    assert handled >= 0.9 * len(cases), f"{handled} of {len(cases)} answered by the fast path"
+
+
+def test_the_verdicts_only_path_agrees_with_the_runtime_on_every_file_writing_round() -> None:
+    """``decide`` against the runtime's recorded file-writing rounds (the causality checks)."""
+    from conformance.families import bundles
+    from policy.domain.decide import Outcome, decide
+    from policy.domain.dryrun import parse_round_spec
+    from policy.domain.manifest import parse_manifest
+    from policy.domain.resolution import resolve_agent
+    from policy.domain.round_policy import RoundPolicy
+
+    policies = {
+        name: RoundPolicy.of(
+            resolve_agent(entry["policy"], "main", parse_manifest(entry["manifest"])).tools
+        )
+        for name, entry in bundles.POLICIES.items()
+    }
+    cases = [c for c in fixtures.read("bundles")["cases"] if c["input"]["kind"] == "round"]
+    disagree = []
+    for case in cases:
+        given = case["input"]
+        spec = parse_round_spec(given["round"])
+        got = decide(spec, policies[given["policy"]], multi_action_mode=given["multi_action_mode"])
+        runtime = tuple(
+            tuple(
+                Outcome(row["verdict"], row["code"], row["early"], row["ledger"] == "dedup")
+                for row in attempt
+            )
+            for attempt in case["runtime"]
+        )
+        if got != runtime:
+            disagree.append(case["id"])
+    assert len(cases) >= 500
+    assert not disagree, f"{len(disagree)} of {len(cases)} rounds disagree: {disagree[:5]}"

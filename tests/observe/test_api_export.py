@@ -12,8 +12,9 @@ from django.utils import timezone
 
 from observe.domain.rounds import assembly_actions
 from observe.models import Round
-from policy.domain.dryrun import dry_run, resolve_mode
+from policy.domain.dryrun import dry_run
 from policy.domain.impact import outcomes, parse_recorded_round
+from policy.domain.multi_action import ModeSources, multi_action_mode
 from policy.domain.resolution import resolve_consumer
 from tests.observe.live_support import HandRound, ingest, ingest_simulated, sample_policy
 
@@ -41,7 +42,8 @@ def test_every_simulated_round_replays_to_the_verdicts_it_recorded(viewer_client
     for line in lines:
         spec = parse_recorded_round(line).spec
         assert "multi_action_mode" in line
-        predicted = outcomes(dry_run(spec, resolution, multi_action_mode=resolve_mode(spec)))
+        mode = multi_action_mode(spec.multi_action_mode, ModeSources())
+        predicted = outcomes(dry_run(spec, resolution, multi_action_mode=mode))
         row = Round.objects.get(agent="main", turn_id=spec.turn_id, iteration=spec.iteration)
         recorded = assembly_actions(row.assembly)
         for (attempt, index), action in recorded.items():

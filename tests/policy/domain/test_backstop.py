@@ -268,3 +268,132 @@ def test_it_explains_a_post_generation_rejection_in_plain_words(
     code: str, extra: dict[str, Any] | None, words: str
 ) -> None:
     assert words in explain_code(code, extra)
+
+
+RENDERING = RoundPolicy(
+    traits_by_id={
+        "rendering_tools.write_pptx": {"strategy": ["exploitation"]},
+        "rendering_tools.write_pdf": {"strategy": ["exploitation"]},
+        "exec_tools.execute_code_python": {"strategy": ["exploitation"]},
+    },
+    overrides_by_id={},
+)
+
+
+def write(path: str, tool: str = "react.write") -> Action:
+    return call(tool, {"path": path, "channel": "canvas", "content": "x", "kind": "display"})
+
+
+def render(path: str, content: str, tool: str = "rendering_tools.write_pptx") -> Action:
+    return call(tool, {"path": path, "content": content})
+
+
+def test_it_rejects_the_second_write_of_a_file_named_in_another_case() -> None:
+    result = backstop([write("a.md"), write("A.md")], RENDERING, max_actions=None)
+    assert result.accepted == [0]
+    assert result.rejected == {
+        1: ("multi_action_bundle_same_file_collision", {"path": "a.md", "first_index": 0})
+    }
+
+
+def test_it_rejects_a_renderer_reading_a_file_written_in_the_same_round() -> None:
+    result = backstop([write("a.md"), render("b.pptx", "ref:a.md")], RENDERING, max_actions=None)
+    assert result.accepted == [0]
+    assert result.rejected == {
+        1: (
+            "multi_action_bundle_render_consumes_same_round_source",
+            {"ref": "a.md", "source_index": 0},
+        )
+    }
+
+
+def test_it_checks_a_renderer_against_a_later_writer_too() -> None:
+    result = backstop(
+        [render("b.pptx", "ref:/Turn_1/files/A.md"), write("turn_1/files/a.md")],
+        RENDERING,
+        max_actions=3,
+    )
+    assert result.accepted == [1]
+    assert result.rejected[0] == (
+        "multi_action_bundle_render_consumes_same_round_source",
+        {"ref": "turn_1/files/a.md", "source_index": 1},
+    )
+
+
+def test_it_reads_a_conversation_file_reference_as_the_runtime_rewrites_it() -> None:
+    # The runtime turns "conv:fi:conv_<c>.turn_<t>.files/<rel>" into "conv_<c>.turn_<t>/files/<rel>"
+    # (its conversation part stays), so it meets the same reference, never the physical path.
+    ref = "ref:conv:fi:conv_c.turn_7.files/R.md"
+    logical = backstop(
+        [write("conv:fi:conv_c.turn_7.files/r.md"), render("b.pdf", ref)],
+        RENDERING,
+        max_actions=None,
+    )
+    assert logical.rejected[1][1] == {"ref": "conv_c.turn_7/files/r.md", "source_index": 0}
+    physical = backstop(
+        [write("turn_7/files/r.md"), render("b.pdf", ref)], RENDERING, max_actions=None
+    )
+    assert physical.rejected == {}
+
+
+def test_it_lets_a_renderer_read_a_file_of_an_earlier_round() -> None:
+    # Only files of this bundle count; text content (no ref:) reads nothing.
+    result = backstop(
+        [write("a.md"), render("b.pptx", "ref:old.md"), render("c.pdf", "a.md")],
+        RENDERING,
+        max_actions=3,
+    )
+    assert (result.accepted, result.rejected) == ([0, 1, 2], {})
+
+
+def test_it_matches_a_renderer_against_a_writer_already_dropped_for_a_collision() -> None:
+    bundle = [write("a.md"), write("x.md"), call("react.patch", {"path": "X.MD"})]
+    bundle.append(render("b.pptx", "ref:x.md"))
+    result = backstop(bundle, RENDERING, max_actions=4)
+    assert result.rejected == {
+        2: ("multi_action_bundle_same_file_collision", {"path": "x.md", "first_index": 1}),
+        3: (
+            "multi_action_bundle_render_consumes_same_round_source",
+            {"ref": "x.md", "source_index": 1},
+        ),
+    }
+
+
+def test_it_counts_contract_files_of_the_one_code_execution_call_as_written() -> None:
+    exec_call = call(
+        "exec_tools.execute_code_python",
+        {"contract": [{"filename": "Out.csv"}, {"filename": "u.txt"}]},
+    )
+    bundle = [exec_call, write("out.csv")]
+    result = backstop(bundle, RENDERING, max_actions=None, exec_code_complete=True)
+    assert result.rejected == {
+        1: ("multi_action_bundle_same_file_collision", {"path": "out.csv", "first_index": 0})
+    }
+    # Without a complete code channel the call may not run in a bundle at all.
+    plain = backstop(bundle, RENDERING, max_actions=None)
+    assert plain.rejected[0][0] == "multi_action_bundle_unsafe_tool"
+    assert plain.accepted == [1]
+
+
+def test_it_runs_the_causality_checks_after_the_strategy_checks() -> None:
+    # The incompatible writer is dropped first, so it never owns the path.
+    result = backstop(
+        [call("jobs.lookup", {"q": "x"}), write("a.md"), write("a.md")],
+        POLICY,
+        max_actions=3,
+    )
+    assert result.rejected[1][0] == "multi_action_bundle_strategy_incompatible"
+    assert result.rejected[2][0] == "multi_action_bundle_strategy_incompatible"
+
+
+def test_it_names_the_file_and_the_other_action_in_a_causality_rejection() -> None:
+    words = explain_code(
+        "multi_action_bundle_render_consumes_same_round_source", {"ref": "a.md", "source_index": 0}
+    )
+    assert "'a.md'" in words
+    assert "#0" in words
+    words = explain_code(
+        "multi_action_bundle_same_file_collision", {"path": "a.md", "first_index": 0}
+    )
+    assert "'a.md'" in words
+    assert "#0" in words

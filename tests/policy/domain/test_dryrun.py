@@ -10,9 +10,9 @@ from policy.domain.dryrun import (
     describe,
     dry_run,
     parse_round_spec,
-    resolve_mode,
 )
 from policy.domain.ledger import fingerprint, tool_call_id
+from policy.domain.multi_action import ModeSources, multi_action_mode
 from policy.domain.overseer import Action
 from policy.domain.resolution import resolve_agent
 from policy.domain.round_policy import RoundPolicy
@@ -377,10 +377,17 @@ def test_it_judges_a_retry_with_the_overseer_of_the_first_attempt() -> None:
 def test_it_takes_the_round_files_mode_first() -> None:
     spec = parse_round_spec(one_round(PLAN, multi_action_mode="on"))
     assert spec.multi_action_mode == "on"
-    assert resolve_mode(spec, "off") == "on"
+    assert multi_action_mode(spec.multi_action_mode, ModeSources("off", "off", "off")) == "on"
     bare = parse_round_spec(one_round(PLAN))
-    assert resolve_mode(bare, None, "fanout", "off") == "fanout"
-    assert resolve_mode(bare) == "off"
+    assert multi_action_mode(bare.multi_action_mode, ModeSources(None, "fanout", "off")) == "fanout"
+    assert multi_action_mode(bare.multi_action_mode, ModeSources()) == "off"
+
+
+def test_it_takes_the_explicit_choice_then_the_profile_then_the_setting() -> None:
+    assert multi_action_mode(None, ModeSources("on", "off", "off")) == "on"
+    assert multi_action_mode(None, ModeSources(None, None, "safe_fanout")) == "safe_fanout"
+    # A source that says "" says something: the runtime reads it as off.
+    assert multi_action_mode(None, ModeSources(None, "", "on")) == ""
 
 
 def test_it_runs_against_an_agent_resolution() -> None:
@@ -523,3 +530,30 @@ def test_it_refuses_a_malformed_round_naming_the_field(data: Any, field: str) ->
     message = str(error.value)
     assert field in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("action", "code"),
+    [
+        # An unknown tool as the round's one action: the decision node's protocol check.
+        ({"action": "call_tool", "tool_id": "jobs.nope", "params": {}}, "tool_call_invalid"),
+        # Code execution without its contract, alone in the round (the backstop never sees it).
+        (
+            {"action": "call_tool", "tool_id": "exec_tools.execute_code_python", "params": {}},
+            "tool_call_invalid",
+        ),
+        # A tool the ReAct loop may not call at all.
+        (
+            {"action": "call_tool", "tool_id": "ctx_tools.fetch_ctx", "params": {}},
+            "tool_not_allowed_in_react",
+        ),
+    ],
+)
+def test_it_rejects_a_single_call_the_decision_node_refuses(
+    action: dict[str, Any], code: str
+) -> None:
+    for mode in ("off", "on"):
+        (row,) = dry_run(parse_round_spec(one_round(action)), POLICY, multi_action_mode=mode)[
+            "attempts"
+        ][0]["actions"]
+        assert (row["verdict"], row["code"]) == ("rejected", code), mode

@@ -13,7 +13,7 @@ import pytest
 
 from observe.domain.scenarios import Palette, pick_scenario, plan_round
 from policy.cli import run
-from policy.domain.dryrun import RoundSpec, dry_run, resolve_mode
+from policy.domain.dryrun import RoundSpec, dry_run
 from policy.domain.impact import (
     DEDUP_GAINED,
     DEDUP_LOST,
@@ -31,6 +31,7 @@ from policy.domain.impact import (
     predict,
     replay,
 )
+from policy.domain.multi_action import ModeSources, multi_action_mode
 from policy.domain.resolution import AgentResolution, resolve_consumer
 from policy.domain.yaml_io import load_policy
 
@@ -157,12 +158,13 @@ def test_the_round_s_recorded_mode_wins_over_either_side_s() -> None:
         for r in ROUNDS
     ]
     both = sides(SAMPLE, SAMPLE)
-    report = replay(pinned, **both, baseline_mode=lambda a: "off", candidate_mode=lambda a: "on")
+    off, on = ModeSources(setting="off"), ModeSources(setting="on")
+    report = replay(pinned, **both, baseline_mode=lambda a: off, candidate_mode=lambda a: on)
     assert report.affected == []
-    unpinned = replay(ROUNDS, **both, baseline_mode=lambda a: "off", candidate_mode=lambda a: "on")
+    unpinned = replay(ROUNDS, **both, baseline_mode=lambda a: off, candidate_mode=lambda a: on)
     # Without a recorded mode each side's applies: with it on, siblings of the first action run.
     assert unpinned.totals[NO_LONGER_DROPPED] > 0
-    assert resolve_mode(pinned[0].spec, "off") == "on"
+    assert multi_action_mode(pinned[0].spec.multi_action_mode, off) == "on"
 
 
 def test_progress_is_reported_and_can_cancel() -> None:

@@ -7,16 +7,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from policy.domain.dryrun import RoundSpec, dry_run
 from policy.domain.overseer import (
     Action,
     Overseer,
     Verdict,
     effective_cap,
     explain,
-    is_early_eligible,
     oversee,
     strategy_of,
 )
+from policy.domain.round_policy import RoundPolicy
 from policy.domain.traits import EARLY_PROFILE
 
 TRAITS: dict[str, Mapping[str, Any]] = {
@@ -296,8 +297,26 @@ def test_it_never_accepts_more_than_the_cap_and_stops_at_a_rejection(
 # Early eligibility (§2.4 with §2.10 item 2)
 
 
-def accepted_delegate(params: Any = None, *, has_params: bool = True) -> Verdict:
-    return oversee([call("react.delegate", params, has_params=has_params)], resolve)[0]
+def starts_early(
+    traits: Mapping[str, Any] | None,
+    params: Any = None,
+    *,
+    has_params: bool = True,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    before: tuple[Action, ...] = (),
+    max_actions: int | None = None,
+) -> bool:
+    """Whether the round's last action starts early (the engine asks ``starts_early``)."""
+    tool = "svc.tool"
+    policy = RoundPolicy(
+        traits_by_id={tool: traits} if traits is not None else {},
+        overrides_by_id={tool: overrides} if overrides else {},
+    )
+    actions = (*before, call(tool, params, has_params=has_params))
+    spec = RoundSpec("turn", 0, max_actions, (actions,))
+    return bool(
+        dry_run(spec, policy, multi_action_mode="on")["attempts"][0]["actions"][-1]["early"]
+    )
 
 
 DELEGATE = TRAITS["react.delegate"]
@@ -320,21 +339,17 @@ DELEGATE = TRAITS["react.delegate"]
 def test_it_starts_a_neutral_early_profile_call_early_unless_its_params_are_not_a_mapping(
     params: Any, has_params: bool, early: bool
 ) -> None:
-    assert is_early_eligible(accepted_delegate(params, has_params=has_params), DELEGATE) is early
+    assert starts_early(DELEGATE, params, has_params=has_params) is early
 
 
 def test_it_keeps_a_mixed_strategy_call_on_the_ordinary_path() -> None:
     traits = {"strategy": ["neutral", "exploration"], "execution": dict(EARLY_PROFILE)}
-    verdict = oversee([call("mixed", {})], lambda tool, params: traits)[0]
-    assert verdict.accepted
-    assert not is_early_eligible(verdict, traits)
+    assert not starts_early(traits, {})
 
 
 def test_it_keeps_a_call_with_an_incomplete_profile_on_the_ordinary_path() -> None:
     execution = {k: v for k, v in EARLY_PROFILE.items() if k != "result_dependency"}
-    traits = {"strategy": ["neutral"], "execution": execution}
-    verdict = oversee([call("partial", {})], lambda tool, params: traits)[0]
-    assert not is_early_eligible(verdict, traits)
+    assert not starts_early({"strategy": ["neutral"], "execution": execution}, {})
 
 
 def test_it_matches_an_upper_case_profile_after_normalization() -> None:
@@ -342,24 +357,24 @@ def test_it_matches_an_upper_case_profile_after_normalization() -> None:
         "strategy": [" NEUTRAL "],
         "execution": {key: value.upper() for key, value in EARLY_PROFILE.items()},
     }
-    verdict = oversee([call("shouty", {})], lambda tool, params: traits)[0]
-    assert is_early_eligible(verdict, traits)
+    assert starts_early(traits, {})
 
 
-def test_it_uses_the_traits_it_is_given_so_a_namespace_override_can_make_a_call_early() -> None:
-    # The overseer accepted it with default traits; early eligibility uses the call's traits
+def test_it_uses_the_calls_params_so_a_namespace_override_can_make_a_call_early() -> None:
+    # The overseer accepts it with default traits; early eligibility uses the call's traits
     # resolved with its params (here: an override that is neutral with the early profile).
-    verdict = oversee([call("svc.upsert", {"namespace": "mem"})], resolve)[0]
-    override = {"strategy": ["neutral"], "execution": dict(EARLY_PROFILE)}
-    assert is_early_eligible(verdict, override)
-    assert not is_early_eligible(verdict, {"strategy": ["exploitation"]})
+    override = {"mem": {"strategy": ["neutral"], "execution": dict(EARLY_PROFILE)}}
+    exploit = {"strategy": ["exploitation"]}
+    assert starts_early(exploit, {"namespace": "mem"}, overrides=override)
+    assert not starts_early(exploit, {"namespace": "task"}, overrides=override)
 
 
 def test_it_never_starts_a_rejected_or_unknown_call_early() -> None:
-    rejected = oversee([call("react.plan"), COMPLETE, call("react.delegate", {})], resolve, 2)
-    assert not rejected[2].accepted
-    assert not is_early_eligible(rejected[2], DELEGATE)
-    assert not is_early_eligible(accepted_delegate({}), None)
+    plan_then_final = (call("react.plan"), COMPLETE)
+    assert not starts_early(DELEGATE, {}, before=plan_then_final, max_actions=2)
+    assert starts_early(DELEGATE, {}, before=plan_then_final, max_actions=3)
+    # A tool the policy does not know fails the runtime's protocol check.
+    assert not starts_early(None, {})
 
 
 # Explanations

@@ -1,0 +1,410 @@
+"""The one engine: what the runtime does with one round, stage by stage (DESIGN §2.3–2.5, §2.10).
+
+Every attempt re-streams the round into the same decision call, so the online overseer and the
+ledger live across attempts. Per streamed action: the overseer's verdict while streaming (before
+params arrive; the stream stops at the first rejection), the early listener and the ledger as the
+action completes; after the last attempt only, the backstop (multi-action on, more than one
+action) and execution, where every accepted ``call_tool`` is looked up in the ledger at its bundle
+position.
+
+:func:`run` answers with one :class:`Row` per streamed action. The verdicts-only path
+(:mod:`policy.domain.decide`: impact replay, drift, suites) reads four facts of each row; the
+dry-run (:mod:`policy.domain.dryrun`: CLI, API, playground) renders every field of it with its
+explanation. Each rule of the runtime is called here from the one function that holds it:
+
+- the online overseer's rules and cap: :meth:`policy.domain.overseer.Overseer.judge`;
+- early eligibility: :func:`starts_early`;
+- the ledger's lookup and record: :class:`policy.domain.ledger.RoundLedger`; what a dedup makes of
+  a row: :meth:`Row.reuse`;
+- the post-generation checks: :func:`policy.domain.backstop.backstop` and
+  :func:`policy.domain.backstop.validate_decision`.
+
+Each tool's trait questions are answered once per policy (:class:`_Facts`); a call whose traits
+depend on its params (a namespace override) or whose params the runtime checks is asked of the
+policy and the runtime's checks with its params.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from policy.domain.backstop import (
+    EXEC_ONLY_TOOLS,
+    EXEC_TOOLS,
+    backstop,
+    single_call_rejection,
+    suppressed_final_answer,
+    validate_decision,
+    validate_protocol,
+)
+from policy.domain.ledger import LedgerHit, RoundLedger
+from policy.domain.overseer import FINAL_ACTIONS, Action, Overseer, Seen
+from policy.domain.round_policy import RoundPolicy
+from policy.domain.round_spec import RoundSpec
+from policy.domain.traits import (
+    EXPLOITATION,
+    UNKNOWN,
+    is_early,
+    is_exactly_neutral,
+    resolved_strategy,
+)
+
+ACCEPTED: Final = "accepted"
+REJECTED: Final = "rejected"
+NOT_OBSERVED: Final = "not_observed"
+DROPPED: Final = "dropped"
+
+#: Why an action accepted while streaming was dropped (the dry-run words each).
+REPLACED: Final = "replaced"
+SINGLE_ONLY: Final = "single_only"
+
+# Built-ins whose params the runtime checks (react.read's paths, react.write's key order) and the
+# code-execution tools: their calls are always asked of the runtime's own checks.
+_CHECKED_PARAMS: Final = frozenset({"react.read", "react.write", *EXEC_TOOLS})
+_FINAL_STRATEGY: Final = (EXPLOITATION,)
+_UNKNOWN_STRATEGY: Final = (UNKNOWN,)
+
+
+class Stage:
+    """One stage's verdict on an action (online, backstop). (A plain slotted class: cheaper to
+    make than a named tuple, and one is made for every rejection.)"""
+
+    __slots__ = ("code", "extra", "verdict")
+
+    def __init__(
+        self, verdict: str, code: str | None = None, extra: Mapping[str, Any] | None = None
+    ) -> None:
+        self.verdict = verdict
+        self.code = code
+        self.extra = extra
+
+
+_ONLINE_ACCEPTED: Final = Stage(ACCEPTED)
+_NONE: Final[frozenset[int]] = frozenset()
+_BACKSTOP_ACCEPTED: Final = Stage(ACCEPTED)
+
+
+@dataclass(slots=True)
+class Step(Seen):
+    """One streamed action as the rules read it, worked out once. As a :class:`Seen` it is what
+    the online overseer compares (``strategy``: while streaming, without params)."""
+
+    action: Action
+    #: The stream reports it to the overseer (an action word, and a tool id for ``call_tool``).
+    identified: bool
+    #: ``call_tool`` with a tool id (the only actions the ledger and execution look at).
+    call: bool
+    #: The strategy with the call's params (a namespace override applies), input order.
+    with_params: tuple[str, ...]
+    #: Its traits with its params make a call start early.
+    early_traits: bool
+    #: The runtime's ``_validate_decision`` code (after blanking a tool call's final answer).
+    decision_error: str | None
+    #: The runtime's tool-call protocol check passes.
+    protocol_ok: bool
+
+
+class Row:
+    """What the round did with one streamed action. Defaults live on the class: a row is made
+    for every streamed action and most keep most of them."""
+
+    verdict: str = NOT_OBSERVED
+    code: str | None = None
+    extra: Mapping[str, Any] | None = None
+    online: Stage | None = None
+    backstop: Stage | None = None
+    early: bool = False
+    #: ``"started"`` (it started early), ``"dedup"`` (the ledger held it) or ``None``.
+    ledger: str | None = None
+    #: The action index of the ledger record it started or reused (-1: none).
+    record: int = -1
+    match: str | None = None
+    #: Started early, but its bundle position now points at this other record (-1: none).
+    reused: int = -1
+    #: Why an action accepted while streaming was dropped (``REPLACED``, ``SINGLE_ONLY``).
+    why: str = ""
+
+    def finish(self, verdict: str, code: str | None = None, extra: Any = None) -> None:
+        self.verdict, self.code, self.extra, self.why = verdict, code, extra, ""
+
+    def reuse(self, hit: LedgerHit) -> None:
+        """The ledger holds this call: it is not run, the record it matched is reused."""
+        self.ledger, self.record, self.match = "dedup", hit.index, hit.match
+
+
+def starts_early(step: Step, accepted_as: Seen | None) -> bool:
+    """Whether a completed call starts while the model is still generating (§2.4, §2.10 item 2):
+    the overseer accepted an action at its index with the same word and tool, its traits with its
+    params are exactly neutral with the complete early profile, and it passes the runtime's
+    decision and protocol checks (missing or ``null`` params count as ``{}``; a non-mapping value
+    fails the protocol check). The ledger is asked first: a call it holds is a dedup instead."""
+    return (
+        step.early_traits
+        and accepted_as is not None
+        and accepted_as.name == "call_tool"
+        and accepted_as.tool == step.tool
+        and step.decision_error is None
+        and step.protocol_ok
+    )
+
+
+class _Facts:
+    """What one policy answers for each of its tool ids, worked out once."""
+
+    __slots__ = ("policy", "tools")
+
+    def __init__(self, policy: RoundPolicy) -> None:
+        self.policy = policy
+        self.tools: dict[str, _ToolFacts] = {}
+
+    def of(self, tool: str) -> _ToolFacts:
+        found = self.tools.get(tool)
+        if found is None:
+            policy = self.policy
+            traits = policy.traits(tool)
+            strategy = resolved_strategy(traits)
+            known = policy.known(tool)
+            found = _ToolFacts(
+                strategy,
+                is_exactly_neutral(strategy),
+                is_early(traits),
+                known,
+                tool not in policy.overrides_by_id and tool not in _CHECKED_PARAMS,
+            )
+            # Only the policy's own tools are kept: ids from recorded rounds are unbounded.
+            if known:
+                self.tools[tool] = found
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class _ToolFacts:
+    #: The strategy while streaming (no params), and whether it is exactly neutral.
+    strategy: tuple[str, ...]
+    neutral: bool
+    early: bool
+    known: bool
+    #: No namespace overrides and no params the runtime checks: its params change nothing.
+    plain: bool
+
+
+_FACTS_ATTRIBUTE: Final = "_engine_facts"
+
+
+def _facts(policy: RoundPolicy) -> _Facts:
+    # A policy is frozen: its facts are worked out as asked and kept on it.
+    found = policy.__dict__.get(_FACTS_ATTRIBUTE)
+    if found is None:
+        found = _Facts(policy)
+        object.__setattr__(policy, _FACTS_ATTRIBUTE, found)
+    return found
+
+
+def _step(index: int, action: Action, facts: _Facts) -> Step:
+    name = action.name
+    if name == "call_tool":
+        tool = action.tool
+        if not tool:
+            return Step(
+                index, name, "", False, _UNKNOWN_STRATEGY, False,
+                action, False, False, _UNKNOWN_STRATEGY, False, "missing_tool_id", False,
+            )  # fmt: skip
+        fact = facts.tools.get(tool) or facts.of(tool)
+        params = action.params
+        if fact.plain and (params is None or type(params) is dict):
+            return Step(
+                index, name, tool, False, fact.strategy, fact.neutral,
+                action, True, True, fact.strategy, fact.early, None, fact.known,
+            )  # fmt: skip
+        policy = facts.policy
+        traits = policy.traits(tool, params if _is_mapping(params) else {})
+        return Step(
+            index, name, tool, False, fact.strategy, fact.neutral,
+            action, True, True, resolved_strategy(traits), is_early(traits),
+            validate_decision(suppressed_final_answer(action)),
+            not validate_protocol(action, policy),
+        )  # fmt: skip
+    if name in FINAL_ACTIONS:
+        return Step(
+            index, name, action.tool, True, _FINAL_STRATEGY, False,
+            action, True, False, _FINAL_STRATEGY, False, validate_decision(action), True,
+        )  # fmt: skip
+    return Step(
+        index, name, action.tool, False, _UNKNOWN_STRATEGY, False,
+        action, bool(name), False, _UNKNOWN_STRATEGY, False, validate_decision(action), True,
+    )  # fmt: skip
+
+
+def _is_mapping(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)
+
+
+class Round:
+    """The engine's answer for one round: the effective multi-action switch and online cap, and
+    per attempt, per streamed action, its step and row. (A plain slotted class: one per round,
+    several times cheaper to make than a named tuple.)"""
+
+    __slots__ = ("cap", "multi", "rows", "steps")
+
+    def __init__(self, multi: bool, cap: int, steps: list[list[Step]], rows: list[list[Row]]):
+        self.multi = multi
+        self.cap = cap
+        self.steps = steps
+        self.rows = rows
+
+
+def run(spec: RoundSpec, policy: RoundPolicy, *, multi: bool) -> Round:
+    """What the runtime does with the round (see the module docstring)."""
+    facts = _facts(policy)
+    engine = _Engine(spec, policy, multi)
+    steps: list[list[Step]] = []
+    rows: list[list[Row]] = []
+    for actions in spec.attempts:
+        if rows:
+            # The stream before was replaced by this one: only its early starts ran.
+            for row in rows[-1]:
+                if row.verdict == ACCEPTED:
+                    row.verdict, row.why = DROPPED, REPLACED
+        attempt = [_step(index, action, facts) for index, action in enumerate(actions)]
+        steps.append(attempt)
+        rows.append(engine.stream(attempt))
+    engine.post_generation(steps[-1], rows[-1])
+    return Round(multi, engine.cap, steps, rows)
+
+
+class _Engine(Overseer):
+    """One round's run. It is the round's online overseer (one object per decision call: the
+    overseer's state and rules, :meth:`Overseer.judge`), with the ledger and the last stream."""
+
+    __slots__ = ("completed", "ledger", "multi", "policy", "spec")
+
+    def __init__(self, spec: RoundSpec, policy: RoundPolicy, multi: bool) -> None:
+        self.spec = spec
+        self.policy = policy
+        self.multi = multi
+        super().__init__(policy.traits, spec.max_actions)
+        # Made when the first call starts early (most rounds have none).
+        self.ledger: RoundLedger | None = None
+        # The last streamed attempt's completed actions, by index.
+        self.completed: dict[int, Step] = {}
+
+    def stream(self, steps: list[Step]) -> list[Row]:
+        rows: list[Row] = []
+        completed: dict[int, Step] = {}
+        self.completed = completed
+        judge = self.judge
+        accepted_at = self.accepted_at
+        stopped = False
+        for index, step in enumerate(steps):
+            row = Row()
+            rows.append(row)
+            if stopped:
+                continue
+            if step.identified:
+                rejection = judge(step)
+                if rejection is not None:
+                    row.online = Stage(REJECTED, rejection.code, rejection.extra)
+                    row.finish(REJECTED, rejection.code, rejection.extra)
+                    stopped = True
+                    continue
+                row.online = _ONLINE_ACCEPTED
+                row.verdict = ACCEPTED
+            completed[index] = step
+            if not step.call:
+                continue
+            # The early listener, as the call's JSON completes: a call the ledger holds is a
+            # dedup; else an eligible call starts now (the dry-run executes nothing).
+            ledger = self.ledger
+            if ledger is not None:
+                hit = ledger.lookup(index, step.tool, step.action.params)
+                if hit is not None:
+                    row.reuse(hit)
+                    continue
+            if starts_early(step, accepted_at.get(index)):
+                if ledger is None:
+                    ledger = self.ledger = RoundLedger()
+                ledger.record(index, step.tool, step.action.params)
+                row.early, row.ledger, row.record = True, "started", index
+        return rows
+
+    def post_generation(self, steps: list[Step], rows: list[Row]) -> None:
+        for row in rows:
+            if row.verdict == ACCEPTED:
+                row.verdict, row.why = DROPPED, SINGLE_ONLY
+        completed = self.completed
+        if self.rejected:
+            sources = [seen.index for seen in self.accepted if seen.index in completed]
+        else:
+            sources = list(completed)  # filled in stream order
+        if not sources:
+            return  # nothing usable was accepted: the runtime retries; nothing runs
+        if len(sources) > 1 and self.multi:
+            self.bundle([completed[i] for i in sources], sources, rows)
+            return
+        step = completed[sources[0]]
+        row = rows[sources[0]]
+        if step.decision_error is not None:
+            row.verdict, row.code, row.why = REJECTED, step.decision_error, ""
+            return
+        row.verdict, row.why = ACCEPTED, ""
+        if not step.call:
+            return
+        ledger = self.ledger
+        if not step.protocol_ok or step.tool in EXEC_ONLY_TOOLS:
+            held = ledger is not None and ledger.lookup(0, step.tool, step.action.params)
+            rejection = single_call_rejection(step.action, self.policy, held=bool(held))
+            if rejection is not None:
+                row.finish(REJECTED, *rejection)
+                return
+        if ledger is not None:
+            self.execute(0, step, row)
+
+    def bundle(self, bundle: list[Step], sources: list[int], rows: list[Row]) -> None:
+        ledger = self.ledger
+        # A call the ledger already holds at its bundle position was checked when it started
+        # (asked only of calls that fail the check: for the others it changes nothing).
+        prevalidated: frozenset[int] = _NONE
+        if ledger is not None:
+            prevalidated = frozenset(
+                position
+                for position, step in enumerate(bundle)
+                if step.call
+                and not step.protocol_ok
+                and ledger.lookup(position, step.tool, step.action.params)
+            )
+        result = backstop(
+            [step.action for step in bundle],
+            self.policy,
+            max_actions=self.spec.max_actions,
+            prevalidated=prevalidated,
+            checked=bundle,
+        )
+        for position, (code, extra) in result.rejected.items():
+            row = rows[sources[position]]
+            row.backstop = Stage(REJECTED, code, extra)
+            row.finish(REJECTED, code, extra)
+        kept = set(result.accepted)
+        if result.final_index is not None:
+            kept.add(result.final_index)
+        for position in kept:
+            row = rows[sources[position]]
+            row.backstop = _BACKSTOP_ACCEPTED
+            row.finish(ACCEPTED)
+        for position in result.accepted:
+            self.execute(position, bundle[position], rows[sources[position]])
+
+    def execute(self, position: int, step: Step, row: Row) -> None:
+        """Post-generation execution: a call the ledger holds at its bundle position (or by
+        fingerprint) is not run again."""
+        ledger = self.ledger
+        if not step.call or ledger is None:
+            return
+        hit = ledger.lookup(position, step.tool, step.action.params)
+        if hit is None:
+            return
+        if row.ledger != "started":
+            row.reuse(hit)
+        elif hit.index != row.record:
+            row.reused = hit.index
