@@ -44,7 +44,7 @@ from accounts.access import (
 from accounts.auth import csrf_refusal
 from accounts.roles import has_role, role_granters, user_role
 from accounts.tokens import runtime_token_authenticate
-from policy.domain.numbers import parse_whole
+from core.numbers import parse_whole
 
 #: ``<int:index>`` / ``<agent>`` in a Django route → ``{index}`` / ``{agent}`` as in OpenAPI.
 _ROUTE_PARAM = re.compile(r"<(?:\w+:)?(\w+)>")

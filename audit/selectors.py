@@ -14,7 +14,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from audit.models import AuditEntry
-from audit.timefilter import TimeFilterError, parse_moment
+from core.timewindow import TimeWindowError, parse_moment
 
 #: The fields a filter reads, as the page's form, the CSV link and the API name them.
 FILTER_FIELDS = ("user", "action", "since", "until")
@@ -61,7 +61,7 @@ def parse_filter(params: Mapping[str, Any], *, now: datetime) -> ParsedFilter:
     for name in ("since", "until"):
         try:
             moments[name] = parse_moment(name, raw[name], now=now)
-        except TimeFilterError as exc:
+        except TimeWindowError as exc:
             errors.append(str(exc))
             moments[name] = None
     audit_filter = AuditFilter(

@@ -11,7 +11,7 @@ from ninja.errors import HttpError
 
 from accounts.auth import RuntimeTokenAuth
 from bridge.services import BadReport, bridge_report
-from config.api_io import read_json
+from web.api_io import read_json
 
 router = Router(tags=["bridge"])
 MAX_BYTES = 64 * 1024

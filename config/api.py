@@ -16,7 +16,6 @@ from accounts.auth import RuntimeTokenAuth, session_auth
 from accounts.models import RuntimeToken
 from audit.api import router as audit_router
 from bridge.api import router as bridge_router
-from config.api_io import RETRY_AFTER_S, StoreBusy
 from config.api_schema import declare_shared_errors
 from observe.api import router as observe_router
 from observe.api_health import router as health_router
@@ -30,8 +29,10 @@ from policy.api_versions import runtime_router
 from policy.domain.dryrun import RoundSpecError
 from policy.domain.edits import as_sentence
 from policy.domain.manifest import ManifestError
+from policy.selectors import AgentNotFound
 from policy.services import EditRefused, PolicyTooLarge, StaleRevision
 from policy.versions import ConfirmationNeeded, PublishRefused, SuitesFailing
+from web.api_io import RETRY_AFTER_S, StoreBusy
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +102,10 @@ def install_error_handlers(target: NinjaAPI) -> None:
 
     # The refusals of the services: every router raises them, this is where they become statuses.
 
+    @target.exception_handler(AgentNotFound)
+    def on_no_agent(request: HttpRequest, exc: AgentNotFound) -> HttpResponse:
+        return respond(request, 404, str(exc))
+
     @target.exception_handler(StaleRevision)
     def on_stale(request: HttpRequest, exc: StaleRevision) -> HttpResponse:
         return respond(request, 409, str(exc), revision=exc.current)
@@ -169,7 +174,7 @@ api.add_router("/v1", policy_router)
 api.add_router("/v1", policy_edit_router)
 api.add_router("/v1", observe_router)
 api.add_router("/v1", health_router)
-api.add_router("/v1", audit_router)
+api.add_router("/v1", audit_router, auth=session_auth)  # see audit.api.router
 api.add_router("/v1", versions_router)
 api.add_router("/v1", runtime_router)
 api.add_router("/v1", bridge_router)

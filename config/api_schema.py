@@ -1,7 +1,7 @@
 """The refusals every operation shares, declared once in the OpenAPI schema.
 
 Each router declares the answers of its own handlers. The shared ones come from the one mapping
-in ``config.api.install_error_handlers``, the one body reader (``config.api_io``) and ninja's own
+in ``config.api.install_error_handlers``, the one body reader (``web.api_io``) and ninja's own
 parameter checks, so they are added here, to each operation that can reach them, instead of being
 repeated (and forgotten) in every router. A client generated from the schema then knows every
 status it can get (DESIGN §6), and schemathesis holds the API to it.

@@ -17,6 +17,8 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 from django.views.defaults import page_not_found, server_error
 
+from policy.selectors import AgentNotFound
+
 logger = logging.getLogger("django.request")
 
 
@@ -59,6 +61,9 @@ class ErrorPagesMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, AgentNotFound) and not request.path.startswith("/api/"):
+            # The one place a page's "no such agent" becomes its 404 (the API's is config.api).
+            return page_not_found(request, Http404(str(exception)))
         if not _ours(request):
             return None
         if isinstance(exception, Http404):

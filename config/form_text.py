@@ -14,7 +14,7 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import render
 
-from policy.domain.text import encodable
+from core.text import encodable
 
 MESSAGE = (
     "A field holds text that cannot be encoded as UTF-8 (a lone surrogate), so nothing was"

@@ -7,8 +7,9 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from accounts import views as account_views
+from accounts import views_no_role
 from config.api import api
+from pages import overview
 
 
 class FaviconRedirect(RedirectView):
@@ -22,13 +23,13 @@ class FaviconRedirect(RedirectView):
 
 
 urlpatterns = [
-    path("", account_views.overview, name="overview"),
-    path("accounts/no-role/", account_views.no_role, name="no-role"),
+    path("", overview.overview, name="overview"),
+    path("accounts/no-role/", views_no_role.no_role, name="no-role"),
     path("accounts/", include("accounts.auth_urls")),
     path("admin/", admin.site.urls),
-    path("policy/", include("policy.urls")),
+    path("policy/", include("pages.policy_urls")),
     path("live/", include("observe.urls")),
-    path("audit/", include("audit.urls")),
+    path("audit/", include("pages.audit_urls")),
     path("tokens/", include("accounts.urls")),
     path("api/", api.urls),
     # Browsers and feed readers ask for /favicon.ico whatever the page links: send them the SVG.

@@ -20,8 +20,9 @@ from ninja import P, QueryEx, Router, Schema, Status
 from ninja.errors import HttpError
 
 from accounts.auth import RuntimeTokenAuth, session_auth
-from config.api_io import read_json
+from core.timewindow import TimeWindowError, parse_moment
 from observe.domain.events import format_ts
+from observe.domain.kinds import COUNT_KEYS
 from observe.domain.rounds import recorded_round, round_detail_dict
 from observe.impact import (
     DEFAULT_WINDOW,
@@ -35,9 +36,7 @@ from observe.models import Round
 from observe.selectors import (
     HAS_NAMES,
     OUTCOMES,
-    RELATIVE_SPANS,
     RoundFilter,
-    relative_time,
     round_assembled,
     round_get,
     round_url,
@@ -45,6 +44,7 @@ from observe.selectors import (
 )
 from observe.services import events_ingest
 from policy.versions import VersionIndex, agents_in_force, version_index
+from web.api_io import read_json
 
 router = Router(tags=["rounds"])
 
@@ -170,35 +170,13 @@ def post_events(request: HttpRequest) -> Any:
 
 # --- history --------------------------------------------------------------------------------
 
-# A "+" in a query string decodes to a space, so "…T10:00:00+02:00" sent unencoded arrives as
-# "…T10:00:00 02:00". Nothing else can mean that: put the sign back.
-_SPACE_FOR_PLUS = re.compile(r"(T\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?) (\d{2}(?::?\d{2})?)$")
-
 
 def parse_time(name: str, value: str | None) -> datetime | None:
-    """An ISO 8601 date or date-time (one without an offset is UTC, the server's time zone), or
-    a relative span before now: ``15m``, ``1h``, ``24h``, ``7d`` (DESIGN §6)."""
-    if value is None or value == "":
-        return None
-    relative = relative_time(value)
-    if relative is not None:
-        return relative
-    text = _SPACE_FOR_PLUS.sub(r"\1+\2", value.strip())
+    """A ``since`` / ``until`` bound as ``core.timewindow`` reads it (no offset: UTC), or 422."""
     try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise HttpError(
-            422,
-            f"{name} must be an ISO 8601 date or date-time, like 2026-11-29T18:00:00Z, or one"
-            f" of {', '.join(RELATIVE_SPANS)} (got {value[:60]!r}).",
-        ) from None
-    if moment.utcoffset() is None:
-        return moment.replace(tzinfo=UTC)
-    try:
-        # The database compares in UTC; near year 1 or 9999 an offset can push past the range.
-        return moment.astimezone(UTC)
-    except OverflowError:
-        raise HttpError(422, f"{name} is out of range (got {value[:60]!r}).") from None
+        return parse_moment(name, value, now=datetime.now(UTC))
+    except TimeWindowError as exc:
+        raise HttpError(422, str(exc)) from None
 
 
 def parse_outcome(value: str | None) -> str | None:
@@ -241,13 +219,7 @@ def round_out(row: Round, versions: VersionIndex) -> dict[str, Any]:
         "agent_in_policy": row.agent_in_policy,
         "drift": row.drift,
         "unknown_policy": _unknown_policy(row, versions),
-        "counts": {
-            "actions": row.actions,
-            "rejections": row.rejections,
-            "early_starts": row.early_starts,
-            "dedups": row.dedups,
-            "timeouts": row.timeouts,
-        },
+        "counts": {key: getattr(row, key) for key in COUNT_KEYS},
         "url": round_url(row),
     }
 

@@ -28,7 +28,15 @@ from accounts.access import VIEWER
 from accounts.sessions import session_allows
 from observe.health.live import alerts_fragment
 from observe.live import Counters, Tally, parse_filter, parse_since
-from observe.live.stream import CatchUp, apply_change, catch_up, fragments, matching, stream_message
+from observe.live.stream import (
+    CatchUp,
+    apply_change,
+    catch_up,
+    changes_of,
+    fragments,
+    matching,
+    stream_message,
+)
 from observe.selectors import RoundFilter, latest_version
 from observe.services import LIVE_GROUP
 
@@ -267,9 +275,13 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
     async def _apply(self, event: dict[str, Any]) -> None:
         """One batch, in version order: counters from its facts, cards from the shared render."""
         since = self.last_version
-        found = await fragments(event["first"], event["version"], str(event.get("stamp", "")))
+        changes = changes_of(event)
+        known = {entry.pk: entry.after for entry in changes}
+        found = await fragments(
+            event["first"], event["version"], str(event.get("stamp", "")), known
+        )
         if self.tally is not None:
-            apply_change(self.tally, event)
+            apply_change(self.tally, changes)
         self.last_version = event["version"]
         shown = matching(self.round_filter, found, since)
         await self._send([f.html for f in shown])

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
+from observe.domain.kinds import ROUND_KINDS
 from observe.models import Round
 from observe.selectors import RoundFilter
 
@@ -31,13 +32,9 @@ BUCKETS: Final = (
 MAX_BUCKETS: Final = 120
 #: Rows read at most for one chart (the chart says when it stopped there).
 MAX_ROWS: Final = 100_000
-#: (kind, counter column, label): rounds with at least one of each.
-KINDS: Final = (
-    ("rejected", "rejections", "with a rejection"),
-    ("timeout", "timeouts", "with a timeout"),
-    ("early", "early_starts", "with an early start"),
-    ("dedup", "dedups", "with a dedup"),
-)
+#: (series class, counter column, label): rounds with at least one of each kind, in the order
+#: of the kinds table.
+KINDS: Final = tuple((kind.chip, kind.counter, kind.chart_label) for kind in ROUND_KINDS)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from core.numbers import parse_whole
 from observe.domain.rounds import recorded_round
 from observe.selectors import RoundFilter, rounds_page
 from policy.domain.dryrun import AgentResolutionLike
@@ -28,7 +29,6 @@ from policy.domain.impact import (
 )
 from policy.domain.manifest import Manifest
 from policy.domain.multi_action import ModeSources
-from policy.domain.numbers import parse_whole
 from policy.domain.resolution import AgentResolution
 from policy.domain.round_policy import RoundPolicy
 from policy.selectors import agent_default_mode, draft_state, manifest_for, policy_agent_run

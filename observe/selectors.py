@@ -12,11 +12,13 @@ from urllib.parse import urlencode
 from django.db.models import Count, F, Q, QuerySet
 from django.urls import reverse
 
+from core.text import dot_segment
 from observe.domain.events import stored_event
 from observe.domain.kinds import KINDS
 from observe.domain.rounds import Round as AssembledRound
 from observe.domain.rounds import assemble, assembly_round
 from observe.models import Round
+from policy.versions import version_index
 
 #: "only rounds with …" kinds and the counter column each one reads.
 KIND_COLUMNS = {name: kind.counter for name, kind in KINDS.items()}
@@ -30,24 +32,8 @@ HAS_NAMES = (*KIND_COLUMNS, DRIFT)
 MAX_ROW_ID = 2**63 - 1
 
 
-#: The relative spans ``since=`` / ``until=`` accept beside ISO 8601 (DESIGN §6): "15m" is
-#: "15 minutes before now".
-RELATIVE_SPANS = {
-    "15m": timedelta(minutes=15),
-    "1h": timedelta(hours=1),
-    "24h": timedelta(hours=24),
-    "7d": timedelta(days=7),
-}
 #: ``outcome=`` values (DESIGN §6); ``in_progress`` is a round with no outcome yet.
 OUTCOMES = ("ok", "retried", "failed", "in_progress")
-
-
-def relative_time(value: str, *, now: datetime | None = None) -> datetime | None:
-    """``now`` minus a relative span such as ``1h``; ``None`` when ``value`` is not one."""
-    span = RELATIVE_SPANS.get(value.strip().lower())
-    if span is None:
-        return None
-    return (now or datetime.now(UTC)) - span
 
 
 class BadCursor(ValueError):
@@ -184,8 +170,6 @@ def round_ids_in_path(agent: str, turn_id: str) -> bool:
     """Whether a round's ids can be the path ``<agent>/<turn_id>/<iteration>/`` (§4): the agent
     one segment, neither a ``.``/``..`` segment a browser would resolve elsewhere in the site,
     and no control character (the route's ``<path:>`` cannot match a line break)."""
-    from policy.domain.text import dot_segment
-
     if not agent or "/" in agent or dot_segment(agent) or dot_segment(turn_id) or not turn_id:
         return False
     return not any(unicodedata.category(char) == "Cc" for char in agent + turn_id)
@@ -247,8 +231,6 @@ def _problems_last_hour(now: datetime) -> dict[str, int]:
 
 def _drift_by_version() -> tuple[tuple[int, int, int], ...]:
     """How often the runtime did what each version says, over the rounds checked under it."""
-    from policy.versions import version_index
-
     versions = version_index()
     totals: dict[int, list[int]] = {}
     # Per round, not per hash: two versions can share a hash (a rollback's copy), and each

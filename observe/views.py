@@ -19,6 +19,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from core.numbers import parse_whole
+from observe.domain.kinds import ROUND_KINDS
 from observe.domain.rounds import recorded_round
 from observe.history_chart import rounds_chart
 from observe.live import (
@@ -45,7 +47,7 @@ from observe.selectors import (
     rounds_page,
 )
 from observe.timeline import build_timeline
-from policy.domain.numbers import parse_whole
+from policy.selectors import draft_state
 from policy.versions import version_index, version_list
 
 LIVE_TEMPLATE = "observe/live.html"
@@ -60,6 +62,22 @@ class HistoryRow:
     row: Round
     url: str | None
     tools: list[str]
+
+    @property
+    def chips(self) -> list[KindChip]:
+        """A chip per round kind the round has actions of, in the order of the kinds table."""
+        return [
+            KindChip(kind.chip, kind.counter, kind.chip_text(count))
+            for kind in ROUND_KINDS
+            if (count := getattr(self.row, kind.counter))
+        ]
+
+
+@dataclass(frozen=True)
+class KindChip:
+    css: str
+    counter: str
+    text: str
 
 
 @require_GET
@@ -137,8 +155,6 @@ def round_by_ids(request: HttpRequest) -> HttpResponse:
 
 def _case_round(row: Round) -> str | None:
     """The round as a regression case would hold it (JSON), when the draft has its agent."""
-    from policy.selectors import draft_state
-
     if row.agent not in draft_state().agents:
         return None
     found = recorded_round((row.agent, row.turn_id, row.iteration), row.assembly)

@@ -3,6 +3,7 @@ tool's panel, which its editor page also loads."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, Final
 from urllib.parse import urlencode
 
@@ -10,9 +11,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from core.timewindow import parse_moment
 from observe.health.live import alerts_context
 from observe.health.report import limit_impact, timeout_alerts, tool_health_report
-from observe.selectors import RELATIVE_SPANS, relative_time
 
 TOOLS_TEMPLATE: Final = "observe/tools.html"
 TOOL_TEMPLATE: Final = "observe/tool_health.html"
@@ -39,7 +40,12 @@ DEFAULT_WINDOW: Final = "24h"
 
 def _window(request: HttpRequest) -> str:
     value = request.GET.get("window", DEFAULT_WINDOW)
-    return value if value in RELATIVE_SPANS and value in WINDOWS else DEFAULT_WINDOW
+    return value if value in WINDOWS else DEFAULT_WINDOW
+
+
+def _since(window: str) -> datetime | None:
+    """The start of a window (one of ``WINDOWS``: a span, read as every time filter is)."""
+    return parse_moment("window", window, now=datetime.now(UTC))
 
 
 def _positive(value: str | None) -> float | None:
@@ -87,7 +93,7 @@ def tools(request: HttpRequest) -> HttpResponse:
     sort = request.GET.get("sort", "tool_id")
     sort = sort if sort in SORTS else "tool_id"
     descending = request.GET.get("dir", _first_dir(sort)) != "asc"
-    report = tool_health_report(agent=agent, tool=name or None, since=relative_time(window))
+    report = tool_health_report(agent=agent, tool=name or None, since=_since(window))
     rows = [with_advice_links(tool) for tool in report["tools"]]
     present = [row for row in rows if _sort_key(sort)(row)[0] is False]
     missing = [row for row in rows if _sort_key(sort)(row)[0] is True]
@@ -132,7 +138,7 @@ def tools(request: HttpRequest) -> HttpResponse:
 @require_GET
 def tool(request: HttpRequest, agent: str, tool_id: str) -> HttpResponse:
     window = _window(request)
-    report = tool_health_report(agent=agent, since=relative_time(window))
+    report = tool_health_report(agent=agent, since=_since(window))
     found = next((t for t in report["tools"] if t["tool_id"] == tool_id), None)
     context = {
         "tool": with_advice_links(found) if found is not None else None,
@@ -145,7 +151,7 @@ def tool(request: HttpRequest, agent: str, tool_id: str) -> HttpResponse:
     limit = _positive(request.GET.get("timeout_s"))
     if limit is not None and found is not None and found["in_policy"]:
         context["proposed"] = limit_impact(
-            agent=agent, tool_id=tool_id, limit_s=limit, since=relative_time(window)
+            agent=agent, tool_id=tool_id, limit_s=limit, since=_since(window)
         )
     if request.GET.get("partial") == "panel":
         return render(request, f"{TOOL_TEMPLATE}#panel", context)

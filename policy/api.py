@@ -12,7 +12,6 @@ from ninja import Router, Schema, Status
 from ninja.errors import HttpError
 
 from accounts.auth import session_auth
-from config.api_io import if_match_revision, read_body, read_json
 from policy.domain.catalog import catalog_entries, render_catalog, render_scope
 from policy.domain.descriptor_write import ExportRefused
 from policy.domain.descriptors import DescriptorError
@@ -20,7 +19,7 @@ from policy.domain.diagnostics import summarize
 from policy.domain.dryrun import dry_run, parse_round_spec
 from policy.domain.edits import as_sentence
 from policy.domain.jsonable import jsonable
-from policy.domain.resolution import AgentResolution, UnknownAgentError, effective_json
+from policy.domain.resolution import AgentResolution, effective_json
 from policy.domain.tools_unknown import render_unseen, unseen_tools
 from policy.domain.yaml_io import WEB_MAX_BYTES
 from policy.exporting import (
@@ -40,6 +39,7 @@ from policy.selectors import (
     text_analysis,
 )
 from policy.services import StaleRevision, draft_replace
+from web.api_io import if_match_revision, read_body, read_json
 
 router = Router(tags=["policy"], auth=session_auth)
 
@@ -227,11 +227,9 @@ def export_into(request: HttpRequest, bundle: str | None = None, version: int | 
 
 
 def agent_or_404(state: DraftState, agent: str) -> AgentResolution:
-    """The agent's resolution in ``state``; 404 when the draft has no such agent."""
-    try:
-        return agent_resolution(state, agent)
-    except UnknownAgentError:
-        raise HttpError(404, f"The draft has no agent {agent!r}.") from None
+    """The agent's resolution in ``state``; ``AgentNotFound`` (404, mapped in ``config.api``)
+    when the draft has no such agent."""
+    return agent_resolution(state, agent)
 
 
 @router.get("/agents/{agent}/effective")

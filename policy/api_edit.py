@@ -22,7 +22,6 @@ from ninja.errors import HttpError, ValidationError
 from pydantic import BaseModel
 
 from accounts.auth import session_auth
-from config.api_io import if_match_revision, read_json, read_object
 from policy.api import agent_or_404
 from policy.api_edit_schemas import (
     CONNECTION_BODY,
@@ -89,6 +88,7 @@ from policy.services import (
     manifest_remove,
     manifest_upload,
 )
+from web.api_io import if_match_revision, read_json, read_object
 
 router = Router(tags=["policy editing"], auth=session_auth)
 

@@ -11,7 +11,6 @@ from ninja.errors import HttpError
 from ninja.responses import Status
 
 from accounts.auth import RuntimeTokenAuth, session_auth
-from config.api_io import if_match_revision
 from policy.importing import import_preview
 from policy.kdcube import (
     KDCubeOff,
@@ -27,6 +26,7 @@ from policy.kdcube import (
 from policy.kdcube_client import KDCubeError
 from policy.services import StaleRevision, draft_replace
 from policy.versions import version_published
+from web.api_io import if_match_revision
 
 router = Router(tags=["kdcube"], auth=session_auth)
 

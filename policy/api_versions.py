@@ -13,8 +13,7 @@ from ninja.errors import HttpError
 from ninja.responses import Status
 
 from accounts.auth import RuntimeTokenAuth, session_auth
-from config.api_io import if_match_revision
-from policy.domain.numbers import parse_whole
+from core.numbers import parse_whole
 from policy.domain.version_diff import tool_changes, unified_diff
 from policy.selectors import draft_state
 from policy.versions import (
@@ -27,6 +26,7 @@ from policy.versions import (
     version_published,
     version_text,
 )
+from web.api_io import if_match_revision
 
 router = Router(tags=["versions"], auth=session_auth)
 

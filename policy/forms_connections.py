@@ -11,6 +11,7 @@ from typing import Any
 
 from django import forms
 
+from core.numbers import parse_whole
 from policy.domain.connections import (
     NAMESPACE_LIST_KEYS,
     NOT_OFFERED_CALLABLES,
@@ -18,7 +19,6 @@ from policy.domain.connections import (
     WILDCARD,
 )
 from policy.domain.edits import NamespaceEdit, parse_name_list
-from policy.domain.numbers import parse_whole
 from policy.domain.validate_tools import untypeable
 
 #: A bound on namespace rows one POST may carry (the form renders the existing ones plus one).

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -14,15 +16,26 @@ from django.db import connection
 from django.urls import NoReverseMatch, reverse
 
 from policy.domain.agent_run import AgentRun, agent_run
-from policy.domain.analysis import Analysis, analyze_text
+from policy.domain.analysis import Analysis, analyze_loaded, analyze_text
 from policy.domain.builtins import DEFAULT_ROLE, ROLES
 from policy.domain.dryrun import RoundSpec
 from policy.domain.manifest import Manifest, parse_manifest
 from policy.domain.multi_action import ModeSources, multi_action_mode, profile_mode
 from policy.domain.placement import Placement, place
-from policy.domain.resolution import AgentResolution, agent_names, resolve_agent
+from policy.domain.resolution import (
+    AgentResolution,
+    UnknownAgentError,
+    agent_names,
+    resolve_agent,
+)
 from policy.domain.validate_discovery import ServerFacts
-from policy.domain.yaml_io import CLI_MAX_BYTES, empty_policy, export_text, load_policy
+from policy.domain.yaml_io import (
+    CLI_MAX_BYTES,
+    LoadedPolicy,
+    empty_policy,
+    export_text,
+    load_policy,
+)
 from policy.models import AgentManifest, McpServerSetting, PolicyDraft
 
 
@@ -39,13 +52,54 @@ class DraftState:
         return agent_names(self.data)
 
 
-@lru_cache(maxsize=8)
-def _load_body(body: str) -> tuple[str, dict[str, Any]]:
-    """The export text and document of a stored body. Parsing YAML is the slow part of every
-    page; a body never changes once stored, so it is parsed once per process."""
+# Parsing YAML is the slow part of every page; a body never changes once stored, so each is
+# parsed once per process: the service that stores one hands over its own reading of it
+# (``remember_draft``), and the pages that follow (the draft, its analysis) parse nothing again.
+_KEPT = 8
+_bodies: OrderedDict[str, tuple[str, dict[str, Any]]] = OrderedDict()
+_readings: OrderedDict[str, LoadedPolicy] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _kept[V](cache: OrderedDict[str, V], key: str, make: Callable[[], V]) -> V:
+    with _cache_lock:
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+    value = make()  # outside the lock: two threads may both parse, neither waits on the other
+    _keep(cache, key, value)
+    return value
+
+
+def _keep[V](cache: OrderedDict[str, V], key: str, value: V) -> None:
+    with _cache_lock:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > _KEPT:
+            cache.popitem(last=False)
+
+
+def _read_body(body: str) -> tuple[str, dict[str, Any]]:
     loaded = load_policy(body, max_bytes=CLI_MAX_BYTES)
     data = loaded.data if not loaded.refused else empty_policy()
     return export_text(data), data
+
+
+def _load_body(body: str) -> tuple[str, dict[str, Any]]:
+    """The export text and document of a stored body (shared: copy before changing it)."""
+    return _kept(_bodies, body, lambda: _read_body(body))
+
+
+def _reading(text: str) -> LoadedPolicy:
+    """The export text of the draft, loaded (with its source map, for the diagnostics)."""
+    return _kept(_readings, text, lambda: load_policy(text, max_bytes=CLI_MAX_BYTES))
+
+
+def remember_draft(body: str, text: str, loaded: LoadedPolicy) -> None:
+    """The draft service stored ``body`` after reading back its export ``text`` as ``loaded``
+    (not refused): keep that reading for the body and for its analysis."""
+    _keep(_bodies, body, (text, loaded.data))
+    _keep(_readings, text, loaded)
 
 
 def draft_state() -> DraftState:
@@ -90,7 +144,7 @@ def manifest_rows() -> dict[str, AgentManifest]:
 @lru_cache(maxsize=32)
 def _analysis(text: str, manifests_json: str, servers: ServerFacts) -> Analysis:
     per_agent = {agent: parse_manifest(data) for agent, data in json.loads(manifests_json).items()}
-    return analyze_text(text, manifests=per_agent, servers=servers, max_bytes=CLI_MAX_BYTES)
+    return analyze_loaded(_reading(text), manifests=per_agent, servers=servers)
 
 
 def server_facts() -> ServerFacts:
@@ -126,12 +180,51 @@ def text_analysis(text: str | bytes, *, max_bytes: int, bundle: str | None = Non
     )
 
 
+class AgentNotFound(UnknownAgentError):
+    """The policy of a side (the draft, a version) has no agent of that name. Views and API
+    handlers let it through: ``config.error_pages`` (pages) and ``config.api`` (the API) map it
+    to 404 with this message, once."""
+
+    def __init__(self, agent: str, *, where: str = "The draft") -> None:
+        super().__init__(agent)
+        self.agent = agent
+        self.message = f"{where} has no agent {agent!r}."
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class AgentPolicy:
+    """What an agent runs with under one policy document: its resolution (effective tools,
+    connections) and where its rounds get their multi-action mode when a round does not say."""
+
+    resolution: AgentResolution
+    mode: ModeSources
+
+
+def agent_policy(
+    data: Any, agent: str, *, where: str = "The draft", role: str | None = DEFAULT_ROLE
+) -> AgentPolicy:
+    """The one selector of "the policy and mode of agent A" in a policy document (the draft's, a
+    version's, the one in force): raises :class:`AgentNotFound` naming ``where``. ``role``
+    picks the built-ins (parent: react.delegate, child: react.contribute, None: neither)."""
+    try:
+        resolution = resolve_agent(data, agent, manifest_for(agent), role=role)
+    except UnknownAgentError:
+        raise AgentNotFound(agent, where=where) from None
+    return AgentPolicy(resolution, agent_default_mode(data, agent))
+
+
 def agent_resolution(
     state: DraftState, agent: str, *, role: str | None = DEFAULT_ROLE
 ) -> AgentResolution:
-    """Raises ``UnknownAgentError`` when the draft has no such agent. ``role`` picks the
-    built-ins (parent: react.delegate, child: react.contribute, None: neither)."""
-    return resolve_agent(state.data, agent, manifest_for(agent), role=role)
+    """The agent's resolution in the draft; raises :class:`AgentNotFound` (a 404 for pages and
+    the API) when the draft has no such agent."""
+    try:
+        return resolve_agent(state.data, agent, manifest_for(agent), role=role)
+    except UnknownAgentError:
+        raise AgentNotFound(agent) from None
 
 
 def agent_prediction(state: DraftState, agent: str, *, role: str | None = DEFAULT_ROLE) -> AgentRun:

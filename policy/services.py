@@ -13,6 +13,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from audit.services import audit_record
+from core.numbers import BOUND_TEXT, find_unbounded
+from core.text import find_nul, show_path, unencodable_path
 from policy.audit_notes import (
     DRAFT_EDITED,
     MANIFEST_REMOVE,
@@ -28,11 +30,9 @@ from policy.domain.caps import over_caps
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.edits import EditError, check_agent_name, remove_agent, rename_agent
 from policy.domain.manifest import parse_manifest
-from policy.domain.numbers import BOUND_TEXT, find_unbounded
-from policy.domain.text import find_nul, show_path, unencodable_path
-from policy.domain.yaml_io import CLI_MAX_BYTES, dump_body, load_policy
+from policy.domain.yaml_io import CLI_MAX_BYTES, dump_body, export_of_body, load_policy
 from policy.models import AgentManifest, PolicyDraft
-from policy.selectors import DraftState, draft_analysis, draft_state
+from policy.selectors import DraftState, draft_analysis, draft_state, remember_draft
 
 Edit = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -133,7 +133,10 @@ def draft_change(
             raise PolicyTooLarge(over)
     body = dump_body(new_data)
     # Refuse to store anything the loader would not read back: the draft must stay importable.
-    reloaded = load_policy(body, max_bytes=CLI_MAX_BYTES)
+    # Read back as exported (header and body), so this one reading also serves every page that
+    # shows the new draft and its diagnostics (``remember_draft``).
+    text = export_of_body(body)
+    reloaded = load_policy(text, max_bytes=CLI_MAX_BYTES)
     if reloaded.refused:
         raise EditRefused("that change would make the policy unreadable; nothing was saved")
     if draft is None:
@@ -142,6 +145,7 @@ def draft_change(
     draft.revision = current + 1
     draft.updated_by = _user(user)
     draft.save()
+    remember_draft(body, text, reloaded)
     _check_readable()
     note = audit or DRAFT_EDITED
     before, after = note.before_after(state.data, new_data)

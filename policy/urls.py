@@ -17,15 +17,10 @@ from policy.views import (
 
 app_name = "policy"
 
+# The impact pages and the publish page are in this namespace too, routed from
+# ``pages.policy_urls`` (they replay observe's rounds, and observe sits above policy).
+
 urlpatterns = [
-    path("impact/", versions.impact_view, name="impact"),
-    path(
-        "impact/rounds/<str:agent>/<path:turn_id>/<int:iteration>/",
-        versions.impact_round_view,
-        name="impact-round",
-    ),
-    # The same page for ids no path can hold (``?agent=&turn_id=&iteration=``).
-    path("impact/rounds/", versions.impact_round_by_ids, name="impact-round-by-ids"),
     path("", agents.agent_list, name="agents"),
     path("agents/add/", agents.agent_add, name="agent-add"),
     path("agents/<str:agent>/", agents.agent_detail, name="agent"),
@@ -78,10 +73,8 @@ urlpatterns = [
     path("agents/<str:agent>/catalog/", inspect.catalog_view, name="catalog"),
     path("agents/<str:agent>/playground/", inspect.playground, name="playground"),
     path("import/", transfer.import_view, name="import"),
-    path("publish/", versions.publish_view, name="publish"),
     path("versions/", versions.versions_view, name="versions"),
     path("versions/<int:number>/", versions.version_view, name="version"),
-    path("versions/<int:number>/rollback/", versions.rollback_view, name="rollback"),
     path("versions/<int:number>/push/", kdcube.kdcube_push_view, name="kdcube-push"),
     path("kdcube/import/", kdcube.kdcube_import_view, name="kdcube-import"),
     path("draft/discard/", versions.draft_discard_view, name="draft-discard"),

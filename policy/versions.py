@@ -41,6 +41,7 @@ from policy.selectors import (
     manifest_for,
 )
 from policy.services import draft_change, draft_lock
+from policy.suites import failing_summary, suites_check
 
 # --- reads ------------------------------------------------------------------------------------
 
@@ -239,8 +240,6 @@ def policy_publish(
         raise ConfirmationNeeded(
             f"The draft has {len(warnings)} warning(s): confirm to publish it anyway.", warnings
         )
-    from policy.suites import failing_summary, suites_check
-
     failing = failing_summary(suites_check(state))
     if failing and not override_failing_cases:
         raise SuitesFailing(

@@ -1,5 +1,5 @@
-"""Deploy-grade settings: the README's production example passes ``check --deploy``, a weak
-secret key is refused, and every page carries a Content-Security-Policy without inline scripts."""
+"""Deploy-grade settings: docs/production.md's example passes ``check --deploy``, a weak secret
+key is refused, and every page carries a Content-Security-Policy without inline scripts."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def production_example_env() -> dict[str, str]:
-    """The ``KEY=VALUE`` lines of the README block marked ``<!-- production-env -->``."""
-    readme = (ROOT / "README.md").read_text()
+    """The ``KEY=VALUE`` lines of docs/production.md's block marked ``<!-- production-env -->``."""
+    readme = (ROOT / "docs" / "production.md").read_text()
     block = re.search(r"<!-- production-env -->\n```bash\n(.*?)```", readme, re.S)
-    assert block, "README lost its production example (the block after <!-- production-env -->)"
+    assert block, "docs/production.md lost its example (the block after <!-- production-env -->)"
     env = {}
     for line in block.group(1).splitlines():
         if line.strip() and not line.startswith("#"):

@@ -118,7 +118,7 @@ def _traitdeck_manifest() -> dict[str, Any]:
     policy = {"surfaces": {"as_consumer": {"agents": {"main": {"tools": tools}}}}}
     code = (
         "import sys; from conformance import stubs; stubs.install(sys.argv[1]); "
-        "from policy.domain.cli import main; raise SystemExit(main(sys.argv[2:]))"
+        "from policy.cli import main; raise SystemExit(main(sys.argv[2:]))"
     )
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
         json.dump(policy, file)

@@ -1,12 +1,14 @@
 """The four kinds of round worth a second look, in one table.
 
-Selectors (the ``has`` filter and its counter column), the live page (labels, counters), the API
-(``has=`` and ``counts``) and the simulator's summary all derive theirs from :data:`ROUND_KINDS`.
+Selectors (the ``has`` filter and its counter column), ingest (the Round columns and a round's
+facts), the live page (labels, counters, chips), the history page (its chart series and chips),
+the API (``has=`` and ``counts``) and the simulator's summary all derive theirs from
+:data:`ROUND_KINDS`: adding a kind is one row here (plus its column and its colour in the CSS).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -17,19 +19,62 @@ from observe.domain.events import ACTION_REJECTED, LEDGER_DEDUP, TOOL_EARLY_STAR
 class RoundKind:
     """``name``: the ``has`` value of filters and the API; ``event_type``: the event that marks
     an action of this kind; ``counter``: the ``counts`` key and Round column (actions of this
-    kind in the round); ``label``: what people read ("3 rejections", "only rounds with …")."""
+    kind in the round); ``label``: what people read ("3 rejections", "only rounds with …");
+    ``tally``: the live counter's name (its element ids ``count-…``/``rate-…``); ``chip``: the
+    CSS class of its chip and chart series; ``chip_text``: a chip's words for ``n`` actions;
+    ``chart_label``: the history chart's series ("rounds with a rejection")."""
 
     name: str
     event_type: str
     counter: str
     label: str
+    tally: str
+    chip: str
+    chip_text: Callable[[int], str]
+    chart_label: str
 
 
 ROUND_KINDS: Final[tuple[RoundKind, ...]] = (
-    RoundKind("rejection", ACTION_REJECTED, "rejections", "rejections"),
-    RoundKind("early", TOOL_EARLY_STARTED, "early_starts", "early starts"),
-    RoundKind("dedup", LEDGER_DEDUP, "dedups", "dedups"),
-    RoundKind("timeout", TOOL_TIMEOUT, "timeouts", "timeouts"),
+    RoundKind(
+        "rejection",
+        ACTION_REJECTED,
+        "rejections",
+        "rejections",
+        "rejections",
+        "rejected",
+        lambda n: f"{n} rejected",
+        "with a rejection",
+    ),
+    RoundKind(
+        "early",
+        TOOL_EARLY_STARTED,
+        "early_starts",
+        "early starts",
+        "early",
+        "early",
+        lambda n: f"{n} early",
+        "with an early start",
+    ),
+    RoundKind(
+        "dedup",
+        LEDGER_DEDUP,
+        "dedups",
+        "dedups",
+        "dedups",
+        "dedup",
+        lambda n: f"{n} dedup" if n == 1 else f"{n} dedups",
+        "with a dedup",
+    ),
+    RoundKind(
+        "timeout",
+        TOOL_TIMEOUT,
+        "timeouts",
+        "timeouts",
+        "timeouts",
+        "timeout",
+        lambda n: f"{n} timed out",
+        "with a timeout",
+    ),
 )
 #: ``name`` → kind, in table order.
 KINDS: Final[Mapping[str, RoundKind]] = {kind.name: kind for kind in ROUND_KINDS}

@@ -5,6 +5,9 @@ events are de-duplicated by ``event_id`` and applied in one total order, ``(ts, 
 two distinct events disagree (two ``round.finished``, say) the later one in that order wins —
 except ``round.started``, where the earliest marks the start. The same set of events therefore
 always gives an equal :class:`Round`.
+
+One module over 500 lines on purpose: the assembly kept in each row, its merge and its summary,
+and the full assembly of a round page must agree on every rule of that order; split, they drift.
 """
 
 from __future__ import annotations

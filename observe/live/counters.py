@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Final
 
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
-from observe.domain.kinds import ROUND_KINDS
+from observe.domain.facts import RoundFacts
+from observe.domain.kinds import ROUND_KINDS, RoundKind
 from observe.models import Round
 from observe.selectors import DRIFT, RoundFilter
 
@@ -21,35 +22,45 @@ RATE_WINDOW: Final = timedelta(seconds=60)
 # --- counters -----------------------------------------------------------------------------------
 
 
+#: The counters in order: rounds, one per round kind (``RoundKind.tally``), drift.
+COUNTER_NAMES: Final = ("rounds", *(kind.tally for kind in ROUND_KINDS), "drift")
+_POSITION: Final = {name: position for position, name in enumerate(COUNTER_NAMES)}
+_ZEROS: Final = (0,) * len(COUNTER_NAMES)
+
+
 @dataclass(frozen=True)
 class Counters:
-    """Totals for a filter, and the same for rounds started in the last minute."""
+    """Totals for a filter, and the same for rounds started in the last minute, in
+    :data:`COUNTER_NAMES` order. Read by name too: ``counters.rejections``,
+    ``counters.rate_rejections``; ``drift`` counts the rounds whose runtime did not do what
+    their version says."""
 
-    rounds: int = 0
-    rejections: int = 0
-    early: int = 0
-    dedups: int = 0
-    timeouts: int = 0
-    #: Rounds whose runtime did not do what their version says (issue 13).
-    drift: int = 0
-    rate_rounds: int = 0
-    rate_rejections: int = 0
-    rate_early: int = 0
-    rate_dedups: int = 0
-    rate_timeouts: int = 0
-    rate_drift: int = 0
+    totals: tuple[int, ...] = _ZEROS
+    rates: tuple[int, ...] = _ZEROS
+
+    def __getattr__(self, name: str) -> int:
+        values, key = (self.rates, name[5:]) if name.startswith("rate_") else (self.totals, name)
+        if key not in _POSITION:
+            raise AttributeError(name)
+        return values[_POSITION[key]]
+
+    @property
+    def kinds(self) -> list[tuple[RoundKind, int, int]]:
+        """Each round kind with its total and its rate, in table order (the live page's
+        counters)."""
+        return [
+            (kind, self.totals[position], self.rates[position])
+            for position, kind in enumerate(ROUND_KINDS, start=1)
+        ]
 
 
-def _totals(rounds: QuerySet[Round]) -> dict[str, int]:
+def _totals(rounds: QuerySet[Round]) -> tuple[int, ...]:
     sums = rounds.aggregate(
         rounds=Count("pk"),
-        rejections=Sum("rejections"),
-        early=Sum("early_starts"),
-        dedups=Sum("dedups"),
-        timeouts=Sum("timeouts"),
+        **{kind.tally: Sum(kind.counter) for kind in ROUND_KINDS},
         drift=Count("pk", filter=Q(drift=True)),
     )
-    return {name: int(value or 0) for name, value in sums.items()}
+    return tuple(int(sums[name] or 0) for name in COUNTER_NAMES)
 
 
 def counters_for(round_filter: RoundFilter, *, now: datetime | None = None) -> Counters:
@@ -58,9 +69,7 @@ def counters_for(round_filter: RoundFilter, *, now: datetime | None = None) -> C
     if round_filter.tool:
         # The tool filter joins RoundTool; count each round once.
         matching = Round.objects.filter(pk__in=matching.values("pk"))
-    totals = _totals(matching)
-    recent = _totals(matching.filter(started_at__gte=now - RATE_WINDOW))
-    return Counters(**totals, **{f"rate_{name}": value for name, value in recent.items()})
+    return Counters(_totals(matching), _totals(matching.filter(started_at__gte=now - RATE_WINDOW)))
 
 
 # --- kept incrementally -------------------------------------------------------------------------
@@ -69,50 +78,20 @@ def counters_for(round_filter: RoundFilter, *, now: datetime | None = None) -> C
 # and after (its "facts"). A viewer's totals start from one query when it connects and then only
 # add the difference each change makes to its filter: no viewer ever scans the rounds again.
 
-#: The facts of a round, JSON-ready (a list: it crosses Redis as msgpack, which has no tuples):
-#: [agent, started_at ISO, rejections, early starts, dedups, timeouts, tool ids, drift (0/1)].
-Facts = list[Any]
 
-
-def round_facts(
-    agent: str,
-    started_at: datetime,
-    counts: Sequence[int],
-    tools: Iterable[str],
-    drift: bool | None = None,
-) -> Facts:
-    rejections, early, dedups, timeouts = counts
-    return [
-        agent,
-        started_at.isoformat(),
-        rejections,
-        early,
-        dedups,
-        timeouts,
-        sorted(tools),
-        int(drift is True),
-    ]
-
-
-def _drift(facts: Sequence[Any]) -> int:
-    """The drift flag of facts (facts sent before it existed have none)."""
-    return int(facts[7]) if len(facts) > 7 else 0
-
-
-def admits(round_filter: RoundFilter, facts: Sequence[Any]) -> bool:
+def admits(round_filter: RoundFilter, facts: RoundFacts) -> bool:
     """Whether a round with these facts passes the filter (as ``RoundFilter.apply`` would)."""
-    agent, started, rejections, early, dedups, timeouts, tools = facts[:7]
-    if round_filter.agent and agent != round_filter.agent:
+    if round_filter.agent and facts.agent != round_filter.agent:
         return False
     if round_filter.has:
-        present = dict(zip(KIND_NAMES, (rejections, early, dedups, timeouts), strict=True))
-        present[DRIFT] = _drift(facts)
+        present = {kind.name: facts.count(kind.name) for kind in ROUND_KINDS}
+        present[DRIFT] = int(facts.drift)
         if not all(present[kind] > 0 for kind in round_filter.has):
             return False
-    if round_filter.tool and round_filter.tool not in tools:
+    if round_filter.tool and round_filter.tool not in facts.tools:
         return False
     if round_filter.since or round_filter.until:
-        moment = datetime.fromisoformat(started)
+        moment = datetime.fromisoformat(facts.started_at)
         if round_filter.since and moment < round_filter.since:
             return False
         if round_filter.until and moment >= round_filter.until:
@@ -121,7 +100,12 @@ def admits(round_filter: RoundFilter, facts: Sequence[Any]) -> bool:
 
 
 KIND_NAMES: Final = tuple(kind.name for kind in ROUND_KINDS)
-_Sums = tuple[int, int, int, int, int, int]
+#: What one round adds to a viewer's counters: 1 round, its actions of each kind, its drift.
+_Sums = tuple[int, ...]
+
+
+def _sums(facts: RoundFacts) -> _Sums:
+    return (1, *facts.counts, int(facts.drift))
 
 
 class Tally:
@@ -132,14 +116,14 @@ class Tally:
         self,
         round_filter: RoundFilter,
         totals: _Sums,
-        recent: dict[int, tuple[datetime, _Sums]],
+        recent: Mapping[int, tuple[datetime, _Sums]],
     ) -> None:
         self.round_filter = round_filter
         self.totals = list(totals)
         #: Rounds of the filter started within the rate window: pk → (started_at, sums), their
         #: sums, and a heap of (started_at, pk) to let them leave the window in time order.
         self.recent: dict[int, tuple[datetime, _Sums]] = {}
-        self.rates = [0, 0, 0, 0, 0, 0]
+        self.rates = [0] * len(COUNTER_NAMES)
         self.expiry: list[tuple[datetime, int]] = []
         for pk, (started, sums) in recent.items():
             self._enter(pk, started, sums)
@@ -156,15 +140,14 @@ class Tally:
             for position, value in enumerate(entry[1]):
                 self.rates[position] -= value
 
-    def apply(self, pk: int, old: Sequence[Any] | None, new: Sequence[Any] | None) -> None:
+    def apply(self, pk: int, old: RoundFacts | None, new: RoundFacts | None) -> None:
         for sign, facts in ((-1, old), (1, new)):
             if facts is not None and admits(self.round_filter, facts):
-                for position, value in enumerate((1, *facts[2:6], _drift(facts))):
+                for position, value in enumerate(_sums(facts)):
                     self.totals[position] += sign * value
         self._leave(pk)
         if new is not None and admits(self.round_filter, new):
-            sums = (1, new[2], new[3], new[4], new[5], _drift(new))
-            self._enter(pk, datetime.fromisoformat(new[1]), sums)
+            self._enter(pk, datetime.fromisoformat(new.started_at), _sums(new))
 
     def counters(self, now: datetime | None = None) -> Counters:
         horizon = (now or timezone.now()) - RATE_WINDOW
@@ -173,11 +156,7 @@ class Tally:
             entry = self.recent.get(pk)
             if entry is not None and entry[0] == started:
                 self._leave(pk)
-        names = ("rounds", "rejections", "early", "dedups", "timeouts", "drift")
-        return Counters(
-            **dict(zip(names, self.totals, strict=True)),
-            **{f"rate_{name}": value for name, value in zip(names, self.rates, strict=True)},
-        )
+        return Counters(tuple(self.totals), tuple(self.rates))
 
 
 def tally_for(round_filter: RoundFilter, *, now: datetime | None = None) -> Tally:
@@ -186,21 +165,11 @@ def tally_for(round_filter: RoundFilter, *, now: datetime | None = None) -> Tall
     matching = round_filter.apply(Round.objects.all())
     if round_filter.tool:
         matching = Round.objects.filter(pk__in=matching.values("pk"))
-    totals = _totals(matching)
+    columns = [kind.counter for kind in ROUND_KINDS]
     recent = {
-        pk: (started, (1, rejections, early, dedups, timeouts, int(drift is True)))
-        for pk, started, rejections, early, dedups, timeouts, drift in matching.filter(
+        pk: (started, (1, *counts, int(drift is True)))
+        for pk, started, drift, *counts in matching.filter(
             started_at__gte=now - RATE_WINDOW
-        ).values_list(
-            "pk", "started_at", "rejections", "early_starts", "dedups", "timeouts", "drift"
-        )
+        ).values_list("pk", "started_at", "drift", *columns)
     }
-    sums = (
-        totals["rounds"],
-        totals["rejections"],
-        totals["early"],
-        totals["dedups"],
-        totals["timeouts"],
-        totals["drift"],
-    )
-    return Tally(round_filter, sums, recent)
+    return Tally(round_filter, _totals(matching), recent)

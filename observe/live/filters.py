@@ -10,16 +10,15 @@ from typing import Final
 from django.http import QueryDict
 from django.utils import timezone
 
+from core.numbers import parse_whole
+from core.timewindow import TimeWindowError, parse_moment
 from observe.domain.kinds import ROUND_KINDS
 from observe.models import Round
 from observe.selectors import (
     HAS_NAMES,
     OUTCOMES,
-    RELATIVE_SPANS,
     RoundFilter,
-    relative_time,
 )
-from policy.domain.numbers import parse_whole
 from policy.selectors import draft_agent_names
 
 MAX_CARDS: Final = 200
@@ -91,25 +90,16 @@ def _version(
 
 
 def _local_time(value: str, name: str, errors: list[str]) -> datetime | None:
-    """A ``datetime-local`` value (no zone: the server's time zone), any ISO 8601 time, or a
-    relative span before now (``15m``, ``1h``, ``24h``, ``7d``)."""
-    value = value.strip()
-    if not value:
-        return None
-    relative = relative_time(value)
-    if relative is not None:
-        return relative
+    """A bound as ``core.timewindow`` reads it (a ``datetime-local`` value has no offset: UTC,
+    the server's time zone); one that cannot be read is named and ignored."""
     try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
+        return parse_moment(name, value, now=timezone.now())
+    except TimeWindowError:
         errors.append(
-            f"“{value[:60]}” is not a time ({name} was ignored); use YYYY-MM-DDTHH:MM or one of "
-            f"{', '.join(RELATIVE_SPANS)}."
+            f"“{value.strip()[:60]}” is not a time ({name} was ignored); use YYYY-MM-DDTHH:MM or a"
+            " span back from now like 15m, 24h or 7d."
         )
         return None
-    if timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, timezone.get_current_timezone())
-    return parsed
 
 
 def filter_query(round_filter: RoundFilter) -> list[tuple[str, str]]:

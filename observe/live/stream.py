@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -24,10 +24,12 @@ from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
+from observe.domain.facts import RoundFacts
 from observe.live.cards import card_for
-from observe.live.counters import Counters, Facts, Tally, admits, round_facts, tally_for
+from observe.live.counters import Counters, Tally, admits, tally_for
 from observe.models import Round
 from observe.selectors import KIND_COLUMNS, RoundFilter, latest_version
+from observe.services import RoundChange
 
 #: Most cards the live page holds (and the most one stream message carries).
 MAX_CARDS: Final = 200
@@ -44,7 +46,7 @@ class Fragment:
 
     pk: int
     version: int
-    facts: Facts
+    facts: RoundFacts
     html: SafeString
 
 
@@ -72,12 +74,16 @@ def cards_html(rows: Sequence[Round]) -> list[SafeString]:
     return [card_html(row) for row in rows]
 
 
-def render_fragments(rows: Sequence[Round]) -> list[Fragment]:
-    """Each row's card (rendered once per version) and the facts filters test."""
+def render_fragments(
+    rows: Sequence[Round], known: Mapping[int, RoundFacts] | None = None
+) -> list[Fragment]:
+    """Each row's card (rendered once per version) and the facts filters test: ``known`` ones
+    (the batch's message carries them, computed once at ingest), else read from the row (a
+    catch-up has no message)."""
     counters = tuple(KIND_COLUMNS.values())
     fragments = []
     for row in rows:
-        facts = round_facts(
+        facts = (known or {}).get(row.pk) or RoundFacts.of(
             row.agent,
             row.started_at,
             [getattr(row, column) for column in counters],
@@ -88,19 +94,22 @@ def render_fragments(rows: Sequence[Round]) -> list[Fragment]:
     return fragments
 
 
-def _changed_between(first: int, last: int) -> list[Fragment]:
+def _changed_between(first: int, last: int, known: Mapping[int, RoundFacts]) -> list[Fragment]:
     rows = Round.objects.filter(version__gte=first, version__lte=last).order_by("version")
-    return render_fragments(list(rows))
+    return render_fragments(list(rows), known)
 
 
 _changed_between_async = database_sync_to_async(_changed_between)
 _rendered: OrderedDict[tuple[int, str], asyncio.Future[list[Fragment]]] = OrderedDict()
 
 
-async def fragments(first: int, last: int, stamp: str) -> list[Fragment]:
+async def fragments(
+    first: int, last: int, stamp: str, known: Mapping[int, RoundFacts] | None = None
+) -> list[Fragment]:
     """The rounds of one batch (versions ``first``..``last``), read and rendered once per
     process: the first viewer to ask does it, the others wait for the same result. A round
-    changed again since is left out here: the later batch brings it."""
+    changed again since is left out here: the later batch brings it. ``known``: the batch's
+    facts after the change, by round (from its message)."""
     loop = asyncio.get_running_loop()
     key = (first, stamp)
     future = _rendered.get(key)
@@ -110,7 +119,7 @@ async def fragments(first: int, last: int, stamp: str) -> list[Fragment]:
         while len(_rendered) > KEPT_BATCHES:
             _rendered.popitem(last=False)
         try:
-            future.set_result(await _changed_between_async(first, last))
+            future.set_result(await _changed_between_async(first, last, known or {}))
         except BaseException as exc:
             _rendered.pop(key, None)
             future.set_exception(exc)
@@ -189,7 +198,12 @@ def matching(round_filter: RoundFilter, found: Sequence[Fragment], since: int) -
     return [f for f in found if f.version > since and admits(round_filter, f.facts)]
 
 
-def apply_change(tally: Tally, message: dict[str, Any]) -> None:
+def changes_of(message: dict[str, Any]) -> list[RoundChange]:
+    """The rounds a ``rounds.changed`` message says changed, read back from the wire."""
+    return [RoundChange.from_wire(wire) for wire in message.get("rounds", [])]
+
+
+def apply_change(tally: Tally, changes: Sequence[RoundChange]) -> None:
     """Fold one batch's facts into a viewer's counters."""
-    for pk, old, new in message.get("rounds", []):
-        tally.apply(int(pk), old, new)
+    for entry in changes:
+        tally.apply(entry.pk, entry.before, entry.after)

@@ -72,7 +72,26 @@ def analyze_text(
     holds (``manifest`` for every agent, ``manifests`` per agent name). Raises
     ``DescriptorError`` when a descriptor's bundle cannot be chosen."""
     read = read_policy_text(text, bundle=bundle, max_bytes=max_bytes, max_nodes=max_nodes)
-    loaded = read.loaded
+    return analyze_loaded(
+        read.loaded,
+        manifest=manifest,
+        manifests=manifests,
+        servers=servers,
+        bundle=read.bundle,
+        policy_bundles=read.policy_ids,
+    )
+
+
+def analyze_loaded(
+    loaded: LoadedPolicy,
+    *,
+    manifest: Manifest | None = None,
+    manifests: Mapping[str, Manifest] | None = None,
+    servers: ServerFacts | None = None,
+    bundle: BundleItem | None = None,
+    policy_bundles: tuple[str, ...] = (),
+) -> Analysis:
+    """:func:`analyze_text` of text already loaded (the draft's, read once when it was saved)."""
     diagnostics = list(loaded.diagnostics)
     if not loaded.refused:
         diagnostics += validate_policy(
@@ -85,6 +104,6 @@ def analyze_text(
     return Analysis(
         loaded=loaded,
         diagnostics=sort_for_display(diagnostics),
-        bundle=read.bundle,
-        policy_bundles=read.policy_ids,
+        bundle=bundle,
+        policy_bundles=policy_bundles,
     )

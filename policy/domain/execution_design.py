@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from policy.domain.numbers import is_bounded, show_number
+from core.numbers import is_bounded, show_number
 
 MODES: Final = ("sync", "async_job", "streaming", "event")
 RETRIES: Final = ("natural_key", "idempotency_key", "dedup", "not_safe")

@@ -7,6 +7,7 @@ so such values are spelled as Python spells them (``str``) rather than dropped.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -49,3 +50,8 @@ def json_kind(value: Any) -> str:
     if isinstance(value, Mapping):
         return "an object"
     return type(value).__name__
+
+
+def json_text(data: Any) -> str:
+    """The JSON the CLI prints (the web playground shows the same text)."""
+    return json.dumps(jsonable(data), indent=2, ensure_ascii=False) + "\n"

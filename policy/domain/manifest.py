@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from core.json_limits import MAX_DEPTH
+from core.numbers import BOUND_TEXT, is_bounded, show_number
+from core.text import unencodable_path
 from policy.domain.jsonable import json_kind
-from policy.domain.numbers import BOUND_TEXT, is_bounded, show_number
-from policy.domain.text import unencodable_path
 
 
 class ManifestError(ValueError):
@@ -162,10 +163,6 @@ def _plainly_storable(data: Any) -> bool:
         elif char in "]}":
             depth -= 1
     return peak <= MAX_DEPTH
-
-
-#: The deepest nesting a manifest may have (an entry's traits are three or four levels deep).
-MAX_DEPTH = 64
 
 
 def _unstorable(data: Any) -> str | None:

@@ -13,7 +13,13 @@ from types import MappingProxyType
 from typing import Any
 
 from policy.domain.builtins import BUILTIN_ALIAS, DEFAULT_ROLE, builtin_traits, builtins_for_role
-from policy.domain.connections import Connection, ToolEntry, mapping_or_empty, read_connection
+from policy.domain.connections import (
+    Connection,
+    ToolEntry,
+    mapping_or_empty,
+    operation_callable,
+    read_connection,
+)
 from policy.domain.execution_design import ExecutionDesign, parse_design
 from policy.domain.jsonable import jsonable
 from policy.domain.loading import (
@@ -237,8 +243,6 @@ def _origin(
 
 
 def _callable_of(operation: Any) -> str | None:
-    from policy.domain.connections import operation_callable
-
     return operation_callable(operation.strip() if isinstance(operation, str) else operation)
 
 

@@ -8,6 +8,9 @@ only its last value) and bound what it would happily expand (aliases, nesting).
 The events come from libyaml's C parser when PyYAML has it, from PyYAML's pure-Python parser
 otherwise; text the C parser refuses is read again in pure Python, so a diagnostic's words and
 position never depend on which parser is installed. Dumping stays pure Python (``_Dumper``).
+
+One module over 500 lines on purpose: the loader, the builder and the dumper share the source
+map, the bounds and the refusal wording, and the export's bytes must be what the loader reads back.
 """
 
 from __future__ import annotations
@@ -25,11 +28,11 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 from yaml.resolver import Resolver
 
+from core.numbers import BOUND_TEXT, is_bounded
+from core.text import encodable, find_nul, find_unencodable, show_path
 from policy.domain.diagnostics import Diagnostic, Severity
-from policy.domain.numbers import BOUND_TEXT, is_bounded
 from policy.domain.paths import AGENTS, Path, format_path
 from policy.domain.source import Mark, SourceMap
-from policy.domain.text import encodable, find_nul, find_unencodable, show_path
 
 WEB_MAX_BYTES: Final = 1024 * 1024
 CLI_MAX_BYTES: Final = 64 * 1024 * 1024
@@ -667,7 +670,11 @@ def dump_body(data: Any) -> str:
 
 def export_text(data: Any) -> str:
     """The export: ``# traitdeck-format: 1``, ``# sha256: <hex of the body>``, then the body."""
-    body = dump_body(data)
+    return export_of_body(dump_body(data))
+
+
+def export_of_body(body: str) -> str:
+    """The export of a body ``dump_body`` made (its header added; nothing dumped again)."""
     return f"{HEADER_FORMAT_LINE}# sha256: {body_hash(body)}\n{body}"
 
 

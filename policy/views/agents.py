@@ -34,7 +34,7 @@ from policy.domain.diagnostics import Diagnostic
 from policy.domain.edits import add_agent
 from policy.domain.execution_design import ExecutionDesign
 from policy.domain.placement import Placement, entry_keys, tool_rows
-from policy.domain.resolution import AgentResolution, EffectiveTool, UnknownAgentError
+from policy.domain.resolution import AgentResolution, EffectiveTool
 from policy.domain.round_policy import namespace_override
 from policy.domain.traits import UNKNOWN, is_early, normalize_strategy
 from policy.forms import AgentNameForm, ManifestForm, first_error
@@ -363,10 +363,7 @@ def _row(
 
 def agent_context(state: DraftState, agent: str, **extra: Any) -> dict[str, Any]:
     """Everything the agent page shows; raises 404 for an agent the draft does not have."""
-    try:
-        resolution = agent_resolution(state, agent)
-    except UnknownAgentError:
-        raise Http404(f"The draft has no agent {agent!r}.") from None
+    resolution = agent_resolution(state, agent)
     placement = agent_placement(state, resolution)
     count = len(resolution.connections)
     connections = [

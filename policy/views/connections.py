@@ -28,7 +28,6 @@ from policy.domain.edits import (
     set_namespaces,
     update_connection,
 )
-from policy.domain.resolution import UnknownAgentError
 from policy.forms_connections import CONNECTION_FORMS, ConnectionForm, NamedServiceConnectionForm
 from policy.selectors import DraftState, agent_resolution, draft_state
 from policy.selectors_discovery import discovery_panel
@@ -53,10 +52,7 @@ CONNECTION_TEMPLATE = "policy/connection_form.html"
 
 
 def _connection(state: DraftState, agent: str, index: int) -> Connection:
-    try:
-        resolution = agent_resolution(state, agent)
-    except UnknownAgentError:
-        raise Http404(f"The draft has no agent {agent!r}.") from None
+    resolution = agent_resolution(state, agent)
     connection = resolution.connection(index)
     if connection is not None:
         return connection

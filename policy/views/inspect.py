@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from policy.domain.builtins import DEFAULT_ROLE
 from policy.domain.catalog import catalog_entries, render_catalog, render_value
-from policy.domain.cli import json_text
 from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
+from policy.domain.jsonable import json_text
 from policy.domain.overseer import DEFAULT_MAX_ACTIONS, FINAL_ACTIONS
-from policy.domain.resolution import AgentResolution, EffectiveTool, UnknownAgentError
+from policy.domain.resolution import AgentResolution, EffectiveTool
 from policy.domain.tools_unknown import unseen_tools
 from policy.domain.traits import normalize_traits, resolved_strategy
 from policy.selectors import (
@@ -36,10 +36,7 @@ from policy.views.agents import render_page
 
 
 def _resolution(agent: str, role: str | None = DEFAULT_ROLE) -> AgentResolution:
-    try:
-        return agent_resolution(draft_state(), agent, role=role)
-    except UnknownAgentError:
-        raise Http404(f"The draft has no agent {agent!r}.") from None
+    return agent_resolution(draft_state(), agent, role=role)
 
 
 # --- effective traits ---------------------------------------------------------------------

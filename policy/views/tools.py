@@ -20,7 +20,7 @@ from policy.domain.connections import WILDCARD
 from policy.domain.diagnostics import Diagnostic, sort_by_severity_and_risk
 from policy.domain.edits import DESIGN_FIELDS, EditError
 from policy.domain.placement import Placement, place
-from policy.domain.resolution import EffectiveTool, UnknownAgentError, resolve_agent
+from policy.domain.resolution import EffectiveTool, resolve_agent
 from policy.domain.tool_edit import ToolTarget, UnknownToolError, find_tool
 from policy.domain.traits import EARLY_PROFILE, UNKNOWN, is_early, resolved_strategy
 from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
@@ -51,8 +51,6 @@ def _target(
 ) -> ToolTarget:
     try:
         return find_tool(agent_resolution(state, agent), index, key, namespace)
-    except UnknownAgentError:
-        raise Http404(f"The draft has no agent {agent!r}.") from None
     except UnknownToolError as exc:
         raise Http404(str(exc)) from None
 

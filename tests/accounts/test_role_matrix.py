@@ -355,13 +355,13 @@ def test_the_api_schema_declares_the_credentials_the_table_takes() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-def test_the_readme_matrix_is_the_access_table() -> None:
-    """The README's matrix is ``python manage.py role_matrix``'s output, so they cannot drift
+def test_the_documented_matrix_is_the_access_table() -> None:
+    """docs/roles.md's matrix is ``python manage.py role_matrix``'s output, so they cannot drift
     (compared row by row: a test that patches the table may leave its rows in another order)."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "roles.md").read_text()
     start = readme.index("Pages (by URL name;")
     block = readme[start : readme.index("\n## ", start)]
     expected = markdown_matrix(PAGES, API, TOKENS)
     assert sorted(block.strip().splitlines()) == sorted(expected.strip().splitlines()), (
-        "README.md's role matrix is stale: paste `python manage.py role_matrix` over it"
+        "docs/roles.md's role matrix is stale: paste `python manage.py role_matrix` over it"
     )

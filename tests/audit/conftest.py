@@ -5,13 +5,12 @@ from typing import Any
 import pytest
 
 from audit.models import AuditEntry
-from policy.services import draft_change
+from tests.policy.conftest import seed_agents
 
 
 def seed(**agents: Any) -> int:
     """Make the draft hold these agents (and forget the entry that records it)."""
-    doc = {"surfaces": {"as_consumer": {"agents": agents}}}
-    revision = draft_change(edit=lambda _old: doc, base_revision=None).revision
+    revision = seed_agents(**agents)
     AuditEntry.objects.all().delete()
     return revision
 

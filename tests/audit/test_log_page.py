@@ -120,7 +120,7 @@ def test_a_filter_value_it_cannot_read_is_named_and_left_out(
     response = publisher_client.get(LOG, {"since": "last week"})
     assert response.status_code == 200
     html = response.content.decode()
-    assert "since must be a span back from now" in html
+    assert "since must be an ISO 8601 date or date-time" in html
     assert "4 entries" in html
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
+from policy.cli import run
 from policy.domain.analysis import analyze_text
-from policy.domain.cli import run
 from policy.domain.resolution import resolve_agent
 from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from policy.domain.cli import run  # noqa: E402
+from policy.cli import run  # noqa: E402
 from policy.domain.impact import replay  # noqa: E402
 from tests.bench.bench_policy import merge_json  # noqa: E402
 from tests.policy.domain.test_impact import (  # noqa: E402

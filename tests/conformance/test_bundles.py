@@ -15,7 +15,7 @@ import pytest
 
 from conformance import fixtures
 from conformance.families.bundles import INPUTS, UNNAMED_AGENT
-from policy.domain.cli import run
+from policy.cli import run
 from policy.domain.descriptor_write import export_into_descriptor
 from policy.domain.descriptors import read_policy_text
 from policy.domain.yaml_io import CLI_MAX_BYTES

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from conformance import fixtures
-from policy.domain.cli import run
+from policy.cli import run
 from policy.domain.yaml_io import dump_body
 
 CASES = fixtures.read("config")["cases"]

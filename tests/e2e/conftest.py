@@ -20,10 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+#: Every ``expect`` waits for its condition up to this long (Playwright's default is 5 s): on a
+#: machine whose cores are busy, daphne and chromium answer slower, and a wait that ends as soon
+#: as the page is right costs nothing when it is fast.
+expect.set_options(timeout=30_000)
 
 
 def _free_port() -> int:
@@ -85,10 +89,10 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90  # migrations and the first import on a busy machine
     while True:
         try:
-            with urllib.request.urlopen(f"{server.url}/api/v1/health", timeout=1) as response:
+            with urllib.request.urlopen(f"{server.url}/api/v1/health", timeout=5) as response:
                 if response.status == 200:
                     break
         except OSError:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ninja.errors import HttpError
 
-from config.api_io import parse_json
+from web.api_io import parse_json
 
 SCALARS = (
     st.none()

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from observe.domain.events import EVENT_TYPES
 from observe.models import Round
-from policy.domain import cli
+from policy import cli
 from policy.models import AgentManifest
 from policy.selectors import draft_state
 from tests.hardening.pages import agent_pages, assert_pages_work, round_pages

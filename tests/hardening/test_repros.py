@@ -18,7 +18,7 @@ from django.test import Client
 from django.utils.datastructures import MultiValueDict
 
 from observe.models import Event, Round
-from policy.domain import cli
+from policy import cli
 from policy.models import AgentManifest
 from policy.selectors import draft_state
 from tests.hardening.pages import agent_pages, assert_every_page_works, assert_pages_work

@@ -74,13 +74,14 @@ def test_an_action_without_a_verdict_yet_says_so_and_errors_show() -> None:
 def test_counters_follow_each_change_without_counting_again() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from observe.live.counters import Tally, round_facts
+    from observe.domain.facts import RoundFacts
+    from observe.live.counters import Tally
     from observe.selectors import RoundFilter
 
     now = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
     tally = Tally(RoundFilter(has=frozenset({"rejection"})), (5, 7, 0, 0, 0, 0), {})
-    new = round_facts("main", now - timedelta(seconds=10), [0, 1, 0, 0], ["a.search"])
-    rejected = round_facts("main", now - timedelta(seconds=10), [1, 1, 0, 0], ["a.search"])
+    new = RoundFacts.of("main", now - timedelta(seconds=10), [0, 1, 0, 0], ["a.search"])
+    rejected = RoundFacts.of("main", now - timedelta(seconds=10), [1, 1, 0, 0], ["a.search"])
     tally.apply(1, None, new)  # no rejection: not in the filter
     assert (tally.counters(now).rounds, tally.counters(now).rate_rounds) == (5, 0)
     tally.apply(1, new, rejected)  # now it has one

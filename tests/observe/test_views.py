@@ -14,6 +14,7 @@ from observe.models import Round
 from observe.selectors import round_url
 from policy.services import draft_replace
 from tests.conftest import make_user
+from tests.markup import assert_element, find
 from tests.observe.live_support import HandRound, ingest, ingest_simulated, sample_policy
 
 pytestmark = pytest.mark.django_db
@@ -162,9 +163,10 @@ def test_the_filter_form_has_the_four_kinds_and_apply(viewer: Client) -> None:
         ("dedup", "dedups"),
         ("timeout", "timeouts"),
     ]:
-        checked = " checked" if kind == "dedup" else ""
-        assert f'name="has" value="{kind}"{checked}> {label}</label>' in page
-    assert '<button type="submit">Apply</button>' in page
+        box = find(page, "input", name="has", value=kind)
+        assert ("checked" in box.attrs) == (kind == "dedup"), kind
+        assert_element(page, "label", label, class_="check")
+    assert_element(page, "button", "Apply", type="submit")
 
 
 def test_the_filter_applies_to_the_list_the_counters_and_the_stream(viewer: Client) -> None:
@@ -174,7 +176,7 @@ def test_the_filter_applies_to_the_list_the_counters_and_the_stream(viewer: Clie
     page = response.content.decode()
     with_dedups = Round.objects.filter(agent="main", dedups__gt=0)
     assert set(cards(page)) == {f"round-{row.pk}" for row in with_dedups}
-    assert f'<b id="count-rounds">{with_dedups.count()}</b>' in page
+    assert find(page, "b", id="count-rounds").text == str(with_dedups.count())
     version = max(Round.objects.values_list("version", flat=True))
     assert f'hx-ws:connect="/ws/live/?since={version}&amp;agent=main&amp;has=dedup"' in page
     assert 'data-list-url="/live/?agent=main&amp;has=dedup&amp;partial=rounds"' in page
@@ -186,8 +188,8 @@ def test_the_counters_total_the_rounds_and_count_the_last_minute(viewer: Client)
     page = viewer.get("/live/").content.decode()
     rows = Round.objects.all()
     recent = rows.filter(started_at__gte=timezone.now() - timedelta(seconds=60))
-    assert f'<b id="count-rounds">{rows.count()}</b>' in page
-    assert f'<span id="rate-rounds">{recent.count()}</span>' in page
+    assert find(page, "b", id="count-rounds").text == str(rows.count())
+    assert find(page, "span", id="rate-rounds").text == str(recent.count())
     totals = {
         "rejections": sum(r.rejections for r in rows),
         "early": sum(r.early_starts for r in rows),
@@ -195,18 +197,17 @@ def test_the_counters_total_the_rounds_and_count_the_last_minute(viewer: Client)
         "timeouts": sum(r.timeouts for r in rows),
     }
     for name, total in totals.items():
-        assert f'<b id="count-{name}">{total}</b>' in page
-    assert f'<span id="rate-rejections">{sum(r.rejections for r in recent)}</span>' in page
+        assert find(page, "b", id=f"count-{name}").text == str(total), name
+    assert find(page, "span", id="rate-rejections").text == str(sum(r.rejections for r in recent))
 
 
 def test_the_page_has_the_stream_controls(viewer: Client) -> None:
     page = viewer.get("/live/").content.decode()
-    assert '<button type="button" id="pause"' in page
-    assert ">Pause</button>" in page
-    assert 'id="pending-count"' in page
-    assert 'id="stream-status"' in page
-    assert '<div id="incoming" hidden></div>' in page
-    assert 'id="live-seq"' in page
+    assert_element(page, "button", "Pause", type="button", id="pause")
+    assert_element(page, id="pending-count")
+    assert_element(page, id="stream-status")
+    assert find(page, "div", id="incoming", hidden=None).text == ""
+    assert_element(page, id="live-seq")
     assert "/static/js/live.js" in page
     assert 'hx-ws:connect="/ws/live/?since=0"' in page
 
@@ -378,6 +379,6 @@ def test_the_history_form_keeps_the_search(viewer: Client) -> None:
     page = viewer.get(
         "/live/history/?agent=main&has=early&tool=react.read&since=2026-01-02T03:04"
     ).content.decode()
-    assert 'name="has" value="early" checked' in page
-    assert 'value="react.read"' in page
-    assert 'name="since" id="history-since" value="2026-01-02T03:04"' in page
+    assert "checked" in find(page, "input", name="has", value="early").attrs
+    assert_element(page, "input", value="react.read")
+    assert_element(page, "input", name="since", id="history-since", value="2026-01-02T03:04")

@@ -16,7 +16,7 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policy.domain.cli import run as cli_run
+from policy.cli import run as cli_run
 from policy.domain.yaml_io import WEB_MAX_BYTES, export_text, load_policy
 from policy.models import PolicyDraft
 from policy.selectors import draft_state

@@ -1,5 +1,8 @@
 """The policy editing API: agents, connections, a tool's traits and manifests through JSON, every
-status of DESIGN §6, and that an edit made here leaves the same draft as the browser's forms."""
+status of DESIGN §6, and that an edit made here leaves the same draft as the browser's forms.
+
+Over 500 lines: one file per API router, as the routes share their fixtures and the comparison
+with the forms (split by resource it would repeat them)."""
 
 from __future__ import annotations
 
@@ -19,7 +22,10 @@ from policy.domain.edits import DESIGN_FIELDS
 from policy.domain.traits import EARLY_PROFILE
 from policy.models import AgentManifest
 from policy.selectors import draft_state
-from policy.services import draft_change, draft_replace, manifest_upload
+from policy.services import draft_replace, manifest_upload
+from tests.policy.conftest import exported_agents as stored_agents
+from tests.policy.conftest import exported_connections as stored_connections
+from tests.policy.conftest import seed_agents as seed
 
 pytestmark = pytest.mark.django_db
 
@@ -42,23 +48,6 @@ SERVICE = {
     "alias": "svc",
     "namespaces": {"task": {"allowed": ["object.get"]}},
 }
-
-
-def seed(**agents: Any) -> int:
-    """Make the draft hold these agents; returns its revision."""
-    doc = {"surfaces": {"as_consumer": {"agents": agents}}}
-    return draft_change(edit=lambda _old: doc, base_revision=None).revision
-
-
-def stored_agents() -> dict[str, Any]:
-    """The agents as the runtime reads the exported YAML."""
-    value: dict[str, Any] = yaml.safe_load(draft_state().text)["surfaces"]["as_consumer"]["agents"]
-    return value
-
-
-def stored_connections(agent: str = "main") -> list[dict[str, Any]]:
-    value: list[dict[str, Any]] = stored_agents()[agent]["tools"]
-    return value
 
 
 def call(

@@ -114,7 +114,7 @@ def test_the_traitdeck_cli_has_no_caps(tmp_path: Path) -> None:
     policy = tmp_path / "policy.yaml"
     policy.write_text(TWO_AGENTS)
     script = Path(sys.executable).with_name("traitdeck")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "policy.domain.cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "policy.cli"]
     env = {**os.environ, "TRAITDECK_MAX_AGENTS": "1", "TRAITDECK_MAX_TOOLS": "1"}
     done = subprocess.run(
         [*command, "validate", str(policy)],

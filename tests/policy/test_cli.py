@@ -2,6 +2,8 @@
 
 The contract (issue 3, DESIGN §6): 0 done and no errors; 1 the policy has errors, refused text, or
 an unknown agent/tool; 2 the command could not run as asked — one line on stderr, no traceback.
+
+Over 500 lines: one file for the one console script, in the order of its commands.
 """
 
 from __future__ import annotations
@@ -98,9 +100,7 @@ class Result:
 
 def traitdeck(*args: str | Path, stdin: str | None = None, cwd: Path | None = None) -> Result:
     command = (
-        [str(CONSOLE_SCRIPT)]
-        if CONSOLE_SCRIPT.exists()
-        else [sys.executable, "-m", "policy.domain.cli"]
+        [str(CONSOLE_SCRIPT)] if CONSOLE_SCRIPT.exists() else [sys.executable, "-m", "policy.cli"]
     )
     completed = subprocess.run(
         [*command, *map(str, args)],
@@ -721,7 +721,7 @@ def test_fmt_flags_a_hand_edited_export_but_still_formats_it(policy: Path, tmp_p
 
 def test_the_cli_also_runs_as_a_python_module(policy: Path) -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "policy.domain.cli", "validate", str(policy), "--format", "json"],
+        [sys.executable, "-m", "policy.cli", "validate", str(policy), "--format", "json"],
         capture_output=True,
         text=True,
         cwd=ROOT,

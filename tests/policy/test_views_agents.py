@@ -1,3 +1,9 @@
+"""The agents pages: list, add, rename, remove, connections and the agent page's rows.
+
+Over 500 lines: these pages share one set of helpers and one draft shape; split by page they
+would copy them.
+"""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +17,11 @@ from django.test import Client
 
 from policy.models import AgentManifest
 from policy.selectors import draft_state
-from policy.services import draft_change, manifest_upload
+from policy.services import manifest_upload
 from tests.conftest import make_user
+from tests.policy.conftest import exported_agents as agents
+from tests.policy.conftest import exported_connections as connections
+from tests.policy.conftest import seed_agents as seed
 
 pytestmark = pytest.mark.django_db
 
@@ -32,26 +41,10 @@ def editor(client: Client) -> Client:
     return client
 
 
-def seed(**agents: Any) -> int:
-    """Make the draft hold these agents; returns its revision."""
-    doc = {"surfaces": {"as_consumer": {"agents": agents}}}
-    return draft_change(edit=lambda _old: doc, base_revision=None).revision
-
-
 def exported() -> dict[str, Any]:
     """The draft as the runtime reads the exported YAML."""
     data: dict[str, Any] = yaml.safe_load(draft_state().text)
     return data
-
-
-def agents() -> dict[str, Any]:
-    value: dict[str, Any] = exported()["surfaces"]["as_consumer"]["agents"]
-    return value
-
-
-def connections(agent: str = "main") -> list[dict[str, Any]]:
-    value: list[dict[str, Any]] = agents()[agent]["tools"]
-    return value
 
 
 def revision() -> int:

@@ -15,7 +15,7 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policy.domain.cli import run as cli_run
+from policy.cli import run as cli_run
 from policy.domain.yaml_io import load_policy
 from policy.selectors import draft_state
 from policy.services import draft_replace, manifest_upload
@@ -581,3 +581,15 @@ def test_a_playground_round_can_be_saved_as_a_regression_case(web: Client) -> No
     )
     assert response.status_code == 302
     assert "all pass under the draft" in page(web.get("/policy/agents/main/suite/"))
+
+
+def test_it_names_the_missing_agent_on_the_404_page_and_in_the_api(web: Client) -> None:
+    # One mapping (config.error_pages for pages, config.api for the API) of AgentNotFound.
+    response = web.get("/policy/agents/nobody/effective/")
+    assert response.status_code == 404
+    assert "The draft has no agent 'nobody'." in html.unescape(response.content.decode())
+    response = web.get("/api/v1/agents/nobody/effective")
+    assert (response.status_code, response.json()) == (
+        404,
+        {"error": "The draft has no agent 'nobody'."},
+    )

@@ -4,12 +4,13 @@ import re
 from typing import Any
 
 import pytest
-import yaml
 from django.contrib.auth import get_user_model
 from django.test import Client
 
 from policy.selectors import draft_state
-from policy.services import draft_change, manifest_upload
+from policy.services import manifest_upload
+from tests.policy.conftest import exported_connections
+from tests.policy.conftest import seed_connections as seed
 
 pytestmark = pytest.mark.django_db
 
@@ -30,15 +31,8 @@ def editor(client: Client) -> Client:
     return client
 
 
-def seed(*connections: dict[str, Any]) -> int:
-    doc = {"surfaces": {"as_consumer": {"agents": {"main": {"tools": list(connections)}}}}}
-    return draft_change(edit=lambda _old: doc, base_revision=None).revision
-
-
 def connection(index: int = 0) -> dict[str, Any]:
-    data = yaml.safe_load(draft_state().text)
-    value: dict[str, Any] = data["surfaces"]["as_consumer"]["agents"]["main"]["tools"][index]
-    return value
+    return exported_connections()[index]
 
 
 def page(response: Any) -> str:

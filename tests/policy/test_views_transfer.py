@@ -12,7 +12,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from policy.domain.cli import run as cli_run
+from policy.cli import run as cli_run
 from policy.domain.yaml_io import WEB_MAX_BYTES, export_text, load_policy
 from policy.models import PolicyDraft
 from policy.selectors import draft_state

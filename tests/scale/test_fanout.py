@@ -16,7 +16,7 @@ import httpx
 from tests.scale.conftest import Cluster, receive_until, simulated_rounds
 
 #: Redis delivers in milliseconds; the workers' own database re-read is 600 s away.
-FAN_OUT_WITHIN = 10.0
+FAN_OUT_WITHIN = 30.0  # a ceiling, not a wait: a busy machine took longer than 10 s
 
 
 def test_static_files_are_served_hashed_and_cached_by_each_worker(cluster: Cluster) -> None:

@@ -12,7 +12,7 @@ from websockets.exceptions import WebSocketException
 
 from tests.scale.conftest import Cluster, receive_until, simulated_rounds, versions_in
 
-FAN_OUT_WITHIN = 10.0
+FAN_OUT_WITHIN = 30.0  # a ceiling, not a wait: a busy machine took longer than 10 s
 
 
 def test_redis_stopped_ingest_still_stores_and_the_live_view_resyncs(cluster: Cluster) -> None:

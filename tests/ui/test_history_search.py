@@ -15,6 +15,7 @@ from django.utils import timezone
 from observe.models import Round
 from policy.services import draft_replace
 from tests.conftest import make_user
+from tests.markup import assert_element
 from tests.observe.live_support import ingest_simulated, sample_policy
 
 pytestmark = pytest.mark.django_db
@@ -47,7 +48,7 @@ def test_tool_search_is_a_case_insensitive_substring(viewer: Client) -> None:
     api = viewer.get("/api/v1/rounds", {"tool": part, "limit": 500}).json()["rounds"]
     assert len(api) == expected
     # The box suggests the tools seen.
-    assert f'<option value="{tool}">' in page
+    assert_element(page, "option", value=tool)
 
 
 def test_a_tool_that_matches_nothing_gets_a_hint(viewer: Client) -> None:
@@ -78,11 +79,13 @@ def test_relative_ranges(viewer: Client) -> None:
     last_hour = rows(viewer.get(URL, {"since": "1h"}).content.decode())
     assert len(everything) == len(last_hour) + 1  # the round from two hours ago
     recent = viewer.get(URL, {"since": "15m"}).content.decode()
-    assert 'aria-pressed="true">last 15 min' in recent
+    assert_element(recent, text="last 15 min", aria_pressed="true")
     assert len(viewer.get("/api/v1/rounds", {"since": "1h", "limit": 500}).json()["rounds"]) == (
         len(last_hour)
     )
-    assert viewer.get("/api/v1/rounds", {"since": "3w"}).status_code == 422
+    # One reader for every time window (core.timewindow): any whole span of s, m, h, d or w.
+    assert viewer.get("/api/v1/rounds", {"since": "3w"}).status_code == 200
+    assert viewer.get("/api/v1/rounds", {"since": "3x"}).status_code == 422
 
 
 def test_sort_by_duration_longest_first(viewer: Client) -> None:
@@ -103,5 +106,5 @@ def test_the_chart_counts_rounds_per_minute_by_kind(viewer: Client) -> None:
         rejections__gt=0, started_at__gte=timezone.now() - timedelta(hours=1)
     ).count()
     if with_rejection:
-        assert 'class="series series-rejected"' in chart
-        assert f"with a rejection ({with_rejection})" in page
+        assert_element(page, "polyline", class_="series series-rejected")
+        assert_element(page, "li", f"with a rejection ({with_rejection})")

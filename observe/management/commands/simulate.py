@@ -37,7 +37,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from observe.domain.simulator import Simulator
 from observe.posting import EVENTS_PATH, KIND_ORDER, Delivery, Refused, Server, Totals
-from policy.domain.cli import positive_int
+from policy.cli import positive_int
 from policy.domain.resolution import agents_mapping
 from policy.domain.yaml_io import CLI_MAX_BYTES, agent_export_text, load_policy, split_header
 from policy.selectors import draft_state, manifest_for

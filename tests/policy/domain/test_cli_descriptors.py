@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from policy.domain.cli import run
+from policy.cli import run
 
 DESCRIPTOR = """\
 bundles:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from observe.domain.scenarios import Palette, pick_scenario, plan_round
-from policy.domain.cli import run
+from policy.cli import run
 from policy.domain.dryrun import RoundSpec, dry_run
 from policy.domain.impact import (
     DEDUP_GAINED,

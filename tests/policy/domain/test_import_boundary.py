@@ -1,4 +1,5 @@
-"""The domain packages stay importable without Django: the CLI and CI pipelines depend on it."""
+"""The domain packages, the core and the CLI stay importable without Django: the CLI and CI
+pipelines depend on it (``.importlinter`` states the same contract for ``make lint``)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,18 @@ ROOT = Path(__file__).resolve().parents[3]
 FORBIDDEN = ("django", "ninja", "channels", "daphne")
 
 
-@pytest.mark.parametrize("package", ["policy.domain", "observe.domain"])
+@pytest.mark.parametrize("package", ["core", "policy.domain", "observe.domain", "bridge.domain"])
 def test_it_imports_every_domain_module_without_django(package: str) -> None:
     package_dir = ROOT.joinpath(*package.split("."))
     modules = [f"{package}.{m.name}" for m in pkgutil.iter_modules([str(package_dir)])]
+    _assert_imports_without_django(package, modules)
+
+
+def test_it_runs_the_cli_shell_without_django() -> None:
+    _assert_imports_without_django("policy.cli", [])
+
+
+def _assert_imports_without_django(package: str, modules: list[str]) -> None:
     code = (
         "import importlib, sys\n"
         f"for name in {[package, *modules]!r}: importlib.import_module(name)\n"

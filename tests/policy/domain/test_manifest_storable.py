@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.text import unencodable_path
 from policy.domain.manifest import MAX_DEPTH, _plainly_storable, _unstorable
-from policy.domain.text import unencodable_path
 
 LEAVES = st.one_of(
     st.none(),

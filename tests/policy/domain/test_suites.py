@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from policy.domain.cli import run
+from policy.cli import run
 from policy.domain.dryrun import dry_run
 from policy.domain.impact import outcomes
 from policy.domain.suites import (

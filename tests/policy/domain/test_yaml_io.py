@@ -509,7 +509,7 @@ def test_it_exports_the_same_bytes_every_time() -> None:
         "x" * 500 + " " + "y" * 500,
         0,
         -17,
-        10**18 - 1,  # the largest a document may hold (policy.domain.numbers)
+        10**18 - 1,  # the largest a document may hold (core.numbers)
         1.5,
         -0.0,
         1e300,

@@ -7,14 +7,14 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.domain.numbers import MAX_MAGNITUDE
+from core.numbers import MAX_MAGNITUDE
 from policy.domain.yaml_io import export_text, load_policy
 
 # Text that stresses quoting and block scalars: breaks, spaces, indicators, odd characters.
 tricky_text = st.text(alphabet=st.sampled_from(list(" \n\t\r#:-'\"|>&*!%@`{}[],?ab\x85\u2028")))
 # No NUL: a policy holding one is refused (text-encoding: PostgreSQL cannot store it).
 texts = st.one_of(st.text(st.characters(codec="utf-8", exclude_characters="\x00")), tricky_text)
-# Integers within the bound a document may hold (policy.domain.numbers; beyond: refused).
+# Integers within the bound a document may hold (core.numbers; beyond: refused).
 integers = st.integers(-(MAX_MAGNITUDE - 1), MAX_MAGNITUDE - 1)
 scalars = st.one_of(
     st.none(),

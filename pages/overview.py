@@ -1,3 +1,5 @@
+"""The overview: the first page after login, a glance at the policy, the rounds and the tokens."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -7,7 +9,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from accounts.access import PUBLISHER
-from accounts.roles import has_role, role_granters, user_role
+from accounts.roles import has_role
 from accounts.selectors import runtime_token_list
 from observe.selectors import rounds_overview
 from policy.selectors import draft_analysis, draft_state
@@ -38,13 +40,4 @@ def overview(request: HttpRequest) -> HttpResponse:
             "policy": _policy_summary(),
             "rounds": rounds_overview(timezone.now()),
         },
-    )
-
-
-def no_role(request: HttpRequest) -> HttpResponse:
-    """Whom to ask for a role (open to every logged-in user, with a role or without)."""
-    return render(
-        request,
-        "accounts/no_role.html",
-        {"role": user_role(request.user), "granters": role_granters()},
     )

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit import views
+from pages import audit_log as views
 
 app_name = "audit"
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from policy.domain.numbers import (
+from core.numbers import (
     MAX_DIGITS,
     find_unbounded,
     is_bounded,

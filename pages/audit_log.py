@@ -19,7 +19,6 @@ from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
-from audit.presenting import entry_views
 from audit.selectors import (
     audit_actions,
     audit_actor_names,
@@ -27,6 +26,7 @@ from audit.selectors import (
     csv_lines,
     parse_filter,
 )
+from pages.audit_presenting import entry_views
 
 PAGE_SIZE = 50
 LOG_TEMPLATE = "audit/log.html"

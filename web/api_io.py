@@ -8,21 +8,17 @@ wrong keeps its own status and a plain sentence: 415 wrong type, 413 too large, 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-import orjson
 from django.http import HttpRequest
 from ninja.errors import HttpError
 
-from policy.domain.numbers import parse_whole
-from policy.domain.text import unencodable_path
+from core.json_limits import MAX_DEPTH, NotJson, decode_json, nests_deeper
+from core.numbers import parse_whole
+from core.text import unencodable_path
 
 JSON_TYPES: Final = ("application/json",)
-#: The deepest nesting a JSON body may have: far past any policy, manifest or round (about ten
-#: levels), far short of what exhausts the stack of the code that stores or shows the value.
-MAX_DEPTH: Final = 64
 #: Seconds a client is told to wait when the store is busy (``Retry-After``).
 RETRY_AFTER_S: Final = 1
 
@@ -57,49 +53,12 @@ def read_body(request: HttpRequest, *, content_types: tuple[str, ...], limit: in
     return body
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-#: Every ASCII digit as "0", every other byte as " ": a run of 19 zeros is a number orjson might
-#: read differently from Python's parser (an integer past 64 bits becomes a float there).
-_DIGIT_RUNS: Final = bytes(48 if 48 <= n <= 57 else 32 for n in range(256))
-_LONG_NUMBER: Final = b"0" * 19
-
-
 def parse_json(body: bytes) -> Any:
-    """Decode a JSON body or refuse it with 400. NaN and Infinity are not JSON (RFC 8259), though
-    Python's parser takes them by default; a hostile nesting depth is a 400, not a 500.
-
-    orjson decodes first (a third of the time on an ingest batch) when no run of 19 digits could
-    hold an integer it reads differently; anything it refuses (a lone surrogate escape, a number
-    past a double's range, a byte-order mark, deep nesting, NaN) goes to Python's parser, which
-    decides and words the error, so both paths give the same value or the same 400."""
-    if _LONG_NUMBER not in body.translate(_DIGIT_RUNS):
-        try:
-            return orjson.loads(body)
-        except orjson.JSONDecodeError:
-            pass
+    """Decode a JSON body (``core.json_limits.decode_json``) or refuse it with 400."""
     try:
-        return json.loads(body, parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise HttpError(400, f"The body is not valid JSON: {exc}.") from exc
-    except RecursionError:
-        raise HttpError(400, "The body is not valid JSON: it nests too deeply.") from None
-
-
-def nests_deeper(value: Any, limit: int) -> bool:
-    """Whether ``value`` has lists or objects nested more than ``limit`` levels (walked with a
-    stack, never recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, Mapping | list):
-            if depth >= limit:
-                return True
-            children = item.values() if isinstance(item, Mapping) else item
-            stack.extend((child, depth + 1) for child in children)
-    return False
+        return decode_json(body)
+    except NotJson as exc:
+        raise HttpError(400, f"The body is not valid JSON: {exc}.") from None
 
 
 def read_json(request: HttpRequest, *, limit: int, check_text: bool = True) -> Any:

@@ -1,5 +1,9 @@
 """``traitdeck``: validate, inspect and dry-run a policy file without a server or a database.
 
+The shell of the CLI (argparse, the environment, stdin and files): every answer it prints is
+computed by ``policy.domain``. It imports no Django, so the console script runs without a
+settings module (the layer contract and ``tests/policy/domain/test_import_boundary.py`` hold it).
+
 Exit codes (DESIGN §6): 0 done and the policy has no errors; 1 the policy has errors (output is
 still printed, computed as the runtime would) or the agent/tool does not exist; 2 the command
 could not run as asked (usage, unreadable or oversized file, malformed round or manifest).
@@ -34,7 +38,7 @@ from policy.domain.impact import (
     prediction_summary,
     replay,
 )
-from policy.domain.jsonable import jsonable
+from policy.domain.jsonable import json_text, jsonable
 from policy.domain.manifest import Manifest, ManifestError, parse_manifest
 from policy.domain.multi_action import ModeSources, multi_action_mode, profile_mode
 from policy.domain.resolution import (
@@ -269,11 +273,6 @@ def _diagnostic_line(file: str, diagnostic: Diagnostic) -> str:
 def _summary_line(analysis: Analysis) -> str:
     s = analysis.summary()
     return f"{s['errors']} error(s), {s['warnings']} warning(s), {s['info']} info"
-
-
-def json_text(data: Any) -> str:
-    """The JSON the CLI prints (the web playground shows the same text)."""
-    return json.dumps(jsonable(data), indent=2, ensure_ascii=False) + "\n"
 
 
 def _print_json(data: Any, out: TextIO) -> None:

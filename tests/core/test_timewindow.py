@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from audit.timefilter import TimeFilterError, parse_moment
+from core.timewindow import TimeWindowError, parse_moment
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -35,5 +35,5 @@ def test_it_reads_nothing_as_no_bound(text: str | None) -> None:
 
 @pytest.mark.parametrize("text", ["yesterday", "7x", "-7d", "2026W01", "2026-13-01", "999999w"])
 def test_it_refuses_anything_else_with_a_sentence_naming_the_field(text: str) -> None:
-    with pytest.raises(TimeFilterError, match="^since "):
+    with pytest.raises(TimeWindowError, match="^since "):
         parse_moment("since", text, now=NOW)

@@ -1,0 +1,402 @@
+"""The SQL of ingest: plain statements run with ``executemany``, one per table and batch.
+
+A queryset costs more to build than these queries take to run on every POST, so ingest reads the
+rounds it touches and writes rounds, events and tool rows here, with each field's own conversion
+(SQLite's few done directly). ``observe.services`` decides what to write; this module only knows
+how.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.db import connection, models
+
+from observe.domain.events import Event
+from observe.domain.facts import RoundFacts
+from observe.domain.kinds import COUNT_KEYS, ROUND_KINDS
+from observe.domain.rounds import Assembly, AssemblySummary
+from observe.models import Event as StoredEvent
+from observe.models import Round, RoundTool, StreamCounter
+
+
+def next_versions(count: int) -> list[int]:
+    """Take ``count`` consecutive version numbers (inside the caller's transaction): one
+    ``UPDATE … RETURNING`` (SQLite ≥ 3.35, PostgreSQL), which also locks the counter row until
+    commit, so versions are handed out in commit order."""
+    table = connection.ops.quote_name(StreamCounter._meta.db_table)
+    sql = f"UPDATE {table} SET value = value + %s WHERE id = %s RETURNING value"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [count, StreamCounter.SINGLETON_ID])
+        row = cursor.fetchone()
+    if row is None:  # the first batch ever
+        StreamCounter.objects.get_or_create(pk=StreamCounter.SINGLETON_ID)
+        return next_versions(count)
+    last = int(row[0])
+    return list(range(last - count + 1, last + 1))
+
+
+#: Ids per ``IN (…)`` list: well under every database's limit on statement parameters.
+_IDS_PER_QUERY = 500
+
+
+def stored_event_data(ids: Sequence[str]) -> list[tuple[str, Any]]:
+    """``(event_id, data)`` of the stored events among ``ids``: plain SQL (a queryset costs more
+    to build than this query takes to run on every POST)."""
+    if not ids:
+        return []
+    data_field = StoredEvent._meta.get_field("data")
+    quote = connection.ops.quote_name
+    table, event_id, data = (quote(n) for n in (StoredEvent._meta.db_table, "event_id", "data"))
+    if connection.vendor == "sqlite":
+        # The ids as one JSON list, joined in this order: each is a search of the unique index
+        # whatever the statistics say (after an ANALYZE of a small table, SQLite scanned the
+        # whole table for an IN list, so ingest slowed with the history).
+        queries = [
+            (
+                f"SELECT e.{event_id}, e.{data} FROM json_each(%s) AS j"
+                f" CROSS JOIN {table} AS e ON e.{event_id} = j.value",
+                [json.dumps(list(ids))],
+            )
+        ]
+    else:
+        step = _IDS_PER_QUERY
+        chunks = [ids[first : first + step] for first in range(0, len(ids), step)]
+        queries = [
+            (
+                f"SELECT {event_id}, {data} FROM {table}"
+                f" WHERE {event_id} IN ({', '.join(['%s'] * len(chunk))})",
+                list(chunk),
+            )
+            for chunk in chunks
+        ]
+    found: list[tuple[str, Any]] = []
+    with connection.cursor() as cursor:
+        for sql, params in queries:
+            cursor.execute(sql, params)
+            found.extend(
+                (stored_id, data_field.from_db_value(value, None, connection))  # type: ignore[arg-type]
+                for stored_id, value in cursor.fetchall()
+            )
+    return found
+
+
+#: The Round columns an ingest writes (besides the key), from the merged assembly.
+ROUND_COLUMNS = (
+    "started_at",
+    "finished_at",
+    "generation_finished_at",
+    "outcome",
+    "policy_hash",
+    "max_actions",
+    "actions",
+    "rejections",
+    "early_starts",
+    "dedups",
+    "timeouts",
+    "agent_in_policy",
+    "assembly",
+    "version",
+    "updated_at",
+)
+
+RoundKey = tuple[str, str, int]
+
+
+def round_values(
+    summary: AssemblySummary, state: Assembly, in_policy: bool, version: int, now: datetime
+) -> dict[str, Any]:
+    """The columns of a round row, as :data:`ROUND_COLUMNS` names them."""
+    counts = summary.counts
+    return {
+        "started_at": summary.started_at,
+        "finished_at": summary.finished_at,
+        "generation_finished_at": summary.generation_finished_at,
+        "outcome": summary.outcome,
+        "policy_hash": summary.policy_hash,
+        "max_actions": summary.max_actions,
+        **{key: counts[key] for key in COUNT_KEYS},
+        "agent_in_policy": in_policy,
+        "assembly": state,
+        "version": version,
+        "updated_at": now,
+    }
+
+
+_KIND_COLUMNS = tuple(kind.counter for kind in ROUND_KINDS)
+
+
+@dataclass
+class HeldRound:
+    pk: int
+    assembly: Assembly
+    in_policy: bool
+    facts: RoundFacts
+    drift: bool | None
+
+
+def _db_datetime(value: Any) -> datetime:
+    """A datetime column read with plain SQL, as the ORM returns it (aware, UTC)."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    parsed = datetime.fromisoformat(str(value))
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
+    """The rounds already stored, with their assembly and facts (one plain query: a queryset
+    costs more to build than the query takes to run on every POST)."""
+    wanted = set(keys)
+    agents = sorted({key[0] for key in keys})
+    turns = sorted({key[1] for key in keys})
+    quote = connection.ops.quote_name
+    columns = (
+        "id",
+        "agent",
+        "turn_id",
+        "iteration",
+        "assembly",
+        "agent_in_policy",
+        "started_at",
+        "drift",
+    )
+    assembly_field = Round._meta.get_field("assembly")
+    held: dict[RoundKey, HeldRound] = {}
+    with connection.cursor() as cursor:
+        for first in range(0, len(turns), _IDS_PER_QUERY):
+            chunk = turns[first : first + _IDS_PER_QUERY]
+            cursor.execute(
+                f"SELECT {', '.join(quote(c) for c in (*columns, *_KIND_COLUMNS))}"
+                f" FROM {quote(Round._meta.db_table)}"
+                f" WHERE {quote('agent')} IN ({', '.join(['%s'] * len(agents))})"
+                f" AND {quote('turn_id')} IN ({', '.join(['%s'] * len(chunk))})",
+                [*agents, *chunk],
+            )
+            for (
+                pk,
+                agent,
+                turn_id,
+                iteration,
+                assembly,
+                in_policy,
+                started,
+                drift,
+                *counts,
+            ) in cursor.fetchall():
+                key = (agent, turn_id, iteration)
+                if key not in wanted:
+                    continue
+                state = (
+                    orjson.loads(assembly)
+                    if isinstance(assembly, str)
+                    else assembly_field.from_db_value(assembly, None, connection)  # type: ignore[arg-type]
+                )
+                tools = state.get("tools", []) if state else []
+                held[key] = HeldRound(
+                    pk,
+                    state,
+                    bool(in_policy),
+                    RoundFacts.of(agent, _db_datetime(started), counts, tools, drift is True),
+                    None if drift is None else bool(drift),
+                )
+    return held
+
+
+class _JsonText(str):
+    """JSON text already encoded (by the fast checks), with the value it encodes."""
+
+    value: Any
+
+    def __new__(cls, text: str, value: Any) -> _JsonText:
+        made = super().__new__(cls, text)
+        made.value = value
+        return made
+
+
+#: The last datetime converted and its text: a batch's rows share one ``received_at``/``now``.
+_last_datetime: tuple[datetime | None, str | None] = (None, None)
+
+
+def _sqlite_datetime(value: datetime | None) -> str | None:
+    # What Django's SQLite backend stores for an aware datetime (UTC, naive, str()).
+    global _last_datetime
+    if value is None:
+        return None
+    last = _last_datetime  # one tuple, replaced whole: threads never see half of it
+    if value is last[0]:
+        return last[1]
+    text = str(value.astimezone(UTC).replace(tzinfo=None))
+    _last_datetime = (value, text)
+    return text
+
+
+def _sqlite_ts(text: str) -> str:
+    """What Django's SQLite backend stores for an event's time, from its normalized text
+    (``YYYY-MM-DDTHH:MM:SS.mmmZ``, UTC): ``YYYY-MM-DD HH:MM:SS[.ffffff]`` (``str()`` of the naive
+    UTC datetime, which leaves out a zero fraction)."""
+    millis = text[20:23]
+    if millis == "000":
+        return f"{text[:10]} {text[11:19]}"
+    return f"{text[:10]} {text[11:19]}.{millis}000"
+
+
+def _sqlite_json(value: Any) -> str:
+    if isinstance(value, _JsonText):
+        return value
+    # Rounds' assemblies and drift notes: built from checked events (finite numbers, integers
+    # within 64 bits), so orjson writes what the standard encoder would, a fifth of the time.
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+    except TypeError:
+        return json.dumps(value)
+
+
+class _Writer:
+    """Plain INSERT/UPDATE statements run with ``executemany``: one statement per table and
+    batch, values prepared by each field (so SQLite and PostgreSQL get what they expect). On
+    SQLite the few conversions are done directly: the generic path costs more than the insert."""
+
+    def __init__(self, model: type[models.Model], names: Sequence[str]) -> None:
+        self.fields = [model._meta.get_field(name) for name in names]
+        self.table = connection.ops.quote_name(model._meta.db_table)
+        self.columns = [connection.ops.quote_name(str(f.column)) for f in self.fields]  # type: ignore[union-attr]
+        self.converters: list[Callable[[Any], Any]] = [self._converter(f) for f in self.fields]
+        #: Whether rows may be given as the values SQLite stores (see ``_store``).
+        self.direct = connection.vendor == "sqlite" and settings.USE_TZ
+
+    @staticmethod
+    def _converter(field: Any) -> Callable[[Any], Any]:
+        if connection.vendor == "sqlite" and settings.USE_TZ:
+            if isinstance(field, models.DateTimeField):
+                return _sqlite_datetime
+            if isinstance(field, models.JSONField) and field.encoder is None:
+                return _sqlite_json
+            if isinstance(field, models.CharField | models.IntegerField | models.BooleanField):
+                return lambda value: value
+            if isinstance(field, models.ForeignKey):
+                return lambda value: value
+
+        def generic(value: Any) -> Any:
+            if isinstance(value, _JsonText):
+                value = value.value
+            return field.get_db_prep_save(value, connection)
+
+        return generic
+
+    def prepare(self, values: Sequence[Any]) -> list[Any]:
+        return [convert(value) for convert, value in zip(self.converters, values, strict=True)]
+
+    def insert(self, rows: list[list[Any]]) -> None:
+        if rows:
+            marks = ", ".join(["%s"] * len(self.columns))
+            sql = f"INSERT INTO {self.table} ({', '.join(self.columns)}) VALUES ({marks})"
+            with connection.cursor() as cursor:
+                cursor.executemany(sql, rows)
+
+    def update(self, rows: list[list[Any]]) -> None:
+        """``rows`` end with the primary key; the other values set the columns in order."""
+        if rows:
+            sets = ", ".join(f"{column} = %s" for column in self.columns)
+            sql = f"UPDATE {self.table} SET {sets} WHERE {connection.ops.quote_name('id')} = %s"
+            with connection.cursor() as cursor:
+                cursor.executemany(sql, rows)
+
+
+_writers: dict[tuple[str, str, type[models.Model], tuple[str, ...]], _Writer] = {}
+
+
+def _writer(model: type[models.Model], names: Sequence[str]) -> _Writer:
+    """The writer of these columns, made once per database (per vendor: the conversions
+    differ)."""
+    key = (connection.alias, connection.vendor, model, tuple(names))
+    writer = _writers.get(key)
+    if writer is None:
+        writer = _writers[key] = _Writer(model, names)
+    return writer
+
+
+def _data(event: Event, texts: Mapping[str, str | None]) -> Any:
+    text = texts.get(event.event_id)
+    return _JsonText(text, event.data) if text is not None else event.data
+
+
+@dataclass
+class RoundWrite:
+    """One round of a batch, merged: its key, its row (``pk`` None: a new round), the columns
+    :data:`ROUND_COLUMNS` names, the batch's events of it and the tool ids it newly holds."""
+
+    key: RoundKey
+    pk: int | None
+    values: dict[str, Any]
+    events: list[Event]
+    new_tools: list[str]
+
+
+def batch_write(
+    rounds: Sequence[RoundWrite],
+    texts: Mapping[str, str | None],
+    versions: Sequence[int],
+    now: datetime,
+) -> dict[RoundKey, int]:
+    """Write a merged batch: every round row (one UPDATE and one INSERT statement), then its
+    events and new tool rows. ``texts``: each event's JSON text when the checks encoded it.
+    Returns each round's primary key."""
+    round_writer = _writer(Round, ROUND_COLUMNS)
+    new_round_writer = _writer(Round, ("agent", "turn_id", "iteration", *ROUND_COLUMNS))
+    updates = [
+        [*round_writer.prepare(list(r.values.values())), r.pk] for r in rounds if r.pk is not None
+    ]
+    created = [
+        new_round_writer.prepare([*r.key, *r.values.values()]) for r in rounds if r.pk is None
+    ]
+    round_writer.update(updates)
+    new_round_writer.insert(created)
+    pks = {r.key: r.pk for r in rounds if r.pk is not None}
+    if created:
+        # Each round of the batch took one of its versions: they find the new rows' ids.
+        quote = connection.ops.quote_name
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {quote('id')}, {quote('agent')}, {quote('turn_id')},"
+                f" {quote('iteration')} FROM {quote(Round._meta.db_table)}"
+                f" WHERE {quote('version')} BETWEEN %s AND %s",
+                [versions[0], versions[-1]],
+            )
+            for pk, agent, turn_id, iteration in cursor.fetchall():
+                pks[(agent, turn_id, iteration)] = pk
+    event_writer = _writer(StoredEvent, ("event_id", "round", "type", "ts", "data", "received_at"))
+    if event_writer.direct:
+        # SQLite: the values Django would write, made without a call per value (the event's
+        # normalized ts text is its stored time; the JSON text is the checks' encoding).
+        received = _sqlite_datetime(now)
+        dumps = json.dumps
+        event_rows = [
+            [
+                e.event_id,
+                pks[r.key],
+                e.type,
+                _sqlite_ts(e.data["ts"]),
+                texts[e.event_id] or dumps(e.data, ensure_ascii=False, separators=(",", ":")),
+                received,
+            ]
+            for r in rounds
+            for e in r.events
+        ]
+    else:
+        event_rows = [
+            event_writer.prepare((e.event_id, pks[r.key], e.type, e.ts, _data(e, texts), now))
+            for r in rounds
+            for e in r.events
+        ]
+    event_writer.insert(event_rows)
+    tool_writer = _writer(RoundTool, ("round", "tool_id"))
+    tool_writer.insert(
+        [tool_writer.prepare((pks[r.key], tool_id)) for r in rounds for tool_id in r.new_tools]
+    )
+    return pks
