@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from core.json_limits import MAX_DEPTH
-from core.numbers import BOUND_TEXT, is_bounded, show_number
+from core.numbers import BOUND_TEXT, MAX_DIGITS, is_bounded, show_number
 from core.text import unencodable_path
 from policy.domain.jsonable import json_kind
 
@@ -142,6 +142,8 @@ _DESCRIBING_KEYS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+#: An integer of more digits than the number bound allows (the walk then checks its value).
+_LONG_INTEGER = re.compile(r"[0-9]{%d,}" % MAX_DIGITS)
 
 
 def _plainly_storable(data: Any) -> bool:
@@ -155,8 +157,11 @@ def _plainly_storable(data: Any) -> bool:
         return False
     if "\\u0000" in text:
         return False
+    bare = _STRING.sub("", text)
+    if _LONG_INTEGER.search(bare):
+        return False  # maybe past the number bound: the walk decides
     depth = peak = 0
-    for char in _STRING.sub("", text):
+    for char in bare:
         if char in "[{":
             depth += 1
             peak = max(peak, depth)
