@@ -143,7 +143,7 @@ _DESCRIBING_KEYS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 #: An integer of more digits than the number bound allows (the walk then checks its value).
-_LONG_INTEGER = re.compile(r"[0-9]{%d,}" % MAX_DIGITS)
+_LONG_INTEGER = re.compile(rf"[0-9]{{{MAX_DIGITS},}}")
 
 
 def _plainly_storable(data: Any) -> bool:
