@@ -174,7 +174,9 @@ api.add_router("/v1", policy_router)
 api.add_router("/v1", policy_edit_router)
 api.add_router("/v1", observe_router)
 api.add_router("/v1", health_router)
-api.add_router("/v1", audit_router, auth=session_auth)  # see audit.api.router
+# Browser sessions only: given here, where accounts is known (see audit.api.router).
+audit_router.auth = session_auth
+api.add_router("/v1", audit_router)
 api.add_router("/v1", versions_router)
 api.add_router("/v1", runtime_router)
 api.add_router("/v1", bridge_router)

@@ -161,11 +161,10 @@ def test_a_stored_round_whose_ids_no_url_can_hold_still_renders_everywhere(
 ) -> None:
     """Rounds stored before ingest refused such ids (or by any other way in) must not break the
     pages and API reads that link to them: their links carry the ids quoted, in a query."""
-    from observe import services
-    from observe.domain import events
+    from observe.domain import events, storable
 
     monkeypatch.setattr(events, "_identifier", lambda value, name: value)
-    monkeypatch.setattr(services, "dot_segment", lambda text: False)
+    monkeypatch.setattr(storable, "dot_segment", lambda text: False)
     writer = token("events:write")
     for agent, turn in (("main", "nl\nturn"), ("main", "../../policy"), ("..", "t"), (".", "t2")):
         answer = post_events(Client(), [started(agent=agent, turn_id=turn)], writer).json()

@@ -588,7 +588,8 @@ def test_it_names_the_missing_agent_on_the_404_page_and_in_the_api(web: Client) 
     response = web.get("/policy/agents/nobody/effective/")
     assert response.status_code == 404
     assert "The draft has no agent 'nobody'." in html.unescape(response.content.decode())
-    response = web.get("/api/v1/agents/nobody/effective")
+    # An editing route (a prediction such as /effective falls back as the runtime does).
+    response = web.get("/api/v1/agents/nobody/connections")
     assert (response.status_code, response.json()) == (
         404,
         {"error": "The draft has no agent 'nobody'."},
