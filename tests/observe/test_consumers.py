@@ -16,6 +16,7 @@ from channels.db import database_sync_to_async
 from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
+from django.utils import timezone
 
 from observe import live
 from observe.consumers import UNAUTHENTICATED, LiveRoundsConsumer
@@ -354,7 +355,8 @@ async def test_a_round_that_drifts_counts_on_the_live_bar_and_shows_its_chip(
 
     policy_hash = await database_sync_to_async(publish_sample)()
     communicator = await open_socket(sockets, user)
-    hand = HandRound(turn_id="t-drift").started(policy_hash)
+    # It runs after the publish: a round is credited to the version in force when it started.
+    hand = HandRound(turn_id="t-drift", start=timezone.now()).started(policy_hash)
     hand.call(0, "workspace_jobs.search")
     hand.add(
         "tool.early_started",
