@@ -8,7 +8,8 @@ compares them with the version in force; the bridge never holds that token.
 
 KDCube publishes at most once and never replays, so a fallback poll asks the same every
 ``poll_s`` (default three minutes) whatever Redis does: while Redis is down the watcher
-reconnects with backoff and the poll still finds a change. No Django needed.
+reconnects as the chat-event listener does (``bridge.subscription``) and the poll still finds a
+change. No Django needed.
 """
 
 from __future__ import annotations
@@ -19,16 +20,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import httpx
 import redis
+
+from bridge.subscription import Subscription, redis_retry_wait
 
 logger = logging.getLogger("bridge")
 
 CHANNEL: Final = "kdcube:config:bundles:props:update:{tenant}:{project}"
 CHANGED_PATH: Final = "/api/v1/kdcube/props-changed"
-BACKOFF: Final = (0.5, 1.0, 2.0, 4.0, 8.0, 10.0)
 DEFAULT_POLL_S: Final = 180.0
 
 
@@ -67,8 +69,7 @@ class PropsWatch:
             # Traitdeck reads KDCube before it answers: allow for KDCube's own time limit.
             timeout=httpx.Timeout(30.0, connect=3.0),
         )
-        self._client: Any = None
-        self._pubsub: Any = None
+        self.subscription = Subscription(options.redis_url, channel=options.channel)
         self.notified = 0
 
     def notify(self, source: str, updated_by: str = "") -> None:
@@ -95,26 +96,8 @@ class PropsWatch:
             return
         self.notify("listener", str(message.get("updated_by") or "")[:150])
 
-    def _connect(self) -> None:
-        self._client = redis.Redis.from_url(
-            self.o.redis_url, socket_connect_timeout=3, socket_timeout=5, health_check_interval=5
-        )
-        pubsub = self._client.pubsub(ignore_subscribe_messages=True)
-        pubsub.subscribe(self.o.channel)
-        self._pubsub = pubsub
-        self.say(f"props watch: subscribed to {self.o.channel}")
-
-    def _disconnect(self) -> None:
-        for thing in (self._pubsub, self._client):
-            try:
-                if thing is not None:
-                    thing.close()
-            except (redis.RedisError, OSError):
-                pass
-        self._pubsub = self._client = None
-
     def run(self) -> None:
-        backoff = 0
+        attempt = 0
         next_poll = time.monotonic() + self.o.poll_s
         retry_at = 0.0
         while not self.stop.is_set():
@@ -123,23 +106,22 @@ class PropsWatch:
                 self.notify("poll")
                 next_poll = now + self.o.poll_s
             wait = max(0.05, min(1.0, next_poll - now))
-            if self._pubsub is None and now < retry_at:
+            if not self.subscription.open_now and now < retry_at:
                 self.stop.wait(min(wait, retry_at - now))
                 continue
             try:
-                if self._pubsub is None:
-                    self._connect()
-                    backoff = 0
-                message = self._pubsub.get_message(timeout=wait)
-                while message is not None:
-                    if message.get("type") == "message":
-                        self.handle(message["data"])
-                    message = self._pubsub.get_message(timeout=0)
+                if not self.subscription.open_now:
+                    self.subscription.open()
+                    self.say(f"props watch: subscribed to {self.o.channel}")
+                    attempt = 0
+                for _channel, payload in self.subscription.read(wait):
+                    self.handle(payload)
             except (redis.RedisError, OSError) as exc:
-                self._disconnect()
-                delay = BACKOFF[min(backoff, len(BACKOFF) - 1)]
-                backoff += 1
+                self.subscription.close()
+                delay = redis_retry_wait(attempt)
+                if attempt == 0:
+                    self.say(f"props watch: Redis unavailable ({exc}); reconnecting")
+                attempt += 1
                 retry_at = time.monotonic() + delay
-                self.say(f"props watch: Redis unavailable ({exc}); reconnecting in {delay:g} s")
-        self._disconnect()
+        self.subscription.close()
         self.http.close()

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from collections import Counter
@@ -31,6 +30,7 @@ import redis
 
 from bridge.domain.buffer import RoundBuffer
 from bridge.domain.mapping import DEFAULT_PATTERN, Mapper
+from bridge.subscription import Subscription, redacted, redis_retry_wait
 
 logger = logging.getLogger("bridge")
 
@@ -39,16 +39,6 @@ STATUS_PATH: Final = "/api/v1/bridge/status"
 MAX_PENDING: Final = 50_000
 #: Waits before retrying Traitdeck (a down server is not hammered).
 BACKOFF: Final = (0.5, 1.0, 2.0, 4.0, 8.0, 10.0)
-#: Waits before reconnecting to Redis: short, since whatever is published before the bridge
-#: subscribes again is lost (a connection attempt is cheap).
-REDIS_RETRY: Final = (0.1, 0.25, 0.5)
-
-
-def redis_retry_wait(attempt: int) -> float:
-    """The wait before reconnect attempt ``attempt`` (0-based), with ±20 % jitter so that
-    several bridges do not reconnect in step."""
-    base = REDIS_RETRY[min(attempt, len(REDIS_RETRY) - 1)]
-    return base * random.uniform(0.8, 1.2)  # noqa: S311 - jitter, not a secret
 
 
 class Fatal(Exception):
@@ -136,36 +126,13 @@ class Bridge:
             },
             timeout=httpx.Timeout(10.0, connect=3.0),
         )
-        self._pubsub: Any = None
+        self.subscription = Subscription(options.redis_url, pattern=options.pattern)
         #: Until the server has said which agents the policy has, messages wait here unmapped
         #: (an agent id mapped without them would land on the wrong agent).
         self.agents_known = options.agents is not None
         self.unmapped: list[tuple[str, bytes | str]] = []
-        self._client: Any = None
 
     # --- Redis ----------------------------------------------------------------------------
-
-    def _connect(self) -> None:
-        self._client = redis.Redis.from_url(
-            self.o.redis_url, socket_connect_timeout=3, socket_timeout=5, health_check_interval=5
-        )
-        pubsub = self._client.pubsub(ignore_subscribe_messages=True)
-        pubsub.psubscribe(self.o.pattern)
-        self._pubsub = pubsub
-        self.say(f"bridge: subscribed to {self.o.pattern} on {self._redacted_redis()}")
-
-    def _disconnect(self) -> None:
-        for thing in (self._pubsub, self._client):
-            try:
-                if thing is not None:
-                    thing.close()
-            except (redis.RedisError, OSError):
-                pass
-        self._pubsub = self._client = None
-
-    def _redacted_redis(self) -> str:
-        url = httpx.URL(self.o.redis_url)
-        return str(url.copy_with(password="***")) if url.password else self.o.redis_url
 
     def handle(self, channel: str, payload: bytes | str) -> None:
         """One pub/sub message: map it, count it, queue its events (under ``lock``)."""
@@ -303,26 +270,22 @@ class Bridge:
                 self.say(line)
                 last_stats = now
             try:
-                if self._pubsub is None:
-                    self._connect()
+                if not self.subscription.open_now:
+                    self.subscription.open()
+                    where = redacted(self.o.redis_url)
+                    self.say(f"bridge: subscribed to {self.o.pattern} on {where}")
                     attempt = 0
-                message = self._pubsub.get_message(timeout=0.2)
-                while message is not None:
-                    if message.get("type") == "pmessage":
-                        channel = message["channel"]
-                        if isinstance(channel, bytes):
-                            channel = channel.decode("utf-8", "replace")
-                        with self.lock:
-                            self.handle(channel, message["data"])
-                    message = self._pubsub.get_message(timeout=0)
+                for channel, payload in self.subscription.read(0.2):
+                    with self.lock:
+                        self.handle(channel, payload)
             except (redis.RedisError, OSError) as exc:
-                self._disconnect()
+                self.subscription.close()
                 wait = redis_retry_wait(attempt)
                 if attempt == 0:
                     self.say(f"bridge: Redis unavailable ({exc}); reconnecting")
                 attempt += 1
                 self.stop.wait(wait)
-        self._disconnect()
+        self.subscription.close()
 
     def run(self) -> None:
         self.heartbeat()
