@@ -25,15 +25,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def http_server() -> Iterator[Callable[[str], str]]:
-    """Start a server of a kind over streamable HTTP; returns its URL."""
+def _serve(transport: str, path: str) -> Iterator[Callable[[str], str]]:
     started: list[subprocess.Popen[bytes]] = []
 
     def start(kind: str) -> str:
         port = _free_port()
         process = subprocess.Popen(
-            [sys.executable, str(SERVERS), kind, "--http", str(port)],
+            [sys.executable, str(SERVERS), kind, f"--{transport}", str(port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -42,7 +40,7 @@ def http_server() -> Iterator[Callable[[str], str]]:
         while time.monotonic() < deadline:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    return f"http://127.0.0.1:{port}/mcp"
+                    return f"http://127.0.0.1:{port}{path}"
             except OSError:
                 time.sleep(0.1)
         raise RuntimeError(f"the {kind} MCP server did not start on port {port}")
@@ -55,3 +53,15 @@ def http_server() -> Iterator[Callable[[str], str]]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture
+def http_server() -> Iterator[Callable[[str], str]]:
+    """Start a server of a kind over streamable HTTP; returns its URL."""
+    yield from _serve("http", "/mcp")
+
+
+@pytest.fixture
+def sse_server() -> Iterator[Callable[[str], str]]:
+    """Start a server of a kind over SSE (the SDK's SseServerTransport); returns its URL."""
+    yield from _serve("sse", "/sse")

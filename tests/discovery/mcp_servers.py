@@ -1,6 +1,6 @@
 """MCP servers for the discovery tests, written with the official SDK (low-level ``Server``, so a
 listing can page). Run as ``python mcp_servers.py KIND [--http PORT]``: stdio by default,
-streamable HTTP (uvicorn on 127.0.0.1:PORT) with ``--http``.
+streamable HTTP (uvicorn on 127.0.0.1:PORT) with ``--http``, over SSE with ``--sse``.
 
 Kinds: ``mixed`` (reads and writes, some hints absent), ``paged`` (3 pages), ``silent`` (never
 answers), ``garbage`` (writes non-protocol bytes), ``many`` (5,000 tools, one page; ``many:N``
@@ -62,6 +62,32 @@ def build(kind: str) -> Server:
     return Server(f"traitdeck-test-{kind}", on_list_tools=list_tools)
 
 
+def serve_sse(server: Server, port: int) -> None:
+    """The SDK's SSE transport as its module docstring wires it: a GET stream at ``/sse`` and
+    the client's POSTs under ``/messages/``."""
+    import uvicorn
+    from mcp.server.sse import SseServerTransport
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Mount, Route
+
+    transport = SseServerTransport("/messages/")
+
+    async def handle_sse(request: Request) -> Response:
+        async with transport.connect_sse(request.scope, request.receive, request._send) as streams:
+            await server.run(streams[0], streams[1], server.create_initialization_options())
+        return Response()
+
+    app = Starlette(
+        routes=[
+            Route("/sse", endpoint=handle_sse, methods=["GET"]),
+            Mount("/messages/", app=transport.handle_post_message),
+        ]
+    )
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
 def main() -> None:
     kind = sys.argv[1]
     if kind == "silent":
@@ -73,6 +99,9 @@ def main() -> None:
         time.sleep(60)
         return
     server = build(kind)
+    if "--sse" in sys.argv:
+        serve_sse(server, int(sys.argv[sys.argv.index("--sse") + 1]))
+        return
     if "--http" in sys.argv:
         import uvicorn
 

@@ -58,6 +58,13 @@ def test_it_lists_over_streamable_http(http_server: Callable[[str], str]) -> Non
     assert len(listing.tools) == 7
 
 
+def test_it_lists_over_sse(sse_server: Callable[[str], str]) -> None:
+    url = sse_server("paged")
+    listing = _list(Target("sse", url=url))
+    assert listing.pages == 3
+    assert len(listing.tools) == 7
+
+
 def test_it_gives_up_on_a_server_that_never_answers_at_the_time_limit() -> None:
     started = time.perf_counter()
     with pytest.raises(DiscoveryError, match=r"did not answer within 1 s"):
