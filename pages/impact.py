@@ -4,6 +4,7 @@ observe's rounds under policy sides, so these pages compose the policy and obser
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -35,6 +36,8 @@ from policy.domain.impact import (
     parse_recorded_round,
 )
 from policy.domain.multi_action import multi_action_mode
+from policy.domain.round_policy import RoundPolicy
+from policy.domain.traits import EXPLORATION, resolved_strategy
 from policy.selectors import DraftState, draft_analysis, draft_state
 from policy.services import StaleRevision
 from policy.suites import failing_summary, suites_check
@@ -94,7 +97,7 @@ def _impact_context(
         "candidate": candidate,
         "baseline": baseline,
         "shown": rows,
-        "groups": _groups(report, sides, kind=kind, tool=tool),
+        "groups": _groups(report, sides, kind=kind, tool=tool, reads_only=_reads_only(candidate)),
         "kind": kind,
         "tool": tool,
         "kinds": [(k, LABELS[k]) for k in RISK_ORDER if report.totals[k]],
@@ -105,13 +108,31 @@ def _impact_context(
 GROUP_FIRST = 10
 
 
-def _groups(report: Any, sides: str, *, kind: str, tool: str) -> list[dict[str, Any]]:
+def _reads_only(side: Any) -> Callable[[str, str], bool]:
+    """Whether a tool only reads (strategy exactly ``exploration``) under ``side``'s policy of an
+    agent, asked once per (agent, tool)."""
+    known: dict[tuple[str, str], bool] = {}
+
+    def check(agent: str, tool_id: str) -> bool:
+        key = (agent, tool_id)
+        if key not in known:
+            found, _mode = side_policy(side, agent)
+            policy = found if isinstance(found, RoundPolicy) else RoundPolicy.of(found.tools)
+            known[key] = resolved_strategy(policy.traits(tool_id)) == (EXPLORATION,)
+        return known[key]
+
+    return check
+
+
+def _groups(
+    report: Any, sides: str, *, kind: str, tool: str, reads_only: Callable[[str, str], bool]
+) -> list[dict[str, Any]]:
     """The report's changes by kind, riskiest first, filtered by kind and tool (substring),
     each row with its round's links; the first rows of a group apart from the rest."""
 
     urls: dict[int, tuple[str, str]] = {}
     out = []
-    for group in impact_groups(report.affected):
+    for group in impact_groups(report.affected, reads_only=reads_only):
         if kind and group.kind != kind:
             continue
         rows = []

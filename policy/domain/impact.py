@@ -120,10 +120,14 @@ class ImpactGroup:
         return self.kind in RISKY_KINDS
 
 
-def impact_groups(affected: Iterable[RoundImpact]) -> list[ImpactGroup]:
+def impact_groups(
+    affected: Iterable[RoundImpact], *, reads_only: Callable[[str, str], bool] | None = None
+) -> list[ImpactGroup]:
     """The affected rounds' changes grouped by kind, riskiest kind first; a lost rejection of
     exploitation (``strategy_incompatible``: now accepted after exploration) first in its
-    group."""
+    group, and — given ``reads_only(agent, tool_id)`` (the tool only reads, under the policy the
+    change leads to) — early starts of tools that do more than read before those that only
+    read."""
     by_kind: dict[str, list[tuple[RoundImpact, ActionChange]]] = {}
     for impact in affected:
         for change in impact.changes:
@@ -135,6 +139,9 @@ def impact_groups(affected: Iterable[RoundImpact]) -> list[ImpactGroup]:
             continue
         if kind == NO_LONGER_REJECTED:
             items.sort(key=lambda item: item[1].before.code != STRATEGY_INCOMPATIBLE)
+        if kind == EARLY_GAINED and reads_only is not None:
+            check = reads_only
+            items.sort(key=lambda item: check(item[0].agent, item[1].tool_id or ""))
         groups.append(ImpactGroup(kind, tuple(items)))
     return groups
 

@@ -267,3 +267,31 @@ def test_a_malformed_line_is_a_usage_error_naming_it(files: dict[str, str], tmp_
     assert code == 2
     assert out == ""
     assert f"{bad}:2: not a recorded round" in err
+
+
+def test_early_starts_of_tools_that_do_more_than_read_come_first() -> None:
+    from policy.domain.decide import Outcome
+    from policy.domain.impact import EARLY_GAINED, ActionChange, RoundImpact, impact_groups
+
+    def gained(turn: str, tool: str) -> RoundImpact:
+        before, after = (
+            Outcome("accepted", None, False, False),
+            Outcome("accepted", None, True, False),
+        )
+        change = ActionChange(EARLY_GAINED, 1, 0, tool, before, after)
+        return RoundImpact("main", turn, 0, (change,))
+
+    affected = [
+        gained("t1", "jobs.search"),
+        gained("t2", "jobs.export"),
+        gained("t3", "jobs.lookup"),
+    ]
+    reads = {"jobs.search", "jobs.lookup"}
+    (group,) = impact_groups(affected, reads_only=lambda agent, tool: tool in reads)
+    assert [change.tool_id for _, change in group.items] == [
+        "jobs.export",
+        "jobs.search",
+        "jobs.lookup",
+    ]
+    (unsorted,) = impact_groups(affected)
+    assert [change.tool_id for _, change in unsorted.items][0] == "jobs.search"
