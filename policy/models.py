@@ -2,8 +2,31 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django.conf import settings
 from django.db import models
+
+
+class OrderedJSONField(models.TextField):  # type: ignore[type-arg]
+    """JSON kept as its own text. A manifest's key order is meaning — it lists tools in the
+    order the server or module gave them, and ``*`` offers them in that order — but
+    PostgreSQL's ``jsonb`` (Django's JSONField there) reorders an object's keys and respells
+    numbers (``1e46`` comes back as a 47-digit integer). Stored as text, a value reads back as
+    it was written on every database."""
+
+    # What django-stubs reads for a custom field's Python types (any JSON value).
+    _pyi_private_set_type: Any
+    _pyi_private_get_type: Any
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        return None if value is None else json.loads(value)
+
+    def get_prep_value(self, value: Any) -> Any:
+        if value is None:
+            return None
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 class PolicyDraft(models.Model):
@@ -31,7 +54,7 @@ class AgentManifest(models.Model):
     """What the runtime discovered in code for one agent: ``{"<tool id>": {"tool_traits": …}}``."""
 
     agent = models.CharField(max_length=100, unique=True)
-    data = models.JSONField()
+    data = OrderedJSONField()
     uploaded_at = models.DateTimeField(auto_now=True)
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -64,7 +87,7 @@ class PolicyVersion(models.Model):
     #: Agent → the manifest in force when this version was published, so impact and drift
     #: predict a version with the tools it was published with. ``None``: published before
     #: versions kept manifests (readers then fall back to the agent's current manifest).
-    manifests = models.JSONField(null=True, blank=True)
+    manifests = OrderedJSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["-number"]

@@ -161,7 +161,8 @@ def server_facts() -> ServerFacts:
 
 def _manifests_json() -> str:
     rows = AgentManifest.objects.order_by("agent").values_list("agent", "data")
-    return json.dumps(dict(rows), sort_keys=True)
+    # Not sort_keys: a manifest's key order is its tools' order (the analysis reads it back).
+    return json.dumps(dict(rows))
 
 
 def draft_analysis(state: DraftState | None = None) -> Analysis:
