@@ -25,6 +25,7 @@ from typing import Final
 import httpx
 import redis
 
+from bridge.runner import traitdeck_client
 from bridge.subscription import Subscription, redis_retry_wait
 
 logger = logging.getLogger("bridge")
@@ -60,15 +61,8 @@ class PropsWatch:
         self.o = options
         self.stop = stop or threading.Event()
         self.say = say
-        self.http = httpx.Client(
-            base_url=options.url.rstrip("/"),
-            headers={
-                "Authorization": f"Bearer {options.token}",
-                "User-Agent": "traitdeck-kdcube-bridge/1",
-            },
-            # Traitdeck reads KDCube before it answers: allow for KDCube's own time limit.
-            timeout=httpx.Timeout(30.0, connect=3.0),
-        )
+        # Traitdeck reads KDCube before it answers: allow for KDCube's own time limit.
+        self.http = traitdeck_client(options.url, options.token, 30.0)
         self.subscription = Subscription(options.redis_url, channel=options.channel)
         self.notified = 0
 

@@ -89,6 +89,19 @@ class Options:
     buffer_events: int = MAX_PENDING
 
 
+def traitdeck_client(
+    url: str, token: str, timeout_s: float, *, transport: httpx.BaseTransport | None = None
+) -> httpx.Client:
+    """The bridge's HTTP client for Traitdeck's API: its token, its user agent, a short
+    connect timeout and ``timeout_s`` for the answer."""
+    return httpx.Client(
+        transport=transport,
+        base_url=url.rstrip("/"),
+        headers={"Authorization": f"Bearer {token}", "User-Agent": "traitdeck-kdcube-bridge/1"},
+        timeout=httpx.Timeout(timeout_s, connect=3.0),
+    )
+
+
 def _retry_after(response: httpx.Response, default: float) -> float:
     raw = response.headers.get("Retry-After", "")
     try:
@@ -117,15 +130,7 @@ class Bridge:
         #: Mapping and the buffer are shared by the Redis thread and the poster.
         self.lock = threading.Lock()
         self.ready = threading.Event()
-        self.http = httpx.Client(
-            transport=transport,
-            base_url=options.url.rstrip("/"),
-            headers={
-                "Authorization": f"Bearer {options.token}",
-                "User-Agent": "traitdeck-kdcube-bridge/1",
-            },
-            timeout=httpx.Timeout(10.0, connect=3.0),
-        )
+        self.http = traitdeck_client(options.url, options.token, 10.0, transport=transport)
         self.subscription = Subscription(options.redis_url, pattern=options.pattern)
         #: Until the server has said which agents the policy has, messages wait here unmapped
         #: (an agent id mapped without them would land on the wrong agent).

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import pytest
@@ -124,6 +124,25 @@ class Traitdeck:
         return response.json()
 
 
+def start_daphne(env: dict[str, str], port: int, log: IO[str]) -> subprocess.Popen[str]:
+    """A real daphne serving Traitdeck on 127.0.0.1:``port`` with ``env``, logging to ``log``."""
+    return subprocess.Popen(
+        [
+            str(Path(PYTHON).parent / "daphne"),
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "config.asgi:application",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
 @pytest.fixture
 def traitdeck(tmp_path: Path) -> Iterator[Traitdeck]:
     port = free_port()
@@ -140,21 +159,7 @@ def traitdeck(tmp_path: Path) -> Iterator[Traitdeck]:
     server.manage("migrate", "--no-input", "-v0")
     server.manage("load_sample_policy")
     log = (tmp_path / "daphne.log").open("w")
-    daphne = subprocess.Popen(
-        [
-            str(Path(PYTHON).parent / "daphne"),
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "config.asgi:application",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    daphne = start_daphne(env, port, log)
 
     def up() -> bool:
         try:

@@ -17,7 +17,15 @@ import pytest
 import redis
 import yaml
 
-from tests.bridge.conftest import PYTHON, ROOT, RedisServer, Traitdeck, wait_until
+from tests.bridge.conftest import (
+    PYTHON,
+    ROOT,
+    RedisServer,
+    Traitdeck,
+    free_port,
+    start_daphne,
+    wait_until,
+)
 from tests.policy import kdcube_replay
 from tests.policy.kdcube_replay import ReplayServer, exchange
 
@@ -68,23 +76,9 @@ def test_the_bridge_sees_a_change_made_in_kdcube(
     # A daphne that knows the target (the fixture's serves the same database without one).
     bridge_log = tmp_path / "bridge.log"
     server_log = tmp_path / "daphne-kdcube.log"
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
-    daphne = subprocess.Popen(
-        [
-            str(Path(PYTHON).parent / "daphne"),
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "config.asgi:application",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=server_log.open("w"),
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    daphne = start_daphne(env, port, server_log.open("w"))
     bridge = subprocess.Popen(
         [
             PYTHON,
@@ -151,12 +145,6 @@ def test_the_bridge_sees_a_change_made_in_kdcube(
         for process in (bridge, daphne):
             process.terminate()
             process.wait(timeout=10)
-
-
-def _free_port() -> int:
-    from tests.bridge.conftest import free_port
-
-    return free_port()
 
 
 def test_it_does_not_watch_without_a_target(monkeypatch: pytest.MonkeyPatch) -> None:
