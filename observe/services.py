@@ -33,7 +33,7 @@ from observe.domain.kinds import ROUND_KINDS
 from observe.domain.rounds import Assembly, assembly_merge, assembly_new, assembly_summary
 from observe.domain.storable import check_storable
 from observe.drift import Stored, check_drift_after_ingest
-from observe.health import tool_health_record
+from observe.health import tool_health_forget, tool_health_record
 from observe.models import Round
 from observe.store import RoundKey, RoundWrite
 from web.api_io import StoreBusy
@@ -328,7 +328,8 @@ def broadcast_change(change: Change) -> None:
 
 
 def rounds_prune(*, older_than: datetime) -> int:
-    """Delete the rounds that started before ``older_than``, with their events and tool rows.
+    """Delete the rounds that started before ``older_than``, with their events and tool rows,
+    and take their calls out of the tool-health tallies.
 
     Returns how many rounds were deleted. Works in batches so that a large prune never holds the
     database's write lock for long while runtimes keep posting.
@@ -343,5 +344,11 @@ def rounds_prune(*, older_than: datetime) -> int:
             )
             if not batch:
                 return deleted
+            # Their calls leave the tool-health tallies with them (else the Tools view would
+            # keep counting calls whose rounds are gone, and a backfill would disagree).
+            store.hold_ingest_lock()
+            tool_health_forget(
+                rounds=Round.objects.filter(pk__in=batch).values_list("agent", "assembly")
+            )
             Round.objects.filter(pk__in=batch).delete()
         deleted += len(batch)

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.db import connection, models
+from django.db.models import F
 
 from observe.domain.events import Event
 from observe.domain.facts import RoundFacts
@@ -24,6 +25,18 @@ from observe.domain.kinds import COUNT_KEYS, ROUND_KINDS
 from observe.domain.rounds import Assembly, AssemblySummary
 from observe.models import Event as StoredEvent
 from observe.models import Round, RoundTool, StreamCounter
+
+
+def hold_ingest_lock() -> None:
+    """Lock the stream counter's row (inside the caller's transaction) as a batch's
+    :func:`next_versions` does, so no batch merges until the caller commits: for work that
+    reads, changes and writes what ingest also writes (the tool-health tallies)."""
+    if connection.vendor != "sqlite":
+        list(StreamCounter.objects.select_for_update().filter(pk=StreamCounter.SINGLETON_ID))
+    else:
+        # SQLite has no row locks: take the database's write lock now (a write), not at the
+        # first insert.
+        StreamCounter.objects.filter(pk=StreamCounter.SINGLETON_ID).update(value=F("value"))
 
 
 def next_versions(count: int) -> list[int]:

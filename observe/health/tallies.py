@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 import orjson
 from django.db import connection, transaction
-from django.db.models import F
 
 from observe.domain.events import stored_event
 from observe.domain.health import (
@@ -21,7 +20,8 @@ from observe.domain.health import (
     slot_counts,
 )
 from observe.domain.rounds import assembly_merge, assembly_new
-from observe.models import Event, Round, StreamCounter, ToolHealthBucket
+from observe.models import Event, Round, ToolHealthBucket
+from observe.store import hold_ingest_lock
 
 #: What ingest hands over per round it merged: the agent, the touched slots before the merge,
 #: and the round's assembly after it.
@@ -57,6 +57,27 @@ def tool_health_record(*, rounds: Sequence[RoundMerge]) -> None:
     change = grouped(flat)
     if change:
         _apply(change)
+
+
+def tool_health_forget(*, rounds: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+    """Take back what the (agent, assembly) ``rounds`` contributed to the stored tallies, for
+    rounds about to be deleted: the tallies then stay what the remaining events give (what
+    ``toolhealth_backfill`` would rebuild), and rows left with nothing are deleted. The caller
+    holds the ingest lock (:func:`observe.store.hold_ingest_lock`) in its transaction."""
+    flat: dict[FlatKey, int] = {}
+    for agent, state in rounds:
+        for slot in state.get("slots", {}).values():
+            slot_counts(agent, slot, flat, -1)
+    change = grouped(flat)
+    if not change:
+        return
+    _apply(change)
+    # A row with nothing left counts nothing (readers skip it): delete those it touched.
+    ToolHealthBucket.objects.filter(
+        agent__in={agent for agent, _, _ in change},
+        bucket__in={bucket_time(bucket) for _, _, bucket in change},
+        tally={},
+    ).delete()
 
 
 def _json(value: Any) -> Any:
@@ -150,11 +171,7 @@ def tool_health_backfill() -> int:
     buckets it wrote. Rerunning it gives the same rows. The stream counter's row is locked
     first, as ingest does, so no batch merges while the tallies are rebuilt."""
     with transaction.atomic():
-        if connection.vendor != "sqlite":
-            list(StreamCounter.objects.select_for_update().filter(pk=StreamCounter.SINGLETON_ID))
-        else:
-            # SQLite: take the write lock now (a write), not at the first insert.
-            StreamCounter.objects.filter(pk=StreamCounter.SINGLETON_ID).update(value=F("value"))
+        hold_ingest_lock()
         tallies = recomputed_tallies()
         ToolHealthBucket.objects.all().delete()
         ToolHealthBucket.objects.bulk_create(

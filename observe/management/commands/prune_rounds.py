@@ -1,4 +1,5 @@
-"""``prune_rounds [--older-than 30d]``: delete rounds (and their events) past the retention."""
+"""``prune_rounds [--older-than 30d]``: delete rounds (their events, their tool-health tallies)
+past the retention."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def parse_age(text: str) -> timedelta:
 class Command(BaseCommand):
     help = (
         "Delete rounds that started longer ago than --older-than (default: the"
-        " ROUND_RETENTION_DAYS setting), with their events. Exit 2 on a malformed age."
+        " ROUND_RETENTION_DAYS setting), with their events and their calls in the tool-health"
+        " tallies. Exit 2 on a malformed age."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from observe.health.tallies import recomputed_tallies, stored_tallies, tool_health_backfill
 from observe.models import Event, Round, ToolHealthBucket
-from observe.services import events_ingest
+from observe.services import events_ingest, rounds_prune
 
 #: Four minutes before a bucket boundary, so a replaced event can move a call between buckets.
 START = datetime(2026, 11, 29, 17, 56, tzinfo=UTC)
@@ -186,3 +186,30 @@ def test_it_refuses_an_absurd_duration_by_index_and_never_counts_it() -> None:
     assert result.rejected[1]["error"].startswith("elapsed_ms must be at most 86400000 ms")
     (tally,) = five_minute(stored_tallies())
     assert tally["calls"] == 1
+
+
+@pytest.mark.django_db
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=raw_events(), minutes=st.integers(0, 9))
+def test_pruning_rounds_takes_their_calls_out_of_the_tallies(
+    events: list[dict[str, Any]], minutes: int
+) -> None:
+    _fresh()
+    events_ingest(events)
+    cutoff = START + timedelta(minutes=minutes)
+    kept_rounds = Round.objects.filter(started_at__gte=cutoff).count()
+    rounds_prune(older_than=cutoff)
+    assert Round.objects.count() == kept_rounds
+    # What the remaining events give, and no row left counting nothing.
+    assert stored_tallies() == recomputed_tallies()
+    assert not ToolHealthBucket.objects.filter(tally={}).exists()
+
+
+@pytest.mark.django_db
+def test_pruning_every_round_leaves_no_tally() -> None:
+    _fresh()
+    events_ingest([_call("old", 0, "tool.finished", START, status="ok", duration_ms=5)])
+    assert ToolHealthBucket.objects.count() == 2  # the 5-minute bucket and its hour
+    call_command("prune_rounds", "--older-than", "1h", verbosity=0)
+    assert Round.objects.count() == 0
+    assert ToolHealthBucket.objects.count() == 0
