@@ -66,3 +66,20 @@ def test_saved_unsaved_and_not_saved_states(
     row = page.locator(f'tr.tool-row[data-tool="{TOOL}"]')
     expect(row).to_have_class(re.compile(r"just-saved"))
     expect(row).to_contain_text("9 s")
+
+
+def test_the_none_ticked_hint_shows_only_while_no_strategy_is_ticked(
+    signed_in_page: Page, live_server: LiveServer, sample_draft: str
+) -> None:
+    page = signed_in_page
+    page.goto(f"{live_server.url}/policy/agents/main/connections/0/tools/search/")
+    boxes = page.locator(".checks.strategy input[type=checkbox]")
+    hint = page.get_by_text("None ticked:")
+    ticked = [i for i in range(boxes.count()) if boxes.nth(i).is_checked()]
+    assert ticked, "the sample's search tool has a strategy"
+    expect(hint).to_be_hidden()
+    for i in ticked:
+        boxes.nth(i).uncheck()
+    expect(hint).to_be_visible()
+    boxes.nth(0).check()
+    expect(hint).to_be_hidden()
