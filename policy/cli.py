@@ -7,6 +7,9 @@ settings module (the layer contract and ``tests/policy/domain/test_import_bounda
 Exit codes (DESIGN §6): 0 done and the policy has no errors; 1 the policy has errors (output is
 still printed, computed as the runtime would) or the agent/tool does not exist; 2 the command
 could not run as asked (usage, unreadable or oversized file, malformed round or manifest).
+
+Over 500 lines on purpose: one console script, its commands in ``--help`` order, sharing the
+reading of files and the exit-code mapping; each command's logic lives in ``policy.domain``.
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ Everything the runtime did not publish as such carries ``"inferred": true``; a f
 signal is null (``max_actions``, ``fingerprint``, ``outcome``, ``action_index``) — never made up.
 Event ids are UUIDs derived from the envelope's bytes, so a replayed envelope maps to the same
 events and the server counts them as duplicates.
+
+Over 500 lines on purpose: one mapping, envelope kinds in the order a round emits them, sharing
+the per-turn state they update; docs/kdcube-events.md's table follows the same order.
 """
 
 from __future__ import annotations

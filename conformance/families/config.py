@@ -1,7 +1,11 @@
 """Config loading (DESIGN §2.6, §2.10 item 9): which model-facing tools one agent gets, with which
 default traits and namespace overrides — the runtime's config loader and tool subsystem
 (``conformance.runtime_policy.agent_adapters``) and its react built-ins by role, against
-Traitdeck's ``policy.domain.resolution``."""
+Traitdeck's ``policy.domain.resolution``.
+
+Over 500 lines on purpose: one family per module, as every family is — its case generator, the
+recorder's side and the comparison, so a recorded case and the code that made it are read
+together."""
 
 from __future__ import annotations
 

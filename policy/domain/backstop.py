@@ -4,6 +4,10 @@
 the tool-call check (``_validate_tool_call_protocol``) and ``backstop`` the multi-action bundle
 check (``_prepare_safe_multi_action_bundle``), which runs when multi-action mode is on and the
 bundle holds more than one action. Codes and extras are the runtime's own strings.
+
+Over 500 lines on purpose: the checks run in the runtime's one order (strategy, then the
+cross-action causality checks, then the final answer), and one module keeps that order readable
+top to bottom against ``_prepare_safe_multi_action_bundle``.
 """
 
 from __future__ import annotations
