@@ -21,7 +21,6 @@ from observe.selectors import (
 )
 from policy.selectors import draft_agent_names
 
-MAX_CARDS: Final = 200
 #: "only rounds with …" choices, in the order the filter form shows them.
 KIND_LABELS: Final[Mapping[str, str]] = {kind.name: kind.label for kind in ROUND_KINDS}
 #: Longest params text a card shows (the round page shows all of it).
