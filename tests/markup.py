@@ -33,8 +33,34 @@ _VOID = frozenset(
 #: Elements a browser lays out in the line of text around them: no word break at their edges
 #: (``jobs.<wbr>launch`` reads "jobs.launch"); every other element starts on its own line or cell.
 _INLINE = frozenset(
-    "a abbr b bdi bdo cite code data dfn em i kbd label mark q s samp small span strong sub sup"
-    " time u var wbr".split()
+    [
+        "a",
+        "abbr",
+        "b",
+        "bdi",
+        "bdo",
+        "cite",
+        "code",
+        "data",
+        "dfn",
+        "em",
+        "i",
+        "kbd",
+        "label",
+        "mark",
+        "q",
+        "s",
+        "samp",
+        "small",
+        "span",
+        "strong",
+        "sub",
+        "sup",
+        "time",
+        "u",
+        "var",
+        "wbr",
+    ]
 )
 
 #: Elements whose content a reader never sees as text.

@@ -360,8 +360,8 @@ def test_the_add_form_is_kind_specific_and_carries_the_revision(editor: Client) 
     assert not find_all(mcp, name="module")
     named = page(editor.get("/policy/agents/main/connections/new/?kind=named_service"))
     search = find(named, "input", type="checkbox", value="object.search")
-    label = [lab for lab in find_all(named, "label") if search in lab.iter()]
-    assert label and "object.search → search_objects" in label[0].text
+    [label] = [lab for lab in find_all(named, "label") if search in lab.iter()]
+    assert "object.search → search_objects" in label.text
     assert editor.get("/policy/agents/main/connections/new/?kind=bogus").status_code == 404
 
 
