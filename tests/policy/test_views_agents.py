@@ -22,6 +22,7 @@ from tests.conftest import make_user
 from tests.markup import Element, document, find, find_all, is_fragment, text_of
 from tests.policy.conftest import exported_agents as agents
 from tests.policy.conftest import exported_connections as connections
+from tests.policy.conftest import diagnostic_codes, tool_rows
 from tests.policy.conftest import seed_agents as seed
 
 pytestmark = pytest.mark.django_db
@@ -238,20 +239,11 @@ RICH = {
 
 
 def tool_row(text: str, tool_id: str) -> list[Element]:
-    """One tool's row and the rows that follow it (overrides, diagnostics) up to the next tool."""
-    [row] = find_all(text, "tr", data_tool=tool_id)
-    rows = [row]
-    body = [part for part in document(text).iter() if row in part.children][0]
-    for after in body.children[body.children.index(row) + 1 :]:
-        if "tool-row" in after.classes or "data-tool" in after.attrs:
-            break
-        rows.append(after)
-    return rows
+    return tool_rows(text, tool_id)
 
 
 def codes(rows: list[Element]) -> list[str]:
-    """The diagnostic codes shown in these rows."""
-    return [item.attrs["data-code"] for row in rows for item in row.find_all("li", data_code=None)]
+    return diagnostic_codes(*rows)
 
 
 def seen(rows: list[Element]) -> str:
