@@ -20,9 +20,9 @@ from policy.selectors import draft_state
 from policy.services import manifest_upload
 from tests.conftest import make_user
 from tests.markup import Element, document, find, find_all, is_fragment, text_of
+from tests.policy.conftest import diagnostic_codes, tool_rows
 from tests.policy.conftest import exported_agents as agents
 from tests.policy.conftest import exported_connections as connections
-from tests.policy.conftest import diagnostic_codes, tool_rows
 from tests.policy.conftest import seed_agents as seed
 
 pytestmark = pytest.mark.django_db
