@@ -30,6 +30,42 @@ _VOID = frozenset(
     ]
 )
 
+#: Elements a browser lays out in the line of text around them: no word break at their edges
+#: (``jobs.<wbr>launch`` reads "jobs.launch"); every other element starts on its own line or cell.
+_INLINE = frozenset(
+    [
+        "a",
+        "abbr",
+        "b",
+        "bdi",
+        "bdo",
+        "cite",
+        "code",
+        "data",
+        "dfn",
+        "em",
+        "i",
+        "kbd",
+        "label",
+        "mark",
+        "q",
+        "s",
+        "samp",
+        "small",
+        "span",
+        "strong",
+        "sub",
+        "sup",
+        "time",
+        "u",
+        "var",
+        "wbr",
+    ]
+)
+
+#: Elements whose content a reader never sees as text.
+_UNSEEN = frozenset(["script", "style", "template"])
+
 
 @dataclass
 class Element:
@@ -41,6 +77,53 @@ class Element:
     def text(self) -> str:
         """The element's text as a reader sees it: descendants' text, spaces collapsed."""
         return " ".join("".join(_text(part) for part in self.parts).split())
+
+    def iter(self) -> list[Element]:
+        """Every element inside this one, in document order."""
+        found: list[Element] = []
+        for part in self.parts:
+            if isinstance(part, Element):
+                found.append(part)
+                found.extend(part.iter())
+        return found
+
+    def find_all(self, tag: str | None = None, **attrs: str | None) -> list[Element]:
+        """The elements inside this one matching (see the module's :func:`find_all`)."""
+        wanted = _wanted(attrs)
+        return [element for element in self.iter() if element.matches(tag, wanted)]
+
+    def find(self, tag: str | None = None, **attrs: str | None) -> Element:
+        """The one element inside this one matching; fails when there is none or several."""
+        found = self.find_all(tag, **attrs)
+        assert len(found) == 1, f"expected one <{tag or '*'} {attrs}>, found {len(found)}"
+        return found[0]
+
+    @property
+    def raw_text(self) -> str:
+        """The text as written, spaces kept, as a ``<pre>`` or ``<textarea>`` shows it (the one
+        newline right after their start tag is not content in HTML)."""
+        text = "".join(part if isinstance(part, str) else part.raw_text for part in self.parts)
+        if self.tag in ("pre", "textarea") and text.startswith("\n"):
+            return text[1:]
+        return text
+
+    @property
+    def value(self) -> str:
+        """What a form control sends: an input's value, a textarea's text, a select's chosen
+        option (the first one when none is marked ``selected``, as a browser picks)."""
+        if self.tag == "textarea":
+            return self.raw_text
+        if self.tag == "select":
+            options = self.find_all("option")
+            chosen = [option for option in options if "selected" in option.attrs] or options[:1]
+            return chosen[0].value if chosen else ""
+        if self.tag == "option" and "value" not in self.attrs:
+            return self.text
+        return self.attrs.get("value", "")
+
+    @property
+    def children(self) -> list[Element]:
+        return [part for part in self.parts if isinstance(part, Element)]
 
     @property
     def classes(self) -> set[str]:
@@ -62,7 +145,17 @@ class Element:
 
 
 def _text(part: str | Element) -> str:
-    return part if isinstance(part, str) else " " + part.text + " "
+    if isinstance(part, str):
+        return part
+    if part.tag in _UNSEEN:
+        return " "
+    if part.tag in _INLINE:
+        return "".join(_text(inner) for inner in part.parts)
+    return " " + part.text + " "
+
+
+def _wanted(attrs: dict[str, str | None]) -> dict[str, str | None]:
+    return {name.rstrip("_").replace("_", "-"): value for name, value in attrs.items()}
 
 
 class _Builder(HTMLParser):
@@ -70,19 +163,16 @@ class _Builder(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.root = Element("#document", {})
         self.stack = [self.root]
-        self.all: list[Element] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         element = Element(tag, {name: value or "" for name, value in attrs})
         self.stack[-1].parts.append(element)
-        self.all.append(element)
         if tag not in _VOID:
             self.stack.append(element)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         element = Element(tag, {name: value or "" for name, value in attrs})
         self.stack[-1].parts.append(element)
-        self.all.append(element)
 
     def handle_endtag(self, tag: str) -> None:
         # Close up to the matching open element (HTML lets some end tags be left out).
@@ -95,19 +185,23 @@ class _Builder(HTMLParser):
         self.stack[-1].parts.append(data)
 
 
-def parse(page: str) -> list[Element]:
-    """Every element of ``page``, in document order."""
+def document(page: str) -> Element:
+    """``page`` parsed: its top-level elements are the root's ``children``."""
     builder = _Builder()
     builder.feed(page)
     builder.close()
-    return builder.all
+    return builder.root
+
+
+def parse(page: str) -> list[Element]:
+    """Every element of ``page``, in document order."""
+    return document(page).iter()
 
 
 def find_all(page: str, tag: str | None = None, **attrs: str | None) -> list[Element]:
     """The elements with ``tag`` and these attributes (``class_="chip dedup"``: has both
     classes; ``hidden=None``: has the attribute, whatever its value; ``data_kind``: data-kind)."""
-    wanted = {name.rstrip("_").replace("_", "-"): value for name, value in attrs.items()}
-    return [element for element in parse(page) if element.matches(tag, wanted)]
+    return document(page).find_all(tag, **attrs)
 
 
 def find(page: str, tag: str | None = None, **attrs: str | None) -> Element:
@@ -134,7 +228,26 @@ def assert_element(
 
 def page_text(page: str) -> str:
     """The whole page as a reader sees it (tags dropped, entities decoded, spaces collapsed)."""
-    builder = _Builder()
-    builder.feed(page)
-    builder.close()
-    return builder.root.text
+    return document(page).text
+
+
+def text_of(page: str, tag: str | None = None, **attrs: str | None) -> str:
+    """What a reader sees in the one element matching (see :func:`find`)."""
+    return find(page, tag, **attrs).text
+
+
+def texts(page: str, tag: str | None = None, **attrs: str | None) -> list[str]:
+    """What a reader sees in each element matching, in page order."""
+    return [element.text for element in find_all(page, tag, **attrs)]
+
+
+def is_fragment(page: str) -> bool:
+    """The response is a piece to swap into a page (htmx), not a whole document."""
+    return not find_all(page, "html") and not find_all(page, "body")
+
+
+def first_element(page: str) -> Element:
+    """The fragment's outermost first element (what htmx swaps in)."""
+    children = document(page).children
+    assert children, "the page has no element"
+    return children[0]

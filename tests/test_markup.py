@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.markup import assert_element, find, find_all, page_text
+from tests.markup import assert_element, find, find_all, first_element, is_fragment, page_text
 
 PAGE = """<main><!-- <b id="count">9</b> -->
 <p class="counter  big" data-kind="dedups"><b id="count">3</b> dedups &amp; more</p>
@@ -29,3 +29,36 @@ def test_it_fails_naming_what_it_did_find() -> None:
     with pytest.raises(AssertionError, match="they read"):
         assert_element(PAGE, "label", "early start")
     assert page_text(PAGE) == "3 dedups & more early starts"
+
+
+FORM = """<div id="f"><pre id="out">
+  two  spaces</pre><textarea name="t">
+a
+b</textarea><select name="s"><option value="x">X</option><option value="y" selected>Y</option>
+</select><select name="first"><option value="p">P</option></select>
+<p>jobs.<wbr>launch_<b>background</b>_job</p><script>var hidden = "<b>no</b>";</script></div>"""
+
+
+def test_it_reads_form_values_and_text_as_written() -> None:
+    assert find(FORM, "textarea", name="t").value == "a\nb"
+    assert find(FORM, "select", name="s").value == "y"
+    assert find(FORM, "select", name="first").value == "p"  # a browser sends the first option
+    assert find(FORM, "pre", id="out").raw_text == "  two  spaces"
+
+
+def test_inline_elements_add_no_space_and_scripts_are_not_text() -> None:
+    assert find(FORM, "p").text == "jobs.launch_background_job"
+    assert "hidden" not in page_text(FORM)
+    # the <b> inside the script is not an element
+    assert [bold.text for bold in find_all(FORM, "b")] == ["background"]
+
+
+def test_it_searches_inside_an_element_and_tells_a_fragment_from_a_page() -> None:
+    outer = first_element(FORM)
+    assert outer.attrs["id"] == "f"
+    assert [option.value for option in outer.find("select", name="s").find_all("option")] == [
+        "x",
+        "y",
+    ]
+    assert is_fragment(FORM)
+    assert not is_fragment("<!doctype html><html><body><p>x</p></body></html>")

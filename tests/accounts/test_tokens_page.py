@@ -10,6 +10,7 @@ from django.test import Client
 from accounts.models import RuntimeToken
 from accounts.tokens import runtime_token_authenticate, runtime_token_create
 from audit.models import AuditEntry
+from tests.markup import find
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +28,8 @@ def test_it_shows_the_secret_once_and_the_secret_works(publisher_client: Client)
     html = create(publisher_client, scopes=("config:read", "events:write"))
     (secret,) = set(SECRET.findall(html))
     assert "shown only this once" in html
-    assert 'data-copy="#secret-value"' in html
+    assert find(html, "code", id="secret-value").text == secret
+    assert find(html, "button", data_copy="#secret-value").text == "Copy"
     token = runtime_token_authenticate(secret)
     assert token is not None
     assert token.scopes == ["config:read", "events:write"]

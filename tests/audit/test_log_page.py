@@ -14,6 +14,7 @@ from django.utils import timezone
 from audit.models import AuditEntry
 from audit.services import audit_record
 from tests.audit.conftest import seed
+from tests.markup import find, find_all, first_element, is_fragment, text_of
 
 pytestmark = pytest.mark.django_db
 
@@ -68,11 +69,11 @@ def test_the_page_lists_newest_first_with_links(
     publisher_client: Client, log: list[AuditEntry]
 ) -> None:
     html = publisher_client.get(LOG).content.decode()
-    order = [html.index(f'id="audit-entry-{e.pk}"') for e in reversed(log)]
-    assert order == sorted(order)
-    assert 'href="/tokens/"' in html
-    assert 'href="/policy/versions/3/"' in html
-    assert "ship it" in html
+    shown = [row.attrs["id"] for row in find_all(html, "tr", class_="audit-row")]
+    assert shown == [f"audit-entry-{e.pk}" for e in reversed(log)]
+    links = find(html, "table", id="audit-entries").find_all("a")
+    assert {"/tokens/", "/policy/versions/3/"} <= {link.attrs["href"] for link in links}
+    assert "ship it" in text_of(html, "table", id="audit-entries")
 
 
 def test_the_page_links_an_agent_only_while_it_exists(publisher_client: Client) -> None:
@@ -80,8 +81,10 @@ def test_the_page_links_an_agent_only_while_it_exists(publisher_client: Client) 
     entry("ana", "agent.add", target="agent main", ref={"agent": "main"})
     entry("ana", "agent.remove", target="agent gone", ref={"agent": "gone"})
     html = publisher_client.get(LOG).content.decode()
-    assert 'href="/policy/agents/main/"' in html
-    assert "/policy/agents/gone/" not in html
+    entries = find(html, "table", id="audit-entries")
+    assert entries.find("a", href="/policy/agents/main/").text == "agent main"
+    assert not entries.find_all("a", href="/policy/agents/gone/")
+    assert "agent gone" in entries.text  # named, not linked
 
 
 def test_an_entry_expands_to_a_diff_of_before_and_after(publisher_client: Client) -> None:
@@ -92,17 +95,20 @@ def test_an_entry_expands_to_a_diff_of_before_and_after(publisher_client: Client
         after={"traits": {"strategy": ["neutral"]}},
     )
     html = publisher_client.get(LOG).content.decode()
-    assert '<span class="del">-      &quot;exploration&quot;</span>' in html
-    assert '<span class="add">+      &quot;neutral&quot;</span>' in html
+    diff = find(html, "details", class_="audit-change").find("pre", class_="diff")
+    assert [line.raw_text for line in diff.find_all("span", class_="del")] == [
+        '-      "exploration"'
+    ]
+    assert [line.raw_text for line in diff.find_all("span", class_="add")] == ['+      "neutral"']
 
 
 def test_the_page_filters_and_keeps_the_filter_in_the_csv_link(
     publisher_client: Client, log: list[AuditEntry]
 ) -> None:
     html = publisher_client.get(LOG, {"user": "ana", "since": "7d"}).content.decode()
-    assert f'id="audit-entry-{log[0].pk}"' in html
-    assert f'id="audit-entry-{log[2].pk}"' not in html
-    assert 'href="/audit/export.csv?user=ana&amp;since=7d"' in html
+    assert find_all(html, "tr", id=f"audit-entry-{log[0].pk}")
+    assert not find_all(html, "tr", id=f"audit-entry-{log[2].pk}")
+    assert find(html, "a", id="audit-csv").attrs["href"] == "/audit/export.csv?user=ana&since=7d"
 
 
 def test_an_htmx_search_answers_with_the_results_only(
@@ -110,8 +116,10 @@ def test_an_htmx_search_answers_with_the_results_only(
 ) -> None:
     response = publisher_client.get(LOG, {"action": "token."}, HTTP_HX_REQUEST="true")
     html = response.content.decode()
-    assert html.lstrip().startswith('<section class="card" id="audit-results">')
-    assert "2 entries" in html
+    assert is_fragment(html)
+    results = first_element(html)
+    assert results.matches("section", {"id": "audit-results"})
+    assert results.find("p", class_="muted").text.startswith("2 entries ·")
 
 
 def test_a_filter_value_it_cannot_read_is_named_and_left_out(
@@ -120,18 +128,25 @@ def test_a_filter_value_it_cannot_read_is_named_and_left_out(
     response = publisher_client.get(LOG, {"since": "last week"})
     assert response.status_code == 200
     html = response.content.decode()
-    assert "since must be an ISO 8601 date or date-time" in html
-    assert "4 entries" in html
+    [error] = find(html, "ul", class_="messages").find_all("li", class_="error")
+    assert "since must be an ISO 8601 date or date-time" in error.text
+    assert (
+        find(html, "section", id="audit-results")
+        .find("p", class_="muted")
+        .text.startswith("4 entries ·")
+    )
 
 
 def test_the_page_is_paginated(publisher_client: Client) -> None:
     for n in range(55):
         audit_record(actor="ana", action="draft.edit", target=f"policy {n}")
     first = publisher_client.get(LOG).content.decode()
-    assert first.count('class="audit-row"') == 50
-    assert 'href="?page=2"' in first
+    assert len(find_all(first, "tr", class_="audit-row")) == 50
+    older = find(first, "a", id="older", rel="next")
+    assert (older.attrs["href"], older.text) == ("?page=2", "Older entries")
     second = publisher_client.get(LOG, {"page": "2"}).content.decode()
-    assert second.count('class="audit-row"') == 5
+    assert len(find_all(second, "tr", class_="audit-row")) == 5
+    assert not find_all(second, "a", id="older")
 
 
 # --- CSV -----------------------------------------------------------------------------------------

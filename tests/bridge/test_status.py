@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 
 from accounts.tokens import runtime_token_create
+from tests.markup import Element, find_all, page_text
 
 pytestmark = pytest.mark.django_db
 
@@ -65,6 +66,11 @@ def test_a_bad_report_is_refused_with_a_reason_and_a_token_is_needed() -> None:
     assert post(Client(), "nope", {"name": "k"}).status_code == 401
 
 
+def event_heads(page: str) -> list[Element]:
+    """The head line of each event on the round page."""
+    return find_all(page, "summary", class_="event-head")
+
+
 def test_the_round_page_says_which_events_were_inferred(viewer_client: Client) -> None:
     import json as _json
 
@@ -83,18 +89,21 @@ def test_the_round_page_says_which_events_were_inferred(viewer_client: Client) -
     assert answer.status_code == 200
     assert answer.json()["rejected"] == []
     page = viewer_client.get("/live/rounds/main/turn-a/1/").content.decode()
-    assert "inferred from the runtime's tool events" in page
-    assert page.count('<span class="chip inferred">inferred</span>') == sum(
+    assert "inferred from the runtime's tool events" in page_text(page)
+    # One chip on each event the bridge inferred (in the events list).
+    chips = [event.find_all("span", class_="chip inferred") for event in event_heads(page)]
+    assert sum(len(found) for found in chips) == sum(
         1 for e in events if e["iteration"] == 1 and e.get("inferred")
     )
+    assert {chip.text for found in chips for chip in found} == {"inferred"}
 
 
 @pytest.mark.parametrize(
     ("case_id", "iteration", "words"),
     [
         ("restream-moves-early-slot", 2, "Re-stream: the decision step puts workspace_jobs.search"),
-        ("protocol-rejected-single", 1, "Action 0: the runtime&#x27;s rejection carries no index"),
-        ("final-answer-rejected", 0, "The rejected action is &#x27;complete&#x27;"),
+        ("protocol-rejected-single", 1, "Action 0: the runtime's rejection carries no index"),
+        ("final-answer-rejected", 0, "The rejected action is 'complete'"),
     ],
 )
 def test_the_round_page_says_in_words_what_the_bridge_inferred(
@@ -115,5 +124,5 @@ def test_the_round_page_says_in_words_what_the_bridge_inferred(
         events.extend(mapper.feed_message(channel, payload).events)
     assert post_events(Client(), events, secret).json()["rejected"] == []
     page = viewer_client.get(f"/live/rounds/main/turn-c/{iteration}/").content.decode()
-    assert "What the bridge inferred" in page
-    assert words in page
+    assert "What the bridge inferred" in page_text(page)
+    assert words in page_text(page)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -37,6 +36,7 @@ from policy import cli
 from policy.models import AgentManifest
 from policy.selectors import draft_state
 from tests.hardening.pages import agent_pages, assert_pages_work, round_pages
+from tests.markup import find_all
 from tests.observe.ingest_support import EVENTS_URL, bearer, load_sample_into_draft, token
 
 pytestmark = pytest.mark.django_db
@@ -295,15 +295,17 @@ def test_arbitrary_manifests_are_stored_or_refused_and_the_agent_pages_work(
 
 # --- (iii) the editor forms -------------------------------------------------------------------
 
-_FIELD = re.compile(r'name="([^"]+)"')
-
 
 def form_fields(client: Client, url: str) -> list[str]:
     """The names of the fields the page's forms send (read from the page itself)."""
     page = client.get(url)
     assert page.status_code == 200
-    names = set(_FIELD.findall(page.content.decode())) - {"csrfmiddlewaretoken"}
-    return sorted(names - {"viewport", "color-scheme"})
+    controls = [
+        control
+        for tag in ("input", "select", "textarea", "button")
+        for control in find_all(page.content.decode(), tag, name=None)
+    ]
+    return sorted({control.attrs["name"] for control in controls} - {"csrfmiddlewaretoken"})
 
 
 field_values = (

@@ -17,6 +17,7 @@ from django.test import override_settings
 from observe import consumers
 from observe.consumers import TOO_MANY_STREAMS, UNSUPPORTED_DATA, LiveRoundsConsumer
 from tests.conftest import make_user
+from tests.markup import find_all
 from tests.observe.live_support import HandRound, ingest
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
@@ -73,7 +74,7 @@ async def closed_with(communicator: WebsocketCommunicator) -> int:
 async def next_round_arrives(communicator: WebsocketCommunicator, turn_id: str) -> None:
     await database_sync_to_async(ingest)(HandRound(turn_id=turn_id).started().events)
     message = await communicator.receive_from(timeout=TIMEOUT)
-    assert 'class="round-card' in message
+    assert find_all(message, "article", class_="round-card")
 
 
 @override_settings(TRAITDECK_MAX_WEBSOCKETS_PER_USER=2)

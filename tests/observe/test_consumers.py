@@ -6,7 +6,6 @@ database, which the Django page tests do not.
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,6 +24,7 @@ from observe.models import Round
 from observe.services import LIVE_GROUP
 from observe.services import broadcast_change as real_broadcast
 from tests.conftest import make_user
+from tests.markup import find, find_all, first_element, page_text, text_of
 from tests.observe.live_support import HandRound, ingest, simulated
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
@@ -81,13 +81,17 @@ async def round_pk(agent: str, turn_id: str) -> int:
 
 
 def seq(message: str) -> int:
-    found = re.search(r'<span id="live-seq" hx-swap-oob="true" data-seq="(\d+)"', message)
-    assert found, message
-    return int(found.group(1))
+    marker = find(message, "span", id="live-seq", hx_swap_oob="true")
+    return int(marker.attrs["data-seq"])
 
 
 def card_ids(message: str) -> list[str]:
-    return re.findall(r'<article class="round-card[^"]*" id="(round-\d+)"', message)
+    return [card.attrs["id"] for card in find_all(message, "article", class_="round-card")]
+
+
+def rounds_counted(message: str) -> int:
+    """The live bar's round count the message swaps in."""
+    return int(text_of(message, "b", id="count-rounds"))
 
 
 async def test_an_anonymous_socket_is_closed_with_4401() -> None:
@@ -113,12 +117,14 @@ async def test_a_round_ingested_after_connect_arrives_as_a_card_with_seq_1(
     await ingest_async(HandRound(turn_id="t-1").started().call(0, "react.read").events)
     message = await communicator.receive_from(timeout=TIMEOUT)
     pk = await round_pk("main", "t-1")
-    assert message.startswith('<hx-partial hx-target="#incoming" hx-swap="beforeend">')
-    assert card_ids(message) == [f"round-{pk}"]
+    envelope = first_element(message)
+    assert envelope.matches("hx-partial", {"hx-target": "#incoming", "hx-swap": "beforeend"})
+    assert [card.attrs["id"] for card in envelope.find_all("article")] == [f"round-{pk}"]
     assert seq(message) == 1
-    assert '<div id="counters" class="counters card" hx-swap-oob="true">' in message
-    assert '<b id="count-rounds">1</b>' in message
-    assert '<span class="chip accepted">accepted</span>' in message
+    counters = find(message, "div", id="counters", class_="counters card")
+    assert counters.attrs["hx-swap-oob"] == "true"
+    assert counters.find("b", id="count-rounds").text == "1"
+    assert find(message, "span", class_="chip accepted").text == "accepted"
 
 
 async def test_the_stream_renders_the_same_card_as_the_page(sockets: list[Any], user: Any) -> None:
@@ -156,10 +162,11 @@ async def test_an_update_of_a_shown_round_is_sent_again_with_its_new_version(
     await ingest_async(hand.finished("ok").events)
     second = await communicator.receive_from(timeout=TIMEOUT)
     assert card_ids(first) == card_ids(second)
-    versions = [re.search(r'data-version="(\d+)"', m).group(1) for m in (first, second)]  # type: ignore[union-attr]
-    assert int(versions[1]) > int(versions[0])
-    assert "in progress" in first
-    assert '<span class="chip outcome ok">ok</span>' in second
+    versions = [card_versions(message) for message in (first, second)]
+    [card] = card_ids(first)
+    assert versions[1][card] > versions[0][card]
+    assert text_of(first, "span", class_="chip outcome") == "in progress"
+    assert text_of(second, "span", class_="chip outcome ok") == "ok"
 
 
 async def test_the_agent_filter_keeps_other_agents_out_of_the_stream(
@@ -170,7 +177,7 @@ async def test_the_agent_filter_keeps_other_agents_out_of_the_stream(
     await ingest_async(HandRound(agent="main", turn_id="t-main").started().events)
     message = await communicator.receive_from(timeout=TIMEOUT)
     assert card_ids(message) == [f"round-{await round_pk('main', 't-main')}"]
-    assert '<b id="count-rounds">1</b>' in message  # the counters follow the filter too
+    assert rounds_counted(message) == 1  # the counters follow the filter too
     assert await communicator.receive_nothing(timeout=0.3)
 
 
@@ -184,7 +191,7 @@ async def test_the_kind_filter_keeps_rounds_without_that_kind_out(
     await ingest_async(slow.timeout(0, "jobs.export", "jobs.launch").events)
     message = await communicator.receive_from(timeout=TIMEOUT)
     assert card_ids(message) == [f"round-{await round_pk('main', 't-slow')}"]
-    assert "try jobs.launch" in message
+    assert "try jobs.launch" in page_text(message)
 
 
 async def test_connecting_with_an_old_version_sends_what_changed_since(
@@ -215,8 +222,8 @@ async def test_a_dropped_group_message_is_healed_by_the_tick(
 
 def card_versions(message: str) -> dict[str, int]:
     return {
-        card: int(version)
-        for card, version in re.findall(r'id="(round-\d+)" data-version="(\d+)"', message)
+        card.attrs["id"]: int(card.attrs["data-version"])
+        for card in find_all(message, "article", class_="round-card")
     }
 
 
@@ -237,15 +244,16 @@ async def test_a_viewer_far_behind_gets_every_change_in_several_messages_not_a_r
     shown = [f"round-{await round_pk('main', f't-{number}')}" for number in range(3)]
     assert card_ids(first) + card_ids(second) == shown
     assert (seq(first), seq(second)) == (1, 2)
-    assert "data-caught-up" not in first + second
-    assert "data-resync" not in first + second
-    assert '<b id="count-rounds">3</b>' in second
+    for message in (first, second):
+        assert not find_all(message, data_caught_up=None)
+        assert not find_all(message, data_resync=None)
+    assert rounds_counted(second) == 3
     # The stream goes on from the newest version: the next change is sent normally.
     await ingest_async(HandRound(turn_id="t-next").started().events)
     message = await communicator.receive_from(timeout=TIMEOUT)
     assert card_ids(message) == [f"round-{await round_pk('main', 't-next')}"]
     assert seq(message) == 3
-    assert '<b id="count-rounds">4</b>' in message
+    assert rounds_counted(message) == 4
 
 
 async def test_a_viewer_that_falls_behind_loses_no_update(
@@ -276,8 +284,8 @@ async def test_a_viewer_that_falls_behind_loses_no_update(
     assert shown == wanted  # every round, at its latest version (the first version coalesced)
     assert [seq(message) for message in received] == list(range(1, len(received) + 1))
     assert all(len(card_ids(message)) <= 3 for message in received)
-    assert not any("data-caught-up" in message for message in received)
-    assert f'<b id="count-rounds">{len(wanted)}</b>' in received[-1]
+    assert not any(find_all(message, data_caught_up=None) for message in received)
+    assert rounds_counted(received[-1]) == len(wanted)
 
 
 async def test_a_viewer_further_behind_than_a_catch_up_holds_is_told_what_was_left_out(
@@ -290,8 +298,9 @@ async def test_a_viewer_further_behind_than_a_catch_up_holds_is_told_what_was_le
     message = await communicator.receive_from(timeout=TIMEOUT)
     newest = [f"round-{await round_pk('main', f't-{number}')}" for number in (1, 2)]
     assert card_ids(message) == newest
-    assert 'data-seq="1" data-caught-up="1"' in message
-    assert '<b id="count-rounds">3</b>' in message
+    marker = find(message, "span", id="live-seq")
+    assert (marker.attrs["data-seq"], marker.attrs["data-caught-up"]) == ("1", "1")
+    assert rounds_counted(message) == 3
 
 
 async def test_a_missing_batch_is_caught_up_when_the_next_one_shows_the_gap(
@@ -308,7 +317,7 @@ async def test_a_missing_batch_is_caught_up_when_the_next_one_shows_the_gap(
     received: list[str] = []
     while not wanted <= {card for message in received for card in card_ids(message)}:
         received.append(await communicator.receive_from(timeout=TIMEOUT))
-    assert '<b id="count-rounds">3</b>' in received[-1]
+    assert rounds_counted(received[-1]) == 3
     assert [seq(message) for message in received] == list(range(1, len(received) + 1))
 
 
@@ -367,7 +376,8 @@ async def test_a_round_that_drifts_counts_on_the_live_bar_and_shows_its_chip(
     )
     await ingest_async(hand.generation().finished().events)
     message = await communicator.receive_from(timeout=TIMEOUT)
-    while '<b id="count-drift">1</b>' not in message:
+    while not [count for count in find_all(message, "b", id="count-drift") if count.text == "1"]:
         message = await communicator.receive_from(timeout=TIMEOUT)
-    assert 'class="chip drift"' in message
-    assert "the runtime started workspace_jobs.search early" in message
+    note = find(message, "p", class_="drift-note")
+    assert note.find("span", class_="chip drift").text == "drift"
+    assert "the runtime started workspace_jobs.search early" in note.text

@@ -18,6 +18,7 @@ from policy.domain.yaml_io import load_policy
 from policy.models import PolicyVersion
 from policy.services import draft_replace
 from policy.versions import agent_hashes, policy_publish
+from tests.markup import find, find_all, page_text, text_of
 from tests.observe.live_support import ingest
 
 pytestmark = pytest.mark.django_db
@@ -83,16 +84,24 @@ def test_a_runtime_running_something_else_is_flagged_in_words_everywhere(
     assert detail["drift_notes"][0]["what"] == note
     # Pages: the round page lists the notes, the history and the live card show the chip.
     page = viewer_client.get(f"/live/rounds/main/{row.turn_id}/{row.iteration}/").content.decode()
-    assert "the runtime did not do what version 1 says" in page
-    assert note in page
+    assert "the runtime did not do what version 1 says" in page_text(page)
+    assert note in page_text(page)
     history = viewer_client.get("/live/history/?has=drift").content.decode()
-    assert history.count('data-kind="drift"') == min(drifted.count(), 50)
+    chips = find_all(history, "span", class_="chip drift", data_kind="drift")
+    assert len(chips) == min(drifted.count(), 50)
+    assert {chip.text for chip in chips} == {"drift"}
     live = viewer_client.get("/live/").content.decode()
-    assert 'class="chip drift"' in live
-    assert f'<b id="count-drift">{drifted.count()}</b>' in live
+    assert find_all(live, "span", class_="chip drift")
+    assert text_of(live, "b", id="count-drift") == str(drifted.count())
     overview = viewer_client.get("/").content.decode()
     finished = Round.objects.filter(outcome__isnull=False).count()
-    assert f"{drifted.count()} drifted</span></a> of {finished} finished rounds checked" in overview
+    [by_version] = find(overview, "ul", class_="drift-by-version").find_all("li")
+    assert by_version.text == (
+        f"version 1: {drifted.count()} drifted of {finished} finished rounds checked"
+        f" ({round(drifted.count() / finished * 100)} %)"
+    )
+    link = by_version.find("a", href="/live/history/?has=drift")
+    assert link.find("span", class_="chip drift").text == f"{drifted.count()} drifted"
 
 
 def test_a_hash_no_version_has_is_an_unknown_policy_not_drift(
@@ -114,6 +123,6 @@ def test_the_live_page_filters_on_drift(v1_hash: str, viewer_client: Client) -> 
     drifted = Round.objects.filter(drift=True).count()
     assert drifted > 0
     page = viewer_client.get("/live/?has=drift").content.decode()
-    assert 'name="has" value="drift" checked' in page
-    assert page.count('<p class="drift-note">') == drifted
-    assert f'<b id="count-rounds">{drifted}</b>' in page
+    assert "checked" in find(page, "input", name="has", value="drift").attrs
+    assert len(find_all(page, "p", class_="drift-note")) == drifted
+    assert text_of(page, "b", id="count-rounds") == str(drifted)

@@ -16,6 +16,7 @@ from policy.domain.yaml_io import load_policy
 from policy.models import PolicyVersion
 from policy.services import draft_replace
 from policy.versions import agent_hashes, policy_publish
+from tests.markup import find_all
 from tests.observe.live_support import ingest
 
 pytestmark = pytest.mark.django_db
@@ -62,4 +63,5 @@ def test_it_fits_the_chart_to_the_rounds_and_filters_by_version(viewer_client: C
     shown = viewer_client.get("/live/history/?version=1").content.decode()
     for turn, version in credited.items():
         assert (turn in shown) == (version == 1), turn
-    assert '<g class="publish">' in viewer_client.get("/live/history/").content.decode()
+    marks = find_all(viewer_client.get("/live/history/").content.decode(), "g", class_="publish")
+    assert [mark.find("title").text for mark in marks] == ["version 2 published"]

@@ -3,7 +3,6 @@ publish page's summary (issue 13)."""
 
 from __future__ import annotations
 
-import html
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -17,6 +16,7 @@ from observe.models import Round
 from policy.domain.yaml_io import load_policy
 from policy.services import draft_change, draft_replace
 from policy.versions import policy_publish
+from tests.markup import find, find_all
 from tests.observe.live_support import ingest_simulated
 
 pytestmark = pytest.mark.django_db
@@ -123,9 +123,11 @@ def test_the_publish_page_says_what_the_change_alters(
     page = publisher_client.get("/policy/publish/")
     text = page.content.decode()
     affected = post(publisher_client).json()["affected_rounds"]
-    assert f"This change alters <strong>{affected}</strong> of the last 120" in text
-    assert "early starts lost" in text
-    assert 'id="impact"' in text
+    impact = find(text, "section", id="impact")
+    assert f"This change alters {affected} of the last 120" in impact.text
+    [said] = [p for p in impact.find_all("p") if p.text.startswith("This change alters")]
+    assert said.find("strong").text == str(affected)  # the number stands out
+    assert "early starts lost" in impact.text
 
 
 def test_the_impact_page_compares_any_two_sides(viewer_client: Client, recorded: None) -> None:
@@ -186,7 +188,7 @@ def test_the_impact_page_narrows_the_window_to_an_agent_and_a_time_range(
     assert "No recorded round to replay yet" in nobody
     bad = viewer_client.get("/policy/impact/?baseline=1&since=yesterday")
     assert bad.status_code == 200
-    assert '<ul class="messages"><li class="error">' in bad.content.decode()
+    assert find(bad.content.decode(), "ul", class_="messages").find("li", class_="error").text
 
 
 def test_an_affected_round_shows_both_predictions_side_by_side(
@@ -194,13 +196,14 @@ def test_an_affected_round_shows_both_predictions_side_by_side(
 ) -> None:
     launch_explores()
     page = viewer_client.get("/policy/impact/?baseline=1&candidate=draft").content.decode()
-    link = re.search(r'<a class="compare" href="([^"]+)"', page)
-    assert link is not None
-    compare = viewer_client.get(html.unescape(link.group(1)))
+    link = find_all(page, "a", class_="compare")[0].attrs["href"]
+    compare = viewer_client.get(link)
     assert compare.status_code == 200
     text = compare.content.decode()
     assert "between version 1 (multi-action" in text
-    assert '<tr class="changed"' in text
-    assert "started early" in text  # under version 1, the early tool still starts early
+    changed = find_all(text, "tr", class_="changed")
+    assert changed
+    # under version 1, the early tool still starts early
+    assert "started early" in " ".join(row.text for row in changed)
     missing = viewer_client.get("/policy/impact/rounds/main/no-such-turn/0/")
     assert missing.status_code == 404

@@ -37,3 +37,24 @@ def exported_agents() -> dict[str, Any]:
 def exported_connections(agent: str = "main") -> list[dict[str, Any]]:
     value: list[dict[str, Any]] = exported_agents()[agent]["tools"]
     return value
+
+
+def tool_rows(page: str, tool_id: str) -> list[Any]:
+    """One tool's row on the agent page and the rows under it (namespace overrides, its
+    diagnostics) up to the next tool's row, parsed (:class:`tests.markup.Element`)."""
+    from tests.markup import document
+
+    everything = document(page).iter()
+    [row] = [element for element in everything if element.attrs.get("data-tool") == tool_id]
+    [body] = [element for element in everything if row in element.children]
+    rows = [row]
+    for after in body.children[body.children.index(row) + 1 :]:
+        if "data-tool" in after.attrs:
+            break
+        rows.append(after)
+    return rows
+
+
+def diagnostic_codes(*elements: Any) -> list[str]:
+    """The codes of the diagnostics listed inside these parsed elements, in page order."""
+    return [item.attrs["data-code"] for e in elements for item in e.find_all("li", data_code=None)]

@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from policy.selectors import draft_state
+from tests.markup import find, text_of
 
 IMPORT = "/api/v1/policy/import"
 VALIDATE = "/api/v1/policy/validate"
@@ -97,13 +98,15 @@ def test_the_import_page_offers_a_bundle_picker_and_imports_the_picked_bundle(
     response = admin_client.post("/policy/import/", {"op": "preview", "text": TWO_POLICIES})
     assert response.status_code == 422
     page = response.content.decode()
-    assert 'name="bundle"' in page
-    assert '<option value="other@1">other@1</option>' in page
+    picker = find(page, "select", name="bundle")
+    assert "other@1" in [option.text for option in picker.find_all("option", value="other@1")]
     response = admin_client.post(
         "/policy/import/", {"op": "preview", "text": TWO_POLICIES, "bundle": "agent@1"}
     )
     assert response.status_code == 200
-    assert "Importing the props of bundle" in response.content.decode()
+    picked = find(response.content.decode(), "form", class_="bundle-picker")
+    assert "Importing the props of bundle agent@1" in picked.text
+    assert text_of(response.content.decode(), "strong", class_="bundle-chosen") == "agent@1"
     response = admin_client.post(
         "/policy/import/",
         {"op": "apply", "text": TWO_POLICIES, "bundle": "agent@1", "base_revision": "0"},

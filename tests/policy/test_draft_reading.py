@@ -13,6 +13,7 @@ from django.test import Client
 import policy.domain.yaml_io as yaml_io
 from policy.selectors import draft_analysis, draft_state
 from policy.services import draft_change
+from tests.markup import find
 
 pytestmark = pytest.mark.django_db
 SEARCH = "/policy/agents/main/connections/0/tools/search/"
@@ -38,5 +39,5 @@ def test_it_parses_the_draft_once_per_tool_edit(
         HTTP_HX_REQUEST="true",
     )
     assert response.status_code == 200
-    assert 'data-tool="workspace_jobs.search"' in response.content.decode()
+    assert find(response.content.decode(), "tr", data_tool="workspace_jobs.search")
     assert len(parses) == 1

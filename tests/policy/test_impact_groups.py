@@ -15,6 +15,7 @@ from policy.domain.yaml_io import load_policy
 from policy.models import PolicyVersion
 from policy.services import draft_replace
 from policy.versions import policy_publish
+from tests.markup import find_all, page_text
 from tests.observe.live_support import ingest
 
 pytestmark = pytest.mark.django_db
@@ -49,17 +50,28 @@ def recorded() -> None:
     draft_replace(data=load_policy(CHANGED).data, base_revision=None)
 
 
+def group_headings(page: str) -> list[str]:
+    """The headings of the impact's groups of changes, in page order."""
+    return [group.find("h3").text for group in find_all(page, "section", class_="impact-group")]
+
+
 def test_it_lists_the_riskiest_changes_first_explained_and_in_words(
     recorded: None, publisher_client: Client
 ) -> None:
     page = publisher_client.get("/policy/publish/").content.decode()
-    lost, early = page.index("no longer rejected</h3>"), page.index("early starts lost</h3>")
-    assert lost < early
-    assert "the runtime rejected it; now it accepts it and the tool runs" in page
-    assert "cannot follow the first action" in page  # the rule in words
-    assert '<code class="muted">multi_action_bundle_strategy_incompatible</code>' in page
-    assert "POST /api/v1/policy/impact</code> lists them all" not in page
+    headings = group_headings(page)
+    lost = [i for i, text in enumerate(headings) if text.endswith("no longer rejected")]
+    early = [i for i, text in enumerate(headings) if text.endswith("early starts lost")]
+    assert lost
+    assert early
+    assert lost[0] < early[0]
+    assert "the runtime rejected it; now it accepts it and the tool runs" in page_text(page)
+    assert "cannot follow the first action" in page_text(page)  # the rule in words
+    rules = [code.text for code in find_all(page, "code", class_="muted")]
+    assert "multi_action_bundle_strategy_incompatible" in rules
+    assert "lists them all" not in page_text(page)
 
     only_early = publisher_client.get("/policy/publish/?impact_kind=early_lost").content.decode()
-    assert "early starts lost</h3>" in only_early
-    assert "no longer rejected</h3>" not in only_early
+    headings = group_headings(only_early)
+    assert [text for text in headings if text.endswith("early starts lost")]
+    assert not [text for text in headings if text.endswith("no longer rejected")]

@@ -11,6 +11,7 @@ from django.test import Client
 from policy.models import AgentManifest
 from policy.selectors import draft_state
 from policy.services import draft_change
+from tests.markup import find
 
 pytestmark = pytest.mark.django_db
 
@@ -58,8 +59,8 @@ def test_a_stale_manifest_removal_is_409_and_keeps_the_manifest(
 
 def test_the_manifest_form_carries_the_revision(editor_client: Client, base: int) -> None:
     html = editor_client.get("/policy/agents/main/").content.decode()
-    form = html.split('id="manifest"', 1)[1]
-    assert f'name="base_revision" value="{base}"' in form
+    form = find(html, "section", id="manifest").find("form")
+    assert form.find("input", name="base_revision").value == str(base)
 
 
 def test_a_stale_manifest_form_shows_both_manifests_and_stores_nothing(
@@ -73,11 +74,15 @@ def test_a_stale_manifest_form_shows_both_manifests_and_stores_nothing(
     )
     assert response.status_code == 409
     html = response.content.decode()
-    assert "Conflict:" in html
-    assert f"Now in the draft (revision {base + 1}): the manifest of main" in html
-    assert "- exploration" in html  # the manifest in force (YAML)
-    assert "&quot;neutral&quot;" in html  # the user's unsaved manifest, also back in the form
-    assert f'name="base_revision" value="{base + 1}"' in html
+    manifest = find(html, "section", id="manifest")
+    conflict = manifest.find("div", class_="editor-conflict")
+    assert conflict.text.startswith("Conflict:")
+    assert f"Now in the draft (revision {base + 1}): the manifest of main" in conflict.text
+    # the manifest in force (YAML)
+    assert "- exploration" in conflict.find("pre", class_="conflict-current").raw_text
+    # the user's unsaved manifest, also back in the form
+    assert json.loads(manifest.find("textarea", name="text").value) == SECOND
+    assert manifest.find("input", name="base_revision").value == str(base + 1)
     assert AgentManifest.objects.get(agent="main").data == FIRST
     again = editor_client.post(
         "/policy/agents/main/manifest/",

@@ -17,6 +17,7 @@ from policy.domain.yaml_io import load_policy
 from policy.models import PolicyVersion, SuiteCase
 from policy.services import draft_change, draft_replace
 from policy.versions import policy_publish
+from tests.markup import find
 from tests.observe.live_support import HandRound, ingest
 
 pytestmark = pytest.mark.django_db
@@ -148,5 +149,6 @@ def test_the_round_page_offers_to_save_the_round_as_a_case(
 ) -> None:
     ingest(HandRound(turn_id="t-case").started().call(0, "workspace_jobs.search").events)
     page = editor_client.get("/live/rounds/main/t-case/0/").content.decode()
-    assert "Save as a regression case" in page
-    assert 'action="/policy/agents/main/suite/"' in page
+    save = find(page, "details", id="save-case")
+    assert save.find("summary").text == "Save as a regression case"
+    assert save.find("form").attrs["action"] == "/policy/agents/main/suite/"

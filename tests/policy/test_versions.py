@@ -26,6 +26,7 @@ from policy.models import PolicyVersion
 from policy.selectors import draft_state
 from policy.services import draft_change, draft_replace
 from policy.versions import policy_publish
+from tests.markup import find, find_all
 
 pytestmark = pytest.mark.django_db
 
@@ -162,9 +163,10 @@ def test_the_history_page_marks_the_version_in_force(
     set_search_strategy(["neutral"])
     publish(publisher_client, "two")
     page = publisher_client.get("/policy/versions/").content.decode()
-    assert page.index('data-number="2"') < page.index('data-number="1"')
-    row_two = page.split('data-number="2"')[1].split("</tr>")[0]
-    assert "in force" in row_two
+    rows = find_all(page, "tr", class_="version")
+    assert [row.attrs["data-number"] for row in rows] == ["2", "1"]
+    assert [chip.text for chip in rows[0].find_all("span", class_="chip")] == ["in force"]
+    assert not rows[1].find_all("span", class_="chip ok")
 
 
 # --- rollback -----------------------------------------------------------------------------------
@@ -305,7 +307,8 @@ def test_a_round_links_to_the_version_whose_hash_it_reports(
     detail = viewer_client.get("/api/v1/rounds/main/t-1/0").json()
     assert detail["policy_version"] == 1
     page = viewer_client.get("/live/rounds/main/t-1/0/").content.decode()
-    assert 'href="/policy/versions/1/"' in page
+    link = find(page, "dd", class_="policy-version").find("a", href="/policy/versions/1/")
+    assert link.text == "version 1"
 
 
 def test_it_credits_a_round_to_the_version_in_force_when_it_ran(
@@ -345,7 +348,8 @@ def test_it_credits_a_round_to_the_version_in_force_when_it_ran(
     }
     assert viewer_client.get("/api/v1/rounds/main/under-1/0").json()["policy_version"] == 1
     page = viewer_client.get("/live/rounds/main/late-under-1/0/").content.decode()
-    assert 'href="/policy/versions/1/"' in page
+    link = find(page, "dd", class_="policy-version").find("a", href="/policy/versions/1/")
+    assert link.text == "version 1"
     Round.objects.update(drift=False)
     overview = rounds_overview(timezone.now())
     assert [number for number, _, _ in overview.drift_by_version] == [3, 1]
@@ -440,7 +444,9 @@ def test_the_publish_page_asks_to_confirm_warnings_then_publishes(
     )
     assert asked.status_code == 422
     text = asked.content.decode()
-    assert 'name="confirm_warnings"' in text
+    assert find(text, "form", id="publish-form").find(
+        "input", type="checkbox", name="confirm_warnings"
+    )
     assert "confirm to publish it anyway" in text
     done = publisher_client.post(
         "/policy/publish/",
@@ -471,8 +477,8 @@ def test_the_publish_page_shows_errors_instead_of_the_form(
 ) -> None:
     set_search_strategy(["bogus"])
     text = publisher_client.get("/policy/publish/").content.decode()
-    assert 'id="publish-errors"' in text
-    assert 'id="publish-form"' not in text
+    assert find(text, "section", id="publish-errors")
+    assert not find_all(text, "form", id="publish-form")
 
 
 def test_it_reviews_a_rollback_against_the_version_in_force_and_asks_to_confirm(
@@ -484,7 +490,7 @@ def test_it_reviews_a_rollback_against_the_version_in_force_and_asks_to_confirm(
     review = publisher_client.get("/policy/versions/1/rollback/").content.decode()
     assert "What changes: version 2 → version 1" in review
     assert "main · workspace_jobs.search: strategy neutral → exploration" in review
-    assert 'name="confirm_rollback"' in review
+    assert find(review, "input", type="checkbox", name="confirm_rollback")
     unconfirmed = publisher_client.post("/policy/versions/1/rollback/", {"message": "back"})
     assert unconfirmed.status_code == 422
     assert PolicyVersion.objects.count() == 2
@@ -504,7 +510,7 @@ def test_rollback_from_the_page_asks_about_unpublished_changes(
     set_search_strategy(["exploitation"])
     asked = publisher_client.post("/policy/versions/1/rollback/", {"message": "back"})
     assert asked.status_code == 422
-    assert 'name="confirm_unpublished"' in asked.content.decode()
+    assert find(asked.content.decode(), "input", type="checkbox", name="confirm_unpublished")
     done = publisher_client.post(
         "/policy/versions/1/rollback/",
         {"message": "back", "confirm_unpublished": "on", "confirm_rollback": "on"},

@@ -19,6 +19,8 @@ from policy.models import AgentManifest
 from policy.selectors import draft_state
 from policy.services import manifest_upload
 from tests.conftest import make_user
+from tests.markup import Element, document, find, find_all, is_fragment, text_of
+from tests.policy.conftest import diagnostic_codes, tool_rows
 from tests.policy.conftest import exported_agents as agents
 from tests.policy.conftest import exported_connections as connections
 from tests.policy.conftest import seed_agents as seed
@@ -79,9 +81,13 @@ def test_an_anonymous_post_changes_nothing(client: Client) -> None:
 
 def test_an_empty_draft_says_so_and_offers_import(editor: Client) -> None:
     text = page(editor.get("/policy/"))
-    assert "No agents yet — add one, or" in text
-    assert 'href="/policy/import/"' in text
-    assert 'name="base_revision" value="0"' in text
+    empty = find(text, "p", class_="empty")
+    assert empty.text == "No agents yet — add one, or import a policy."
+    assert empty.find("a", href="/policy/import/").text == "import a policy"
+    assert (
+        find(text, "form", class_="add-agent").find("input", name="base_revision").attrs["value"]
+        == "0"
+    )
 
 
 def test_the_agents_page_counts_connections_tools_and_problems(editor: Client) -> None:
@@ -96,14 +102,14 @@ def test_the_agents_page_counts_connections_tools_and_problems(editor: Client) -
         quiet={"tools": []},
     )
     text = page(editor.get("/policy/"))
-    row = text[text.index('data-agent="main"') :]
-    row = row[: row.index("</tr>")]
-    cells = [part.split("</td>")[0].strip() for part in row.split("<td>")[1:]]
+    row = find(text, "tr", data_agent="main")
+    cells = [cell.text for cell in row.find_all("td")]
     assert cells[1:3] == ["3", "3"]
-    assert "error" not in row  # a python connection without module/ref only warns
-    assert "4 warnings" in row  # three tools without a strategy, and that connection
-    quiet = text[text.index('data-agent="quiet"') :]
-    assert "no problems" in quiet[: quiet.index("</tr>")]
+    assert "error" not in row.text  # a python connection without module/ref only warns
+    # three tools without a strategy, and that connection
+    assert [chip.text for chip in row.find_all("span", class_="chip")] == ["4 warnings"]
+    quiet = find(text, "tr", data_agent="quiet")
+    assert [chip.text for chip in quiet.find_all("span", class_="chip")] == ["no problems"]
 
 
 def test_adding_an_agent_swaps_the_page_and_pushes_its_url(editor: Client) -> None:
@@ -111,8 +117,8 @@ def test_adding_an_agent_swaps_the_page_and_pushes_its_url(editor: Client) -> No
     assert response.status_code == 200
     assert response["HX-Retarget"] == "#main"
     assert response["HX-Push-Url"] == "/policy/"
-    assert 'data-agent="main"' in page(response)
-    assert "<html" not in page(response)
+    assert find(page(response), "tr", data_agent="main").find("a").text == "main"
+    assert is_fragment(page(response))
     assert agents() == {"main": {"tools": []}}
     assert revision() == 1
 
@@ -128,7 +134,7 @@ def test_adding_a_duplicate_agent_is_refused_with_a_message(editor: Client) -> N
     response = editor.post("/policy/agents/add/", {"name": "main", "base_revision": base}, **HTMX)
     assert response.status_code == 422
     assert response["HX-Retarget"] == "#problem"
-    assert "an agent named &#x27;main&#x27; already exists" in page(response)
+    assert "an agent named 'main' already exists" in text_of(page(response), id="problem")
     assert revision() == base
 
 
@@ -149,7 +155,7 @@ def test_a_stale_revision_gets_409_and_changes_nothing(editor: Client) -> None:
     )
     assert response.status_code == 409
     assert response["HX-Retarget"] == "#problem"
-    assert "The draft changed since you loaded it" in page(response)
+    assert "The draft changed since you loaded it" in text_of(page(response), id="problem")
     after = draft_state()
     assert (after.revision, after.text) == (before.revision, before.text)
 
@@ -194,7 +200,9 @@ def test_removing_an_agent_asks_first_and_removes_its_manifest(editor: Client) -
     base = seed(main={"tools": []}, other={"tools": []})
     manifest_upload(agent="main", data={})
     base = draft_state().revision  # a manifest upload is a change too
-    assert 'hx-confirm="Remove agent “main”' in page(editor.get("/policy/"))
+    row = find(page(editor.get("/policy/")), "tr", data_agent="main")
+    confirm = row.find("form", hx_confirm=None).attrs["hx-confirm"]
+    assert confirm.startswith("Remove agent “main”, its 0 connections")
     response = editor.post("/policy/agents/main/remove/", {"base_revision": base}, **HTMX)
     assert response.status_code == 200
     assert list(agents()) == ["other"]
@@ -230,23 +238,28 @@ RICH = {
 }
 
 
-def tool_row(text: str, tool_id: str) -> str:
-    """The HTML of one tool row and the rows that follow it up to the next tool row."""
-    start = text.index(f'data-tool="{tool_id}"')
-    end = text.find('class="tool-row', start)
-    return text[start : end if end > 0 else len(text)]
+def tool_row(text: str, tool_id: str) -> list[Element]:
+    return tool_rows(text, tool_id)
+
+
+def codes(rows: list[Element]) -> list[str]:
+    return diagnostic_codes(*rows)
+
+
+def seen(rows: list[Element]) -> str:
+    return " ".join(row.text for row in rows)
 
 
 def test_the_agent_page_shows_connections_in_order_with_their_source(editor: Client) -> None:
     seed(main=RICH)
     text = page(editor.get("/policy/agents/main/"))
-    positions = [text.index(f'id="connection-{i}"') for i in range(3)]
-    assert positions == sorted(positions)
-    assert "<code>tools/jobs.py</code>" in text
-    assert "<code>browser</code>" in text
-    assert "object.search, object.bogus" in text
+    shown = [card.attrs["id"] for card in find_all(text, "article", class_="connection")]
+    assert shown == ["connection-0", "connection-1", "connection-2"]
+    sources = [find(text, id=f"connection-{i}").find("span", class_="source") for i in range(2)]
+    assert [source.text for source in sources] == ["ref tools/jobs.py", "server browser"]
+    assert "object.search, object.bogus" in text_of(text, id="connection-2")
     for name in ("effective", "catalog", "playground"):
-        assert f'href="/policy/agents/main/{name}/"' in text
+        assert find_all(text, "a", href=f"/policy/agents/main/{name}/")
 
 
 def test_each_tool_row_shows_strategy_early_design_and_its_own_diagnostics(
@@ -255,37 +268,39 @@ def test_each_tool_row_shows_strategy_early_design_and_its_own_diagnostics(
     seed(main=RICH)
     text = page(editor.get("/policy/agents/main/"))
     launch = tool_row(text, "jobs.launch")
-    assert "starts early" in launch
-    assert 'data-code="early-without-idempotency"' in launch
+    assert launch[0].find("span", class_="early").text == "starts early"
+    assert "early-without-idempotency" in codes(launch)
     export = tool_row(text, "jobs.export")
-    assert "unknown — runs alone" in export
-    assert "20 s" in export
-    assert "sync" in export
-    assert "natural_key" in export
-    assert 'data-code="strategy-unknown"' in export
-    assert "Fix: Add a strategy under tool_traits.export" in export
+    cells = [cell.text for cell in export[0].find_all("td")]
+    assert cells[1:5] == ["unknown — runs alone", "20 s", "sync", "natural_key"]
+    assert "strategy-unknown" in codes(export)
+    assert "Fix: Add a strategy under tool_traits.export" in seen(export)
     search = tool_row(text, "jobs.search")
-    assert "exploration" in search
-    assert 'data-code="strategy-unknown"' not in search
-    assert 'href="/policy/agents/main/connections/0/tools/search/"' in search
+    assert search[0].find("span", class_="strategy-exploration").text == "exploration"
+    assert "strategy-unknown" not in codes(search)
+    edit = search[0].find("a", href="/policy/agents/main/connections/0/tools/search/")
+    assert edit.text == "Edit"
 
 
 def test_connection_level_diagnostics_sit_on_the_connection(editor: Client) -> None:
     seed(main=RICH)
     text = page(editor.get("/policy/agents/main/"))
-    named = text[text.index('id="connection-2"') :]
-    head = named[: named.index("<table")]
-    assert 'data-code="operation-unknown"' in head
+    card = find(text, "article", id="connection-2")
+    # The connection's own list, not a tool row's (those sit inside the tools table).
+    [own] = [part for part in card.children if part.tag == "ul"]
+    assert "operation-unknown" in [item.attrs["data-code"] for item in own.find_all("li")]
 
 
 def test_the_builtins_are_listed_read_only_after_the_connections(editor: Client) -> None:
     seed(main=RICH)
     text = page(editor.get("/policy/agents/main/"))
-    builtins = text[text.index("Built-in tools") :]
-    assert text.index('id="connection-2"') < text.index("Built-in tools")
-    delegate = tool_row(builtins, "react.delegate")
-    assert "starts early" in delegate
-    assert "Edit" not in builtins[: builtins.index("</table>")]
+    order = document(text).iter()
+    builtins = find(text, "table", class_="builtins")
+    assert order.index(find(text, "article", id="connection-2")) < order.index(builtins)
+    delegate = builtins.find("tr", data_tool="react.delegate")
+    assert delegate.find("span", class_="early").text == "starts early"
+    assert not builtins.find_all("a")
+    assert "Edit" not in builtins.text
 
 
 def test_an_unknown_agent_is_a_404_page(editor: Client) -> None:
@@ -296,8 +311,8 @@ def test_an_unknown_agent_is_a_404_page(editor: Client) -> None:
 def test_htmx_navigation_gets_only_the_page_content(editor: Client) -> None:
     seed(main=RICH)
     response = editor.get("/policy/agents/main/", **HTMX)
-    assert "<html" not in page(response)
-    assert 'id="connection-0"' in page(response)
+    assert is_fragment(page(response))
+    assert find_all(page(response), "article", id="connection-0")
     assert "HX-Request" in response["Vary"]
 
 
@@ -310,12 +325,15 @@ def test_names_with_html_are_escaped(editor: Client) -> None:
         }
     )
     listing = page(editor.get("/policy/"))
-    assert "<img src=x" not in listing
-    assert "&lt;img src=x onerror=alert(1)&gt;" in listing
+    assert not find_all(listing, "img", src="x")  # the name is text, not an element
+    row = find(listing, "tr", data_agent="<img src=x onerror=alert(1)>")
+    assert row.find("a").text == "<img src=x onerror=alert(1)>"
     detail = page(editor.get("/policy/agents/%3Cimg%20src=x%20onerror=alert(1)%3E/"))
-    assert "<script>alert(1)</script>" not in detail
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in detail
-    assert "<img src=x" not in detail
+    assert not find_all(detail, "img", src="x")
+    assert not [s for s in find_all(detail, "script") if "alert(1)" in s.text]
+    assert find(detail, "tr", data_tool="a.<script>alert(1)</script>").find("code").text == (
+        "a.<script>alert(1)</script>"
+    )
 
 
 # --- connections ---------------------------------------------------------------------------
@@ -324,15 +342,18 @@ def test_names_with_html_are_escaped(editor: Client) -> None:
 def test_the_add_form_is_kind_specific_and_carries_the_revision(editor: Client) -> None:
     base = seed(main={"tools": []})
     python = page(editor.get("/policy/agents/main/connections/new/?kind=python"))
-    assert 'name="module"' in python
-    assert 'name="ref"' in python
-    assert f'name="base_revision" value="{base}"' in python
+    assert find(python, "input", name="module")
+    assert find(python, "input", name="ref")
+    assert find(python, "input", name="base_revision").attrs["value"] == str(base)
+    assert not find_all(python, name="server_id")
     mcp = page(editor.get("/policy/agents/main/connections/new/?kind=mcp"))
-    assert 'name="server_id"' in mcp
-    assert 'name="all_tools"' in mcp
+    assert find(mcp, "input", name="server_id")
+    assert find(mcp, "input", name="all_tools", type="checkbox")
+    assert not find_all(mcp, name="module")
     named = page(editor.get("/policy/agents/main/connections/new/?kind=named_service"))
-    assert 'value="object.search"' in named
-    assert "object.search → search_objects" in named
+    search = find(named, "input", type="checkbox", value="object.search")
+    [label] = [lab for lab in find_all(named, "label") if search in lab.iter()]
+    assert "object.search → search_objects" in label.text
     assert editor.get("/policy/agents/main/connections/new/?kind=bogus").status_code == 404
 
 
@@ -360,7 +381,7 @@ def test_adding_a_python_connection_exports_what_the_runtime_needs(editor: Clien
             "allowed": ["search", "export_report", "launch_background_job"],
         }
     ]
-    assert 'data-tool="jobs.launch_background_job"' in page(response)
+    assert find(page(response), "tr", data_tool="jobs.launch_background_job")
 
 
 def test_adding_an_mcp_connection_with_all_tools_writes_the_star(editor: Client) -> None:
@@ -407,9 +428,9 @@ def test_an_invalid_connection_form_shows_its_errors_and_saves_nothing(editor: C
     )
     assert response.status_code == 422
     text = page(response)
-    assert 'id="connection-editor"' in text
-    assert "A python connection needs module or ref" in text
-    assert "needs an alias" in text
+    form = text_of(text, id="connection-editor")
+    assert "A python connection needs module or ref" in form
+    assert "needs an alias" in form
     assert revision() == base
 
 
@@ -429,8 +450,8 @@ def test_editing_a_connection_keeps_every_key_the_form_does_not_manage(editor: C
         }
     )
     form = page(editor.get("/policy/agents/main/connections/0/edit/"))
-    assert 'value="browser"' in form
-    assert "open\nclick</textarea>" in form
+    assert find(form, "input", name="server_id").attrs["value"] == "browser"
+    assert find(form, "textarea", name="allowed").value == "open\nclick"
     editor.post(
         "/policy/agents/main/connections/0/edit/",
         {
@@ -473,7 +494,9 @@ def test_editing_a_named_service_keeps_overrides_and_unknown_operations(editor: 
         }
     )
     form = page(editor.get("/policy/agents/main/connections/0/edit/"))
-    assert "<code>object.bogus</code>" in form  # shown as kept, not as a checkbox
+    # shown as kept, not as a checkbox
+    assert "object.bogus" in [code.text for code in find_all(form, "code")]
+    assert not find_all(form, "input", value="object.bogus")
     editor.post(
         "/policy/agents/main/connections/0/edit/",
         {
@@ -524,14 +547,15 @@ def test_moving_the_first_connection_up_is_refused(editor: Client) -> None:
         **HTMX,
     )
     assert response.status_code == 422
-    assert "cannot move connection #1" in page(response)
+    assert "cannot move connection #1" in text_of(page(response), id="problem")
     assert revision() == base
 
 
 def test_removing_a_connection_asks_first(editor: Client) -> None:
     seed(main=RICH)
     text = page(editor.get("/policy/agents/main/"))
-    assert 'hx-confirm="Remove connection #1 (python jobs)' in text
+    confirm = find(text, id="connection-0").find("form", hx_confirm=None).attrs["hx-confirm"]
+    assert confirm == "Remove connection #1 (python jobs) and its traits from main?"
 
 
 def test_a_stale_connection_edit_changes_nothing(editor: Client) -> None:
@@ -542,7 +566,7 @@ def test_a_stale_connection_edit_changes_nothing(editor: Client) -> None:
         "/policy/agents/main/connections/0/remove/", {"base_revision": base}, **HTMX
     )
     assert response.status_code == 409
-    assert "Nothing was saved" in page(response)
+    assert "Nothing was saved" in text_of(page(response), id="problem")
     assert draft_state().text == before
 
 
@@ -560,10 +584,10 @@ def test_a_pasted_manifest_is_stored_and_its_state_shown(editor: Client) -> None
     assert response.status_code == 200
     assert AgentManifest.objects.get(agent="main").data == manifest
     text = page(response)
-    assert "2 tools, uploaded" in text
+    assert "2 tools, uploaded" in text_of(text, id="manifest")
     # The discovered tools now appear as rows of the connection that lists no tools.
-    assert 'data-tool="jobs.search"' in text
-    assert 'data-tool="jobs.export"' in text
+    rows = find(text, "article", id="connection-0").find_all("tr", class_="tool-row")
+    assert [row.attrs["data-tool"] for row in rows] == ["jobs.search", "jobs.export"]
 
 
 def test_a_manifest_file_is_stored(editor: Client) -> None:
@@ -591,8 +615,7 @@ def test_a_malformed_manifest_is_refused_with_a_clear_message(
     seed(main={"tools": []})
     response = editor.post("/policy/agents/main/manifest/", {"text": text}, **HTMX)
     assert response.status_code == 422
-    assert message in page(response)
-    assert 'id="manifest"' in page(response)
+    assert message in text_of(page(response), "section", id="manifest")
     assert not AgentManifest.objects.exists()
 
 
@@ -600,7 +623,7 @@ def test_a_connection_of_unknown_kind_is_explained_not_edited(editor: Client) ->
     base = seed(main={"tools": [{"kind": "grpc", "alias": "x", "discovery": True}]})
     text = page(editor.get("/policy/agents/main/connections/0/edit/"))
     assert "is not python, mcp or named_service" in text
-    assert 'name="alias"' not in text
+    assert not find_all(text, "input", name="alias")
     response = editor.post(
         "/policy/agents/main/connections/0/edit/", {"base_revision": base, "alias": "y"}, **HTMX
     )
@@ -619,13 +642,14 @@ def test_a_conflict_reload_link_goes_back_to_the_page_the_user_was_on(client) ->
         headers={"HX-Request": "true", "HX-Current-URL": "http://testserver/policy/?x=1"},
     )
     assert response.status_code == 409
-    assert 'href="/policy/?x=1">Reload</a>' in response.content.decode()
+    assert find(response.content.decode(), "a", href="/policy/?x=1").text == "Reload"
     foreign = client.post(
         "/policy/agents/add/",
         {"name": "third", "base_revision": "0"},
         headers={"HX-Request": "true", "HX-Current-URL": "https://evil.example/policy/"},
     )
-    assert 'href="/policy/">Reload</a>' in foreign.content.decode()
+    [reload] = [a for a in find_all(foreign.content.decode(), "a") if a.text == "Reload"]
+    assert reload.attrs["href"] == "/policy/"
 
 
 def test_a_manifest_with_a_nul_character_is_refused_by_the_browser_form_too(client) -> None:  # type: ignore[no-untyped-def]

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import html
 import io
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from policy.cli import run as cli_run
 from policy.domain.yaml_io import load_policy
 from policy.selectors import draft_state
 from policy.services import draft_replace, manifest_upload
+from tests.markup import Element, document, find, find_all, first_element, is_fragment, text_of
 
 pytestmark = pytest.mark.django_db
 
@@ -66,17 +65,11 @@ def page(response: Any) -> str:
 
 def pre(response: Any, element_id: str) -> str:
     """The text of ``<pre id=…>`` as a browser shows it (entities decoded)."""
-    match = re.search(rf'<pre id="{element_id}"[^>]*>(.*?)</pre>', page(response), re.DOTALL)
-    assert match, f"no <pre id={element_id}>"
-    return html.unescape(match[1])
+    return find(page(response), "pre", id=element_id).raw_text
 
 
-def row(response: Any, tool_id: str) -> str:
-    match = re.search(
-        rf'<tr data-tool="{re.escape(tool_id)}">(.*?)</tr>', page(response), re.DOTALL
-    )
-    assert match, f"no row for {tool_id}"
-    return match[1].replace("<wbr>", "")  # line-break opportunities in long ids are not text
+def row(response: Any, tool_id: str) -> Element:
+    return find(page(response), "tr", data_tool=tool_id)
 
 
 def cli(argv: list[str], tmp_path: Path, round_spec: Any = None) -> str:
@@ -94,23 +87,26 @@ def cli(argv: list[str], tmp_path: Path, round_spec: Any = None) -> str:
 
 def test_the_effective_page_lists_configured_tools_then_builtins(web: Client) -> None:
     text = page(web.get("/policy/agents/main/effective/"))
-    configured = text.index('id="configured-tools"')
-    builtins = text.index('id="builtin-tools"')
-    assert configured < text.index('data-tool="workspace_jobs.search"') < builtins
-    assert configured < text.index('data-tool="named_services.search_objects"') < builtins
-    assert (
-        builtins < text.index('data-tool="react.read"') < text.index('data-tool="react.delegate"')
-    )
+    configured = find(text, "table", id="configured-tools").find_all("tr", data_tool=None)
+    builtins = find(text, "table", id="builtin-tools").find_all("tr", data_tool=None)
+    configured_ids = [tool.attrs["data-tool"] for tool in configured]
+    assert {"workspace_jobs.search", "named_services.search_objects"} <= set(configured_ids)
+    builtin_ids = [tool.attrs["data-tool"] for tool in builtins]
+    assert builtin_ids.index("react.read") < builtin_ids.index("react.delegate")
+    order = document(text).iter()
+    assert order.index(configured[-1]) < order.index(builtins[0])
 
 
 def test_each_trait_key_shows_where_it_comes_from(web: Client) -> None:
     response = web.get("/policy/agents/main/effective/")
     search = row(response, "workspace_jobs.search")
-    assert "config agents.main.tools[0].tool_traits.search" in search
-    assert "exploration" in search
+    provenance = [code.text for code in search.find_all("code", class_="provenance")]
+    assert "config agents.main.tools[0].tool_traits.search" in provenance
+    assert "exploration" in search.text
     # An extension key is kept and shown as-is (escaped, never as markup).
-    assert "&lt;b&gt;reads&lt;/b&gt; &amp; lists" in search
-    assert "builtin react.delegate" in row(response, "react.delegate")
+    assert "<b>reads</b> & lists" in search.text
+    assert not search.find_all("b")
+    assert "builtin react.delegate" in row(response, "react.delegate").text
 
 
 def test_a_manifest_trait_shows_manifest_provenance(web: Client) -> None:
@@ -119,26 +115,29 @@ def test_a_manifest_trait_shows_manifest_provenance(web: Client) -> None:
         data={"mcp.browser.click": {"tool_traits": {"strategy": ["exploration"], "cost": "low"}}},
     )
     click = row(web.get("/policy/agents/main/effective/"), "mcp.browser.click")
-    assert "manifest mcp.browser.click" in click
-    assert "low" in click
+    assert "manifest mcp.browser.click" in click.text
+    assert "low" in click.text
 
 
 def test_the_early_column_says_which_tools_start_early(web: Client) -> None:
     response = web.get("/policy/agents/main/effective/")
-    assert "starts early" in row(response, "workspace_jobs.launch_background_job")
-    assert "starts early" in row(response, "react.delegate")
-    assert "starts early" not in row(response, "workspace_jobs.search")
+    early = {"workspace_jobs.launch_background_job", "react.delegate"}
+    for tool_id in [*early, "workspace_jobs.search"]:
+        chips = [chip.text for chip in row(response, tool_id).find_all("span", class_="early")]
+        assert chips == (["yes — starts early"] if tool_id in early else []), tool_id
 
 
 def test_the_execution_design_and_namespace_overrides_are_shown(web: Client) -> None:
     response = web.get("/policy/agents/main/effective/")
     report = row(response, "workspace_jobs.export_report")
-    assert "<dt>timeout_s</dt>" in report
-    assert "idempotency_key" in report
-    assert "runs alone" in report  # no strategy: unknown
+    design = report.find("dl", class_="design")
+    assert "timeout_s" in [key.text for key in design.find_all("dt")]
+    assert "idempotency_key" in design.text
+    assert "runs alone" in report.text  # no strategy: unknown
     named = row(response, "named_services.search_objects")
-    assert "<code>task</code>" in named
-    assert "strategy: exploitation" in named
+    [override] = named.find("ul", class_="overrides").find_all("li")
+    assert override.find("code").text == "task"
+    assert "strategy: exploitation" in override.text
 
 
 @pytest.mark.parametrize("view", ["effective", "catalog", "playground"])
@@ -160,8 +159,8 @@ def test_agent_pages_need_a_login(view: str, client: Client) -> None:
 
 def test_an_htmx_navigation_gets_only_the_page_content(web: Client) -> None:
     response = web.get("/policy/agents/main/effective/", HTTP_HX_REQUEST="true")
-    assert "<html" not in page(response)
-    assert 'id="configured-tools"' in page(response)
+    assert is_fragment(page(response))
+    assert find(page(response), "table", id="configured-tools")
 
 
 # --- catalog preview ----------------------------------------------------------------------------
@@ -204,18 +203,13 @@ def form(*attempts: list[tuple[str, str]], op: str = "run", **fields: str) -> di
 
 def action_values(response: Any) -> list[list[tuple[str, str]]]:
     """What the re-rendered form holds: per attempt, (selected choice, params text)."""
-    text = page(response)
     attempts: list[list[tuple[str, str]]] = []
-    for fieldset in re.findall(r'<fieldset class="attempt".*?</fieldset>', text, re.DOTALL):
+    for fieldset in find_all(page(response), "fieldset", class_="attempt"):
         actions = []
-        for block in re.findall(
-            r'<div class="pg-action.*?<div class="pg-buttons">', fieldset, re.DOTALL
-        ):
-            selected = re.search(r'<option value="([^"]*)"[^>]* selected>', block)
-            params = re.search(r"<textarea[^>]*>\n(.*?)</textarea>", block, re.DOTALL)
-            assert selected, block
-            assert params, block
-            actions.append((html.unescape(selected[1]), html.unescape(params[1])))
+        for block in fieldset.find_all("div", class_="pg-action"):
+            selected = [o for o in block.find("select").find_all("option") if "selected" in o.attrs]
+            assert len(selected) == 1, block
+            actions.append((selected[0].value, block.find("textarea").value))
         attempts.append(actions)
     return attempts
 
@@ -225,10 +219,10 @@ PLAYGROUND = "/policy/agents/main/playground/"
 
 def test_the_playground_offers_the_agents_tools_and_the_final_answers(web: Client) -> None:
     text = page(web.get(PLAYGROUND))
-    for tool_id in ["workspace_jobs.search", "mcp.browser.click", "react.delegate"]:
-        assert f'<option value="{tool_id}"' in text
-    assert '<option value="complete"' in text
-    assert '<option value="exit"' in text
+    offered = [option.value for option in find(text, "select", name="a0-0-tool").find_all("option")]
+    for choice in ["workspace_jobs.search", "mcp.browser.click", "react.delegate"]:
+        assert choice in offered
+    assert offered[-2:] == ["complete", "exit"]
     assert action_values(web.get(PLAYGROUND)) == [[("workspace_jobs.search", "{}")]]
 
 
@@ -243,15 +237,22 @@ def test_running_a_round_shows_verdicts_early_start_and_ledger_identity(web: Cli
         form([("react.delegate", DELEGATE_PARAMS), ("workspace_jobs.search", "{}")]),
     )
     assert response.status_code == 200
-    results = page(response).split('id="results"')[1]
-    assert "starts early" in results
-    assert "tc_5ca55cec48db" in results
-    assert "40b78e51de2d48e9f19370949ed7eafe6594198e5a75bc7896e0cd02e0a4681f" in results
+    results = find(page(response), "section", id="results")
+    [first, second] = results.find_all("tr", class_="verdict")
+    assert first.find("span", class_="early").text == "starts early"
+    assert first.find("code", class_="tool-call-id").text == "tc_5ca55cec48db"
+    fingerprint = "40b78e51de2d48e9f19370949ed7eafe6594198e5a75bc7896e0cd02e0a4681f"
+    assert first.find("code", class_="fingerprint").text == fingerprint
     # Both pass the overseer while streaming; with multi-action off (the default) only the
     # first one is executed and the second is dropped: the page says so.
-    assert results.count('<span class="chip ok">accepted</span>') == 3
-    assert '<span class="chip warn">dropped</span>' in results
-    assert 'id="multi-off-note"' in results
+    verdicts = [
+        [cell.text for cell in row.find_all("td", class_=stage)]
+        for row in (first, second)
+        for stage in ("online", "backstop", "final")
+    ]
+    assert verdicts == [["accepted"], ["—"], ["accepted"], ["accepted"], ["—"], ["dropped"]]
+    assert second.find("td", class_="final").find("span", class_="chip warn")
+    assert results.find("p", id="multi-off-note").text.startswith("Multi-action is off")
 
 
 def test_with_multi_action_on_both_actions_run_and_the_backstop_is_shown(web: Client) -> None:
@@ -267,19 +268,21 @@ def test_with_multi_action_on_both_actions_run_and_the_backstop_is_shown(web: Cl
     actions = result["attempts"][0]["actions"]
     assert [a["verdict"] for a in actions] == ["accepted", "accepted"]
     assert [a["backstop"]["verdict"] for a in actions] == ["accepted", "accepted"]
-    assert 'id="multi-off-note"' not in page(response)
+    assert find(page(response), "section", id="results")
+    assert not find_all(page(response), id="multi-off-note")
 
 
 def test_a_rejection_is_explained_in_words(web: Client) -> None:
     response = web.post(
         PLAYGROUND, form([("workspace_jobs.search", "{}"), ("mcp.browser.open_page", "{}")])
     )
-    results = page(response).split('id="results"')[1]
-    assert "multi_action_bundle_strategy_incompatible" in results
-    assert (
-        "workspace_jobs.search (exploration) was accepted first; mcp.browser.open_page" in results
+    rejected = find(page(response), "section", id="results").find_all("tr", data_index="1")[0]
+    assert rejected.find("code", class_="code").text == "multi_action_bundle_strategy_incompatible"
+    explanation = rejected.find("td", class_="explanation").text
+    assert "workspace_jobs.search (exploration) was accepted first; mcp.browser.open_page" in (
+        explanation
     )
-    assert "first_tool_id=workspace_jobs.search" in results
+    assert "first_tool_id=workspace_jobs.search" in explanation
 
 
 def test_the_raw_json_equals_the_cli_dry_run_json(web: Client, tmp_path: Path) -> None:
@@ -323,6 +326,16 @@ def test_the_raw_json_equals_the_cli_dry_run_json(web: Client, tmp_path: Path) -
     assert pre(response, "result-json") == expected
 
 
+def attempt_ledgers(response: Any, attempt: int) -> list[str]:
+    """The ledger column of one attempt's verdict rows (0: the first attempt), as read."""
+    rows = find(page(response), "section", id="results").find_all("tr", class_="verdict")
+    return [
+        row.find("td", class_="ledger").text
+        for row in rows
+        if row.attrs["data-attempt"] == str(attempt)
+    ]
+
+
 def test_a_provider_retry_that_reorders_shows_a_dedup_by_fingerprint(web: Client) -> None:
     response = web.post(
         PLAYGROUND,
@@ -331,10 +344,9 @@ def test_a_provider_retry_that_reorders_shows_a_dedup_by_fingerprint(web: Client
             [("workspace_jobs.search", "{}"), ("react.delegate", DELEGATE_REORDERED)],
         ),
     )
-    second = page(response).split("<h3>Attempt 2</h3>")[1]
-    assert "dedup" in second
-    assert '<strong class="match">fingerprint</strong>' in second
-    assert 'reuses <code class="tool-call-id">tc_5ca55cec48db</code>' in second
+    ledger = attempt_ledgers(response, 1)
+    # The delegate, now second, is the first attempt's first call: the same fingerprint.
+    assert ledger[1].startswith("dedup reuses tc_5ca55cec48db, matched by fingerprint:")
 
 
 def test_the_same_slot_in_a_retry_is_a_dedup_by_slot(web: Client) -> None:
@@ -342,8 +354,9 @@ def test_the_same_slot_in_a_retry_is_a_dedup_by_slot(web: Client) -> None:
         PLAYGROUND,
         form([("react.delegate", DELEGATE_PARAMS)], [("react.delegate", '{"charter": "B"}')]),
     )
-    second = page(response).split("<h3>Attempt 2</h3>")[1]
-    assert '<strong class="match">slot</strong>' in second
+    [ledger] = attempt_ledgers(response, 1)
+    assert ledger.startswith("dedup reuses tc_")
+    assert ", matched by slot: not executed again" in ledger
 
 
 def test_empty_params_send_no_params_which_the_runtime_reads_as_empty(web: Client) -> None:
@@ -382,10 +395,11 @@ def test_invalid_json_params_get_a_message_on_that_action_not_a_500(web: Client)
     )
     assert response.status_code == 422
     text = page(response)
-    assert 'id="a0-1-error"' in text
-    assert "The params are not valid JSON (line 1, column 2)" in text
-    assert 'id="a0-0-error"' not in text
-    assert 'id="results"' not in text
+    error = find(text, "p", id="a0-1-error")
+    assert error.text.startswith("The params are not valid JSON (line 1, column 2)")
+    assert find(text, "textarea", name="a0-1-params").attrs["aria-describedby"] == "a0-1-error"
+    assert not find_all(text, id="a0-0-error")
+    assert not find_all(text, id="results")
     # What the admin typed is kept so it can be fixed.
     assert action_values(response) == [
         [("react.delegate", DELEGATE_PARAMS), ("workspace_jobs.search", "{oops")]
@@ -426,16 +440,16 @@ def test_a_run_over_htmx_answers_with_the_workspace_only(web: Client) -> None:
     response = web.post(PLAYGROUND, form([("react.hide", "{}")]), HTTP_HX_REQUEST="true")
     text = page(response)
     assert response.status_code == 200
-    assert "<html" not in text
-    assert text.lstrip().startswith('<div id="playground">')
-    assert 'id="results"' in text
+    assert is_fragment(text)
+    assert first_element(text).matches("div", {"id": "playground"})
+    assert first_element(text).find("section", id="results")
 
 
 def test_add_action_appends_a_row_with_the_default_tool(web: Client) -> None:
     response = web.post(PLAYGROUND, form([("react.hide", "{}")], op="add-action:0"))
     assert response.status_code == 200
     assert action_values(response) == [[("react.hide", "{}"), ("workspace_jobs.search", "{}")]]
-    assert 'id="results"' not in page(response)
+    assert not find_all(page(response), id="results")
 
 
 def test_remove_action_drops_that_row(web: Client) -> None:
@@ -461,8 +475,9 @@ def test_add_a_second_attempt_copies_the_first_attempts_actions(web: Client) -> 
     first = [("react.delegate", DELEGATE_PARAMS), ("workspace_jobs.search", '{"q": "x"}')]
     response = web.post(PLAYGROUND, form(first, op="add-attempt"))
     assert action_values(response) == [first, first]
-    assert "a provider retry" in page(response)
-    assert 'name="attempt_count" value="2"' in page(response)
+    legend = find(page(response), "fieldset", id="attempt-1").find("legend")
+    assert "a provider retry" in legend.text
+    assert find(page(response), "input", name="attempt_count").value == "2"
 
 
 def test_a_retry_attempt_can_be_removed_but_not_the_first(web: Client) -> None:
@@ -480,7 +495,7 @@ def test_an_attempt_with_no_actions_runs_and_says_so(web: Client) -> None:
         PLAYGROUND, {"turn_id": "t", "iteration": "0", "attempt_count": "1", "op": "run"}
     )
     assert ran.status_code == 200
-    assert "No actions: nothing to decide." in page(ran)
+    assert "No actions: nothing to decide." in text_of(page(ran), "section", id="results")
 
 
 def test_a_tool_the_agent_does_not_have_stays_selected_and_resolves_unknown(web: Client) -> None:
@@ -551,29 +566,26 @@ def test_the_effective_and_catalog_views_show_the_built_ins_of_the_chosen_role(
     web: Client, role: str, present: str, absent: str
 ) -> None:
     effective = page(web.get(f"/policy/agents/main/effective/?role={role}"))
-    assert f'data-tool="{present}"' in effective
-    assert f'data-tool="{absent}"' not in effective
-    assert f'<option value="{role}" selected>' in effective
-    catalog = page(web.get(f"/policy/agents/main/catalog/?role={role}"))
-    listed = catalog.split('id="catalog"')[1]
+    assert find(effective, "tr", data_tool=present)
+    assert not find_all(effective, "tr", data_tool=absent)
+    assert find(effective, "select", name="role").value == role
+    listed = pre(web.get(f"/policy/agents/main/catalog/?role={role}"), "catalog")
     assert f"] {present}\n" in listed
     assert f"] {absent}\n" not in listed
 
 
 def test_the_effective_view_lists_where_a_named_service_tool_applies(web: Client) -> None:
     text = page(web.get("/policy/agents/main/effective/"))
-    row = text.split('data-tool="named_services.search_objects"')[1].split("</tr>")[0]
-    assert "namespaces applicable: task" in row
+    named = find(text, "tr", data_tool="named_services.search_objects")
+    assert named.find("div", class_="applicable").text == "namespaces applicable: task"
 
 
 def test_a_playground_round_can_be_saved_as_a_regression_case(web: Client) -> None:
     response = web.post(PLAYGROUND, form([("workspace_jobs.search", "{}")]))
     text = page(response)
-    assert 'id="save-case"' in text
-    assert 'action="/policy/agents/main/suite/"' in text
-    saved = re.search(r'name="round" value="([^"]+)"', text)
-    assert saved is not None
-    case_round = json.loads(html.unescape(saved.group(1)))
+    save = find(text, "form", id="save-case")
+    assert save.attrs["action"] == "/policy/agents/main/suite/"
+    case_round = json.loads(save.find("input", name="round").value)
     assert case_round["multi_action_mode"] == "off"
     response = web.post(
         "/policy/agents/main/suite/",
@@ -587,7 +599,7 @@ def test_it_names_the_missing_agent_on_the_404_page_and_in_the_api(web: Client) 
     # One mapping (config.error_pages for pages, config.api for the API) of AgentNotFound.
     response = web.get("/policy/agents/nobody/effective/")
     assert response.status_code == 404
-    assert "The draft has no agent 'nobody'." in html.unescape(response.content.decode())
+    assert "The draft has no agent 'nobody'." in text_of(response.content.decode(), "main")
     # An editing route (a prediction such as /effective falls back as the runtime does).
     response = web.get("/api/v1/agents/nobody/connections")
     assert (response.status_code, response.json()) == (

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -9,7 +8,8 @@ from django.test import Client
 
 from policy.selectors import draft_state
 from policy.services import manifest_upload
-from tests.policy.conftest import exported_connections
+from tests.markup import document, find, find_all, is_fragment, text_of
+from tests.policy.conftest import diagnostic_codes, exported_connections, tool_rows
 from tests.policy.conftest import seed_connections as seed
 
 pytestmark = pytest.mark.django_db
@@ -41,7 +41,8 @@ def page(response: Any) -> str:
 
 
 def codes(html: str) -> list[str]:
-    return [part.split('"', 1)[0] for part in html.split('data-code="')[1:]]
+    """The codes of the diagnostics the page lists."""
+    return diagnostic_codes(document(html))
 
 
 def jobs(**extra: Any) -> dict[str, Any]:
@@ -64,20 +65,19 @@ def form(base: int, **fields: Any) -> dict[str, Any]:
 def test_the_form_checks_as_the_admin_types_in_one_round_trip(editor: Client) -> None:
     base = seed(jobs())
     text = page(editor.get(f"{JOBS}/launch/"))
-    assert f'hx-post="{JOBS}/launch/preview/"' in text
-    assert 'hx-trigger="input changed delay:250ms, change"' in text
-    assert 'hx-target="#tool-diagnostics"' in text
-    assert f'name="base_revision" value="{base}"' in text
-    for value in ("exploration", "exploitation", "neutral"):
-        assert f'name="strategy" value="{value}"' in text
-    assert 'name="early"' in text
-    assert "<details" in text
-    assert 'name="trigger"' in text
-    assert '<select name="mode"' in text
-    assert '<select name="retry"' in text
-    assert 'id="tool-diagnostics"' in text
+    editor_form = find(text, id="tool-editor").find("form")
+    assert editor_form.attrs["hx-post"] == f"{JOBS}/launch/preview/"
+    assert editor_form.attrs["hx-trigger"] == "input changed delay:250ms, change"
+    assert editor_form.attrs["hx-target"] == "#tool-diagnostics"
+    assert editor_form.find("input", name="base_revision").value == str(base)
+    strategies = editor_form.find_all("input", type="checkbox", name="strategy")
+    assert [box.value for box in strategies] == ["exploration", "exploitation", "neutral"]
+    assert editor_form.find("input", type="checkbox", name="early")
+    assert editor_form.find("details", class_="advanced").find(name="trigger")
+    assert editor_form.find("select", name="mode")
+    assert editor_form.find("select", name="retry")
     # What the draft says about the tool right now is there before any typing.
-    assert 'data-code="strategy-unknown"' in text
+    assert "strategy-unknown" in diagnostic_codes(find(text, id="tool-diagnostics"))
 
 
 def test_the_form_starts_from_what_is_written(editor: Client) -> None:
@@ -88,11 +88,15 @@ def test_the_form_starts_from_what_is_written(editor: Client) -> None:
         )
     )
     text = page(editor.get(f"{JOBS}/launch/"))
-    assert 'value="neutral" id="id_strategy_2" checked' in text
-    assert 'name="early" id="id_early" checked' in text
-    assert 'name="timeout_s" value="5"' in text
-    assert '<option value="dedup" selected>' in text
-    assert "<code>owner</code>" in text  # an extension key, shown read-only
+    ticked = [box.value for box in find_all(text, "input", name="strategy", checked=None)]
+    assert ticked == ["neutral"]
+    assert find(text, "input", name="early", checked=None)
+    assert find(text, "input", name="timeout_s").value == "5"
+    assert find(text, "select", name="retry").value == "dedup"
+    # an extension key, shown read-only
+    extension = find(text, "dl", class_="kv")
+    assert [key.text for key in extension.find_all("dt")] == ["owner"]
+    assert not find_all(text, "input", name="owner")
 
 
 @pytest.mark.parametrize(
@@ -142,8 +146,8 @@ def test_saving_early_start_writes_the_full_profile_and_the_strategy(editor: Cli
     # The agent page comes back with the updated row.
     assert response["HX-Retarget"] == "#main"
     assert response["HX-Push-Url"] == "/policy/agents/main/"
-    row = page(response)[page(response).index('data-tool="jobs.launch"') :]
-    assert "starts early" in row[: row.index("</tr>")]
+    [row] = find_all(page(response), "tr", data_tool="jobs.launch")
+    assert row.find("span", class_="early").text == "starts early"
 
 
 def test_several_strategies_are_written_as_a_list(editor: Client) -> None:
@@ -157,8 +161,8 @@ def test_none_ticked_removes_the_strategy_and_keeps_extension_keys(editor: Clien
     editor.post(f"{JOBS}/search/", form(base), **HTMX)
     assert connection()["tool_traits"] == {"search": {"owner": "ops"}}
     text = page(editor.get("/policy/agents/main/"))
-    row = text[text.index('data-tool="jobs.search"') :]
-    assert "unknown — runs alone" in row[: row.index("</tr>")]
+    row = find(text, "tr", data_tool="jobs.search")
+    assert row.find("span", class_="chip warn").text == "unknown — runs alone"
 
 
 def test_switching_early_start_off_removes_the_profile(editor: Client) -> None:
@@ -176,10 +180,10 @@ def test_saving_with_errors_is_allowed_and_they_stay_visible(editor: Client) -> 
     )
     assert response.status_code == 200
     assert connection()["tool_traits"]["launch"]["execution"] == {"trigger": "tool_call_complete"}
-    row = page(response)[page(response).index('data-tool="jobs.launch"') :]
-    assert 'data-code="execution-incomplete"' in row
+    rows = tool_rows(page(response), "jobs.launch")
+    assert "execution-incomplete" in diagnostic_codes(*rows)
     listing = page(editor.get("/policy/"))
-    assert "1 error" in listing
+    assert find(listing, "tr", data_agent="main").find("span", class_="bad").text == "1 error"
 
 
 def test_a_bad_timeout_is_refused_with_a_message_and_nothing_saved(editor: Client) -> None:
@@ -187,8 +191,7 @@ def test_a_bad_timeout_is_refused_with_a_message_and_nothing_saved(editor: Clien
     for value, message in (("soon", "Enter the timeout as a number"), ("-3", "positive number")):
         response = editor.post(f"{JOBS}/launch/", form(base, timeout_s=value), **HTMX)
         assert response.status_code == 422
-        assert message in page(response)
-        assert 'id="tool-editor"' in page(response)
+        assert message in text_of(page(response), id="tool-editor")
     assert draft_state().revision == base
 
 
@@ -198,7 +201,9 @@ def test_a_stale_save_gets_409_and_changes_nothing(editor: Client) -> None:
     before = draft_state()
     response = editor.post(f"{JOBS}/search/", form(base, strategy=["exploration"]), **HTMX)
     assert response.status_code == 409
-    assert "The draft changed since you opened this editor" in page(response)
+    assert "The draft changed since you opened this editor" in text_of(
+        page(response), id="conflict"
+    )
     assert draft_state().text == before.text
 
 
@@ -210,14 +215,16 @@ def test_a_stale_save_shows_the_draft_now_beside_the_unsaved_input(editor: Clien
     assert response.status_code == 409
     html = page(response)
     # The conflict view: the tool as the draft has it now, and what the user sent.
-    assert f"Now in the draft (revision {current})" in html
-    assert "- neutral" in html  # the current traits, as YAML
-    assert "strategy: exploration" in html  # the unsaved input
+    conflict = find(html, id="conflict")
+    assert f"Now in the draft (revision {current})" in conflict.text
+    assert "- neutral" in conflict.find("pre", class_="conflict-current").raw_text  # as YAML
+    assert "strategy: exploration" in conflict.find("pre", class_="conflict-yours").raw_text
     # The editor comes back holding the input, based on the current revision: saving again
     # applies it knowingly, nothing is lost.
-    assert 'id="tool-editor"' in html
-    assert f'name="base_revision" value="{current}"' in html
-    assert re.search(r'value="exploration"[^>]*checked', html)
+    editor_form = find(html, id="tool-editor")
+    assert editor_form.find("input", name="base_revision").value == str(current)
+    ticked = editor_form.find_all("input", name="strategy", checked=None)
+    assert [box.value for box in ticked] == ["exploration"]
     again = editor.post(f"{JOBS}/search/", form(current, strategy=["exploration"]), **HTMX)
     assert again.status_code == 200
     assert connection()["tool_traits"]["search"]["strategy"] == ["exploration"]
@@ -242,9 +249,9 @@ def test_preview_shows_execution_inert_for_exploration_with_early_start(editor: 
     assert response.status_code == 200
     text = page(response)
     assert "execution-inert" in codes(text)
-    assert "Fix: Set strategy: [neutral]" in text
-    assert "<html" not in text
-    assert 'id="tool-diagnostics"' not in text
+    assert "Fix: Set strategy: [neutral]" in find(text, "li", data_code="execution-inert").text
+    assert is_fragment(text)
+    assert not find_all(text, id="tool-diagnostics")  # its content, swapped into it
     assert draft_state().revision == base
     assert draft_state().text == before
 
@@ -257,7 +264,7 @@ def test_preview_drops_execution_inert_once_the_strategy_is_neutral(editor: Clie
     text = page(response)
     assert "execution-inert" not in codes(text)
     assert "early-without-idempotency" in codes(text)
-    assert "starts early" in text
+    assert "starts early" in document(text).text
 
 
 def test_preview_only_shows_diagnostics_of_that_tool(editor: Client) -> None:
@@ -288,7 +295,10 @@ BROWSER = {
 def test_a_qualified_mcp_entry_is_edited_in_place(editor: Client) -> None:
     base = seed(BROWSER)
     text = page(editor.get("/policy/agents/main/"))
-    assert 'href="/policy/agents/main/connections/0/tools/mcp.browser.open_page/"' in text
+    row = find(text, "tr", data_tool="mcp.browser.open_page")
+    assert row.find("a").attrs["href"] == (
+        "/policy/agents/main/connections/0/tools/mcp.browser.open_page/"
+    )
     editor.post(
         "/policy/agents/main/connections/0/tools/mcp.browser.open_page/",
         form(base, strategy=["neutral"], timeout_s="3"),
@@ -301,16 +311,16 @@ def test_a_qualified_mcp_entry_is_edited_in_place(editor: Client) -> None:
 def test_mcp_wildcard_traits_are_edited_under_the_star(editor: Client) -> None:
     base = seed(BROWSER)
     text = page(editor.get("/policy/agents/main/connections/0/tools/*/"))
-    assert 'name="timeout_s"' not in text  # the wildcard carries traits only
+    assert find(text, id="tool-editor")
+    assert not find_all(text, name="timeout_s")  # the wildcard carries traits only
     response = editor.post(
         "/policy/agents/main/connections/0/tools/*/", form(base, strategy=["neutral"]), **HTMX
     )
     assert response.status_code == 200
     assert connection()["tool_traits"]["*"] == {"strategy": ["neutral"]}
     # The wildcard now wins over open_page's own entry: the row says so.
-    page_text = page(response)
-    row = page_text[page_text.index('data-tool="mcp.browser.open_page"') :]
-    assert "wildcard-overrides" in codes(row[: row.index('class="tool-row')])
+    rows = tool_rows(page(response), "mcp.browser.open_page")
+    assert "wildcard-overrides" in diagnostic_codes(*rows)
 
 
 def test_a_namespace_override_is_written_in_its_namespace(editor: Client) -> None:
@@ -323,8 +333,11 @@ def test_a_namespace_override_is_written_in_its_namespace(editor: Client) -> Non
     )
     agent_page = page(editor.get("/policy/agents/main/"))
     url = "/policy/agents/main/connections/0/tools/search_objects/?namespace=task"
-    assert f'href="{url}"' in agent_page
-    assert 'name="timeout_s"' not in page(editor.get(url))
+    [override] = find_all(agent_page, "a", href=url)
+    assert override.text == "Override"
+    namespace_form = page(editor.get(url))
+    assert find(namespace_form, id="tool-editor")
+    assert not find_all(namespace_form, name="timeout_s")
     editor.post(url, form(base, strategy=["neutral"], early="on"), **HTMX)
     saved = connection()
     assert saved["namespaces"]["task"]["tool_traits"] == {
@@ -343,5 +356,5 @@ def test_an_inherited_strategy_is_named_on_the_form(editor: Client) -> None:
 def test_tool_names_with_html_are_escaped_in_the_form(editor: Client) -> None:
     seed(jobs(alias="<b>jobs</b>"))
     text = page(editor.get(f"{JOBS}/search/"))
-    assert "<b>jobs</b>" not in text
-    assert "&lt;b&gt;jobs&lt;/b&gt;.search" in text
+    assert not [bold for bold in find_all(text, "b") if bold.text == "jobs"]  # text, not markup
+    assert "<b>jobs</b>.search" in [code.text for code in find_all(text, "code")]

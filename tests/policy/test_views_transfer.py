@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import html
 import io
-import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ from policy.domain.yaml_io import WEB_MAX_BYTES, export_text, load_policy
 from policy.models import PolicyDraft
 from policy.selectors import draft_state
 from policy.services import draft_replace
+from tests.markup import Element, find, find_all, first_element, is_fragment, text_of
 
 pytestmark = pytest.mark.django_db
 
@@ -45,23 +44,20 @@ def page(response: Any) -> str:
 
 
 def diff_text(response: Any) -> str:
-    match = re.search(
-        r'<div class="diff" id="import-diff"[^>]*>(.*?)</div>', page(response), re.DOTALL
-    )
-    assert match, "no diff shown"
-    shown = re.sub(r"<summary>.*?</summary>", "", match[1])  # "show N unchanged lines"
-    return html.unescape(re.sub(r"<[^>]+>", "", shown))
+    """The diff's lines as shown, folded runs included (not their "show N unchanged lines")."""
+    diff = find(page(response), "div", class_="diff", id="import-diff")
+    return "".join(pre.raw_text for pre in diff.find_all("pre"))
 
 
 def carried(response: Any) -> tuple[str, str]:
     """The Apply form's hidden text and base_revision."""
-    text = page(response)
-    form = text[text.index('class="apply-form"') :]
-    revision = re.search(r'name="base_revision" value="(\d+)"', form)
-    body = re.search(r'<textarea name="text" hidden>\n(.*?)</textarea>', form, re.DOTALL)
-    assert revision, form
-    assert body, form
-    return html.unescape(body[1]), revision[1]
+    form = find(page(response), "form", class_="apply-form")
+    return form.find("textarea", name="text").value, form.find("input", name="base_revision").value
+
+
+def apply_buttons(text: str) -> list[Element]:
+    """The button that applies the previewed text (none when nothing can be applied)."""
+    return [button for button in find_all(text, "button") if button.text == APPLY_BUTTON]
 
 
 @pytest.fixture
@@ -76,9 +72,10 @@ def test_the_import_page_offers_paste_and_upload_and_says_comments_are_not_kept(
     web: Client,
 ) -> None:
     text = page(web.get(IMPORT))
-    assert '<textarea id="import-text" name="text"' in text
-    assert 'type="file" name="file"' in text
-    assert 'enctype="multipart/form-data"' in text
+    form = find(text, "form", class_="import-form")
+    assert form.attrs["enctype"] == "multipart/form-data"
+    assert form.find("textarea", id="import-text", name="text")
+    assert form.find("input", type="file", name="file")
     assert "Comments in hand-written files are not kept" in text
     assert "1 MiB" in text
 
@@ -94,13 +91,14 @@ def test_preview_shows_diagnostics_and_a_diff_and_changes_nothing(web: Client) -
     response = web.post(IMPORT, {"text": POLICY, "op": "preview"})
     assert response.status_code == 200
     text = page(response)
-    assert "0 errors" in text
-    assert 'data-code="timeout-missing"' in text
+    assert find(text, "p", class_="summary").find("span", class_="chip ok").text == "0 errors"
+    assert find_all(text, "li", data_code="timeout-missing")
     diff = diff_text(response)
     assert diff.startswith("--- draft (revision 0)\n+++ import\n")
     assert "-    agents: {}\n" in diff
     assert "+      main:\n" in diff
-    assert APPLY_BUTTON in text
+    [button] = apply_buttons(text)
+    assert button.attrs["form"] == "apply-form"
     assert not PolicyDraft.objects.exists()
 
 
@@ -112,9 +110,9 @@ def test_the_apply_form_carries_the_previewed_text_and_revision(web: Client) -> 
 def test_an_htmx_preview_answers_with_the_preview_box_only(web: Client) -> None:
     response = web.post(IMPORT, {"text": POLICY, "op": "preview"}, HTTP_HX_REQUEST="true")
     text = page(response)
-    assert "<html" not in text
-    assert text.lstrip().startswith('<div id="preview">')
-    assert APPLY_BUTTON in text
+    assert is_fragment(text)
+    assert first_element(text).matches("div", {"id": "preview"})
+    assert apply_buttons(text)
 
 
 def test_an_uploaded_file_is_previewed(web: Client) -> None:
@@ -147,9 +145,11 @@ def test_refused_text_shows_its_diagnostics_and_no_apply_button(
     response = web.post(IMPORT, {"text": text, "op": "preview"})
     assert response.status_code == 422
     body = page(response)
-    assert "This text cannot be imported" in body
-    assert f'data-code="{code}"' in body
-    assert APPLY_BUTTON not in body
+    assert find(body, "section", class_="import-preview").find("h2").text == (
+        "This text cannot be imported"
+    )
+    assert find_all(body, "li", data_code=code)
+    assert not apply_buttons(body)
     assert not PolicyDraft.objects.exists()
 
 
@@ -157,7 +157,8 @@ def test_a_yaml_syntax_error_names_its_line_and_column(web: Client) -> None:
     response = web.post(
         IMPORT, {"text": "surfaces:\n  as_consumer: {agents: [}\n", "op": "preview"}
     )
-    assert "line 2:26" in page(response)
+    [syntax] = find_all(page(response), "li", data_code="yaml-syntax")
+    assert "line 2:26" in syntax.text
 
 
 def test_text_with_errors_can_still_be_applied_and_says_errors_block_publishing(
@@ -166,16 +167,19 @@ def test_text_with_errors_can_still_be_applied_and_says_errors_block_publishing(
     response = web.post(IMPORT, {"text": WITH_ERRORS, "op": "preview"})
     assert response.status_code == 200
     text = page(response)
-    assert "1 error" in text
-    assert "block publishing" in text
-    assert APPLY_BUTTON in text
+    summary = find(text, "p", class_="summary")
+    assert summary.find("span", class_="chip bad").text == "1 error"
+    assert "block publishing" in summary.text
+    assert apply_buttons(text)
 
 
 def test_previewing_the_current_draft_says_nothing_changes(web: Client) -> None:
     draft_replace(data=load_policy(POLICY).data, base_revision=None)
     response = web.post(IMPORT, {"text": draft_state().text, "op": "preview"})
-    assert "No changes: the imported policy is the same as the draft." in page(response)
-    assert APPLY_BUTTON not in page(response)
+    assert text_of(page(response), "p", class_="unchanged") == (
+        "No changes: the imported policy is the same as the draft."
+    )
+    assert not apply_buttons(page(response))
 
 
 def test_an_empty_form_asks_for_text(web: Client) -> None:
@@ -195,7 +199,7 @@ def test_pasted_text_over_one_mib_is_too_large(web: Client) -> None:
     response = web.post(IMPORT, {"text": over_the_limit(), "op": "preview"})
     assert response.status_code == 413
     assert "The text is too large" in page(response)
-    assert APPLY_BUTTON not in page(response)
+    assert not apply_buttons(page(response))
 
 
 def test_an_uploaded_file_over_one_mib_is_too_large(web: Client) -> None:
@@ -216,8 +220,9 @@ def test_a_form_body_over_djangos_read_limit_is_too_large_in_the_view(web: Clien
 def test_the_page_warns_before_sending_a_paste_over_the_limit(web: Client) -> None:
     text = page(web.get(IMPORT))
     # The check runs from static/js/import-size.js (the CSP allows no inline script).
-    assert f'data-max-bytes="{WEB_MAX_BYTES}"' in text
-    assert "js/import-size.js" in text
+    assert find(text, "textarea", id="import-text").attrs["data-max-bytes"] == str(WEB_MAX_BYTES)
+    scripts = [element.attrs.get("src", "") for element in find_all(text, "script")]
+    assert [src for src in scripts if "js/import-size." in src]
     script = (Path(__file__).resolve().parents[2] / "static/js/import-size.js").read_text()
     assert "setCustomValidity" in script
 
@@ -239,7 +244,7 @@ def test_an_alias_bomb_is_too_large(web: Client) -> None:
     )
     response = web.post(IMPORT, {"text": bomb, "op": "preview"})
     assert response.status_code == 413
-    assert 'data-code="yaml-too-large"' in page(response)
+    assert find_all(page(response), "li", data_code="yaml-too-large")
 
 
 # --- apply ---------------------------------------------------------------------------------------
@@ -329,16 +334,19 @@ def test_export_needs_a_login(client: Client) -> None:
 
 def test_the_overview_invites_an_import_on_an_empty_draft(web: Client) -> None:
     text = page(web.get("/"))
-    assert "No policy yet — " in text
-    assert 'href="/policy/import/">import one</a>' in text
-    assert 'href="/policy/">create an agent</a>' in text
+    invitation = find(text, "p", class_="empty-policy")
+    assert invitation.text == "No policy yet — import one or create an agent."
+    assert invitation.find("a", href="/policy/import/").text == "import one"
+    assert invitation.find("a", href="/policy/").text == "create an agent"
 
 
 def test_the_overview_counts_agents_revision_and_problems(web: Client) -> None:
     draft_replace(data=load_policy(WITH_ERRORS).data, base_revision=None)
     text = page(web.get("/"))
     assert "No policy yet" not in text
-    assert '<strong class="agent-count">2 agents</strong>' in text
-    assert '<strong class="draft-revision">1</strong>' in text
-    assert re.search(r'error-count">1 error<', text)
-    assert re.search(r'warning-count">\d+ warnings?<', text)
+    assert text_of(text, "strong", class_="agent-count") == "2 agents"
+    assert text_of(text, "strong", class_="draft-revision") == "1"
+    assert text_of(text, class_="error-count") == "1 error"
+    warnings = text_of(text, class_="warning-count").split()
+    assert warnings[0].isdigit()
+    assert warnings[1] in ("warning", "warnings")

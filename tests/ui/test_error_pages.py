@@ -6,6 +6,7 @@ import pytest
 from django.test import Client, override_settings
 
 from tests.conftest import make_user
+from tests.markup import page_text, text_of
 
 pytestmark = pytest.mark.django_db
 
@@ -23,8 +24,8 @@ def test_an_unknown_url_gets_our_not_found_page(viewer: Client, debug: bool) -> 
         response = viewer.get("/no/such/page/")
     assert response.status_code == 404
     text = response.content.decode()
-    assert "<h1>Not found</h1>" in text
-    assert "Back to the overview" in text
+    assert text_of(text, "h1") == "Not found"
+    assert "Back to the overview" in page_text(text)
     assert "DEBUG = True" not in text
     assert "URLconf" not in text
 
@@ -37,8 +38,8 @@ def test_a_missing_agent_gets_our_not_found_page_with_the_reason(
         response = viewer.get("/policy/agents/nobody-here/effective/")
     assert response.status_code == 404
     text = response.content.decode()
-    assert "<h1>Not found</h1>" in text
-    assert "nobody-here" in text
+    assert text_of(text, "h1") == "Not found"
+    assert "nobody-here" in page_text(text)
     assert "Traceback" not in text
 
 

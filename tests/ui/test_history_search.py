@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from html import unescape
 
 import pytest
 from django.test import Client
@@ -15,7 +14,7 @@ from django.utils import timezone
 from observe.models import Round
 from policy.services import draft_replace
 from tests.conftest import make_user
-from tests.markup import assert_element
+from tests.markup import assert_element, find, find_all, page_text
 from tests.observe.live_support import ingest_simulated, sample_policy
 
 pytestmark = pytest.mark.django_db
@@ -34,7 +33,8 @@ def viewer(client: Client) -> Client:
 
 
 def rows(page: str) -> list[str]:
-    return re.findall(r'<tr class="history-row" id="history-round-(\d+)">', page)
+    shown = find_all(page, "tr", class_="history-row")
+    return [row.attrs["id"].removeprefix("history-round-") for row in shown]
 
 
 def test_tool_search_is_a_case_insensitive_substring(viewer: Client) -> None:
@@ -52,7 +52,7 @@ def test_tool_search_is_a_case_insensitive_substring(viewer: Client) -> None:
 
 
 def test_a_tool_that_matches_nothing_gets_a_hint(viewer: Client) -> None:
-    page = unescape(viewer.get(URL, {"tool": "zzz-nothing"}).content.decode())
+    page = page_text(viewer.get(URL, {"tool": "zzz-nothing"}).content.decode())
     assert "No rounds match this search." in page
     assert "matches any part of a tool id, any case" in page
     assert "no tool seen so far contains “zzz-nothing”" in page
@@ -98,8 +98,9 @@ def test_sort_by_duration_longest_first(viewer: Client) -> None:
 
 def test_the_chart_counts_rounds_per_minute_by_kind(viewer: Client) -> None:
     page = viewer.get(URL).content.decode()
-    chart = page.split('<svg class="rounds-chart"')[1].split("</svg>")[0]
-    titles = re.findall(r"<title>[^<]*UTC: (\d+) rounds?", chart)
+    bars = find(page, "svg", class_="rounds-chart").find_all("rect", class_="bar")
+    said = [re.fullmatch(r".*UTC: (\d+) rounds?\b.*", bar.find("title").text) for bar in bars]
+    titles = [match[1] for match in said if match]
     # Without a ``since`` the chart fits the rounds: from the oldest (two hours ago) to now.
     assert sum(int(n) for n in titles) == 21
     assert re.search(r"Rounds per \d+ min", page)

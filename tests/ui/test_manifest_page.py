@@ -12,6 +12,7 @@ from policy.domain.yaml_io import load_policy
 from policy.selectors import draft_state, manifest_rows
 from policy.services import draft_replace, manifest_upload
 from tests.conftest import make_user
+from tests.markup import find, find_all, page_text
 
 pytestmark = pytest.mark.django_db
 
@@ -40,8 +41,8 @@ def web(admin_client: Client) -> Client:
 
 
 def entry(text: str, tool_id: str) -> str:
-    start = text.index(f'data-tool="{tool_id}"')
-    return text[start : text.index("</tr>", start)].replace("<wbr>", "")
+    """What the manifest entry's row reads."""
+    return find(text, "tr", data_tool=tool_id).text
 
 
 def test_each_entry_says_whether_the_policy_uses_it(web: Client) -> None:
@@ -53,7 +54,7 @@ def test_each_entry_says_whether_the_policy_uses_it(web: Client) -> None:
     assert "exploitation" in opened  # what the runtime reads instead
     assert "config agents.main.tools[0].tool_traits.open_page" in opened
     assert "unused: no tool of this agent has this id" in entry(text, "mcp.browser.gone")
-    assert "[&#x27;" not in text  # never a Python list
+    assert "['" not in page_text(text)  # never a Python list
 
 
 def test_download_gives_the_json_as_uploaded(web: Client) -> None:
@@ -100,5 +101,6 @@ def test_a_viewer_sees_the_page_but_no_replace_form(client: Client, web: Client)
     client.login(username="vic", password="pw-vic-123")
     response = client.get(URL)
     assert response.status_code == 200
-    assert 'id="manifest-replace"' not in response.content.decode()
+    assert find_all(response.content.decode(), "tr", data_tool="mcp.browser.click")
+    assert not find_all(response.content.decode(), id="manifest-replace")
     assert client.post(URL, {"op": "remove", "base_revision": 1}).status_code == 403

@@ -16,6 +16,7 @@ from observe.consumers import LiveRoundsConsumer
 from observe.health import live as health_live
 from observe.services import events_ingest
 from tests.conftest import make_user
+from tests.markup import Element, find_all
 from tests.observe.health.test_api import finished, timed_out
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
@@ -40,12 +41,13 @@ async def socket() -> AsyncIterator[WebsocketCommunicator]:
     await communicator.disconnect()
 
 
-async def next_with(communicator: WebsocketCommunicator, text: str) -> str:
+async def next_bar(communicator: WebsocketCommunicator) -> Element:
+    """The timeout bar swapped in by the next message that carries one."""
     for _ in range(20):
         message: Any = await communicator.receive_from(timeout=TIMEOUT)
-        if text in message:
-            return str(message)
-    raise AssertionError(f"no message with {text!r}")
+        if found := find_all(str(message), "div", id="tool-alerts"):
+            return found[0]
+    raise AssertionError("no message with the timeout bar")
 
 
 async def test_it_names_a_tool_whose_timeout_rate_crossed_the_threshold(
@@ -56,10 +58,9 @@ async def test_it_names_a_tool_whose_timeout_rate_crossed_the_threshold(
     events = [finished(tool, f"s{i}", 30.0, at=at) for i in range(6)]
     events += [timed_out(tool, f"x{i}", 2000, at=at) for i in range(3)]
     await database_sync_to_async(events_ingest)(events)
-    message = await next_with(socket, 'id="tool-alerts"')
-    assert 'hx-swap-oob="true"' in message
-    assert f'data-tool="{tool}"' in message
-    assert "33 % of 9 calls" in message
+    bar = await next_bar(socket)
+    assert bar.attrs["hx-swap-oob"] == "true"
+    assert bar.find("a", data_tool=tool).text == f"{tool} 33 % of 9 calls"
 
 
 async def test_it_leaves_a_tool_under_the_threshold_out(socket: WebsocketCommunicator) -> None:
@@ -67,5 +68,5 @@ async def test_it_leaves_a_tool_under_the_threshold_out(socket: WebsocketCommuni
     events = [finished("workspace_jobs.search", f"s{i}", 30.0, at=at) for i in range(30)]
     events += [timed_out("workspace_jobs.search", "x0", 2000, at=at)]
     await database_sync_to_async(events_ingest)(events)
-    message = await next_with(socket, 'id="tool-alerts"')
-    assert "data-tool=" not in message
+    bar = await next_bar(socket)
+    assert not bar.find_all(data_tool=None)

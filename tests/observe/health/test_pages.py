@@ -3,35 +3,21 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from html.parser import HTMLParser
 
 import pytest
 from django.test import Client
 
 from observe.services import events_ingest
+from tests.markup import find, find_all, is_fragment, text_of
 from tests.observe.health.test_api import finished, timed_out
 from tests.observe.ingest_support import load_sample_into_draft
 
 pytestmark = pytest.mark.django_db
 
 
-class _Rows(HTMLParser):
-    """The tool ids of the table's rows, in order."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tools: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        found = dict(attrs)
-        if tag == "tr" and found.get("data-tool"):
-            self.tools.append(str(found["data-tool"]))
-
-
 def rows(html: str) -> list[str]:
-    parser = _Rows()
-    parser.feed(html)
-    return parser.tools
+    """The tool ids of the table's rows, in order."""
+    return [row.attrs["data-tool"] for row in find_all(html, "tr", data_tool=None)]
 
 
 def _calls() -> None:
@@ -81,13 +67,15 @@ def test_it_links_advice_to_the_editor_with_the_value_filled_in(editor_client: C
     page = editor_client.get(f"/live/tools/main/{tool}/").content.decode()
     assert "timeout-too-tight" in page
     assert "rests on 40 calls" in page
-    link = page.split('class="button secondary" href="')[1].split('"')[0].replace("&amp;", "&")
+    [apply] = [a for a in find_all(page, "a", class_="button") if "filled in" in a.text]
+    link = apply.attrs["href"]
     assert "timeout_s=4" in link
     editor = editor_client.get(link)
     text = editor.content.decode()
-    assert 'name="timeout_s" value="4"' in text
-    assert "Filled in from tool health advice, not saved yet" in text
-    assert "the draft has 2" in text
+    assert find(text, "input", name="timeout_s").value == "4"
+    note = text_of(text, id="suggested-note")
+    assert "Filled in from tool health advice, not saved yet" in note
+    assert "the draft has 2" in note
 
 
 def test_it_loads_the_health_panel_on_the_tool_editor(viewer_client: Client) -> None:
@@ -95,7 +83,7 @@ def test_it_loads_the_health_panel_on_the_tool_editor(viewer_client: Client) -> 
     response = viewer_client.get("/live/tools/main/react.read/", {"partial": "panel"})
     text = response.content.decode()
     assert "timeout-suggested" in text
-    assert "<html" not in text
+    assert is_fragment(text)
 
 
 def test_it_opens_the_editor_untouched_without_a_suggestion(editor_client: Client) -> None:
@@ -110,10 +98,10 @@ def test_it_puts_the_timeout_bar_on_the_live_page(viewer_client: Client) -> None
     events_ingest([finished("workspace_jobs.search", f"s{i}", 30.0, at=at) for i in range(4)])
     events_ingest([timed_out("workspace_jobs.search", f"x{i}", 2000, at=at) for i in range(4)])
     live = viewer_client.get("/live/").content.decode()
-    assert "?partial=alerts" in live
+    assert find(live, "div", id="tool-alerts").attrs["hx-get"] == "/live/tools/?partial=alerts"
     bar = viewer_client.get("/live/tools/", {"partial": "alerts"}).content.decode()
-    assert 'data-tool="workspace_jobs.search"' in bar
-    assert "50 % of 8 calls" in bar
+    alert = find(bar, "a", data_tool="workspace_jobs.search")
+    assert alert.text == "workspace_jobs.search 50 % of 8 calls"
 
 
 def test_it_shows_what_a_suggested_limit_does_to_the_recorded_calls(editor_client: Client) -> None:
@@ -124,7 +112,8 @@ def test_it_shows_what_a_suggested_limit_does_to_the_recorded_calls(editor_clien
     editor = editor_client.get(
         "/policy/agents/main/connections/0/tools/search/", {"timeout_s": "4"}
     ).content.decode()
-    assert f"/live/tools/main/{tool}/?partial=panel&amp;timeout_s=4" in editor
+    panel = find(editor, "div", id="tool-health").attrs["hx-get"]
+    assert panel == f"/live/tools/main/{tool}/?partial=panel&timeout_s=4"
     url = f"/live/tools/main/{tool}/"
     tight = editor_client.get(url, {"partial": "panel", "timeout_s": "0.5"}).content.decode()
     assert "would have timed out" in tight
@@ -138,9 +127,9 @@ def test_it_fills_in_only_suggestions_the_form_would_accept(editor_client: Clien
     load_sample_into_draft()
     url = "/policy/agents/main/connections/0/tools/export_report/"
     page = editor_client.get(url, {"mode": "async_job", "retry": "natural_key"}).content.decode()
-    assert '<option value="async_job" selected>' in page
-    assert '<option value="natural_key" selected>' in page
-    assert "Filled in from tool health advice" in page
+    assert find(page, "select", name="mode").value == "async_job"
+    assert find(page, "select", name="retry").value == "natural_key"
+    assert "Filled in from tool health advice" in text_of(page, id="suggested-note")
     bogus = editor_client.get(url, {"mode": "later", "timeout_s": "-3"}).content.decode()
-    assert "Filled in from tool health advice" not in bogus
-    assert 'name="timeout_s" value="20"' in bogus  # the draft's own value
+    assert not find_all(bogus, id="suggested-note")
+    assert find(bogus, "input", name="timeout_s").value == "20"  # the draft's own value
