@@ -1,5 +1,8 @@
 """GET /api/v1/rounds and /api/v1/rounds/<agent>/<turn_id>/<iteration>: auth, the round object of
-§4, every filter, cursor pagination, statuses, and that delivery order never shows."""
+§4, every filter, cursor pagination, statuses, and that delivery order never shows.
+
+Over 500 lines on purpose: the one round object and its filters share one seeded history;
+split by filter, each file would seed it again."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """The policy API: every status of DESIGN §6 / issue 4 on validate, import, export and the agent
-endpoints, and that bad input never becomes a 500."""
+endpoints, and that bad input never becomes a 500.
+
+Over 500 lines on purpose: one file per API router (as test_api_edit.py), sharing its tokens
+and bodies."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Publishing, versions, diff, rollback, and the runtime's config.yaml endpoint."""
+"""Publishing, versions, diff, rollback, and the runtime's config.yaml endpoint.
+
+Over 500 lines on purpose: one version's life (publish, diff, roll back, serve) in order, the
+later steps reusing the versions the earlier ones made through the same helpers."""
 
 from __future__ import annotations
 

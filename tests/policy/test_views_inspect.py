@@ -1,4 +1,7 @@
-"""The effective-traits page, the catalog preview and the playground of one agent."""
+"""The effective-traits page, the catalog preview and the playground of one agent.
+
+Over 500 lines on purpose: the three pages answer the same question (what the runtime makes of
+one agent) from the same draft and manifests, set up once here."""
 
 from __future__ import annotations
 

@@ -1,3 +1,9 @@
+"""A round from its events (observe.domain.rounds): facts, actions with their verdicts and
+words, the API's round object and detail; order, repeats and batching never change it.
+
+Over 500 lines on purpose: the module it tests is one on purpose (see its docstring), and the
+example and property tests share its round builders."""
+
 from __future__ import annotations
 
 import json

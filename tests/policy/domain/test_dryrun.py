@@ -1,3 +1,8 @@
+"""The explained dry-run (policy.domain.dryrun): rows, explanations, the ledger and modes.
+
+Over 500 lines on purpose: the cases follow DESIGN §2's rules in order, sharing one set of
+policy builders."""
+
 from __future__ import annotations
 
 import json

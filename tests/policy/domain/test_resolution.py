@@ -1,3 +1,9 @@
+"""Which tools an agent gets with which traits (policy.domain.resolution): connections,
+namespaces, aliases, manifests and the built-ins.
+
+Over 500 lines on purpose: every case builds on the same connection helpers, in the order of
+DESIGN §2.6."""
+
 from __future__ import annotations
 
 import datetime
