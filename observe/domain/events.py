@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -72,6 +71,10 @@ _PLAIN_RFC3339 = re.compile(
 )
 #: The stored form of a time (see :func:`format_ts`): kept as sent when it already is.
 _STORED_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+#: Unicode's control characters (category ``Cc``, which the standard never extends): C0, DEL
+#: and C1. One regex search per name instead of a category lookup per character (ingest checks
+#: three names per event); a test compares it with ``unicodedata`` over every code point.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class EventError(ValueError):
@@ -346,12 +349,12 @@ def _identifier(value: str, name: str) -> str:
     """``agent``, ``turn_id`` and ``tool_id`` name things people open and filter by: a control
     character (a line break, a tab, DEL…) would make them unreadable and unusable in a URL, and
     ``.``/``..`` are not names but path steps a browser resolves (DESIGN §4 field rules)."""
-    for index, char in enumerate(value):
-        if unicodedata.category(char) == "Cc":
-            raise EventError(
-                f"{name} must not contain control characters (U+{ord(char):04X} at position"
-                f" {index})"
-            )
+    found = _CONTROL.search(value)
+    if found is not None:
+        raise EventError(
+            f"{name} must not contain control characters (U+{ord(found.group()):04X} at"
+            f" position {found.start()})"
+        )
     if value in (".", ".."):
         raise EventError(f"{name} must not be {value!r} (a '.' or '..' path segment)")
     return value

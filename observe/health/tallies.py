@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -92,16 +92,41 @@ def _time(value: datetime) -> Any:
     return field.get_db_prep_save(value, connection)
 
 
+def _db_time(value: Any) -> datetime:
+    """A ``bucket`` read with plain SQL, as the ORM returns it (aware, UTC): SQLite gives
+    text."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return datetime.fromisoformat(str(value)).replace(tzinfo=UTC)
+
+
 def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
     """One read of the touched rows, one UPDATE and one INSERT statement (``executemany``)."""
     agents = {agent for agent, _, _ in change}
     buckets = {bucket_time(bucket) for _, _, bucket in change}
     held: dict[TallyKey, tuple[int, dict[str, int]]] = {}
-    rows = ToolHealthBucket.objects.filter(agent__in=agents, bucket__in=buckets).values_list(
-        "pk", "agent", "tool_id", "span", "bucket", "tally"
+    quote = connection.ops.quote_name
+    table = quote(ToolHealthBucket._meta.db_table)
+    tally_field = ToolHealthBucket._meta.get_field("tally")
+    # Plain SQL: building the equivalent queryset cost more than the query, a fifth of a
+    # 100-event batch.
+    columns = ", ".join(
+        quote(name) for name in ("id", "agent", "tool_id", "span", "bucket", "tally")
     )
-    for pk, agent, tool_id, span, bucket, tally in rows:
-        held[(agent, tool_id, bucket_name(bucket, span))] = (pk, tally)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM {table}"
+            f" WHERE {quote('agent')} IN ({', '.join(['%s'] * len(agents))})"
+            f" AND {quote('bucket')} IN ({', '.join(['%s'] * len(buckets))})",
+            [*agents, *(_time(bucket) for bucket in buckets)],
+        )
+        for pk, agent, tool_id, span, bucket, tally in cursor.fetchall():
+            value = (
+                orjson.loads(tally)
+                if isinstance(tally, str)
+                else tally_field.from_db_value(tally, None, connection)  # type: ignore[arg-type]
+            )
+            held[(agent, tool_id, bucket_name(_db_time(bucket), span))] = (pk, value)
     updates, inserts = [], []
     for key, delta in change.items():
         found = held.get(key)
@@ -118,8 +143,6 @@ def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
             else:
                 tally.pop(name, None)
         updates.append((_json(tally), found[0]))
-    quote = connection.ops.quote_name
-    table = quote(ToolHealthBucket._meta.db_table)
     with connection.cursor() as cursor:
         if updates:
             cursor.executemany(

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
@@ -244,6 +245,25 @@ def test_it_defaults_the_attempt_to_zero_and_stores_it() -> None:
 )
 def test_it_rejects_a_bad_agent_or_turn(field: str, value: Any, message: str) -> None:
     assert error_of(raw(**{field: value})).startswith(f"{field} {message}")
+
+
+def test_it_refuses_exactly_the_control_characters_in_names() -> None:
+    """Unicode's control characters (category Cc, all below U+00A0) are refused in names, each
+    named with its position; every other character is a name's own business (format and
+    separator characters included; the first 12k code points and every 97th after them)."""
+    codes = [*range(0x3000), *range(0x3000, 0x110000, 97)]
+    chars = [chr(code) for code in codes if not 0xD800 <= code <= 0xDFFF and code != 0]
+    refused: dict[str, str] = {}
+    for char in chars:
+        try:
+            parse_event(raw(agent=f"ag{char}"))
+        except EventError as exc:
+            refused[char] = str(exc)
+    control = [char for char in chars if unicodedata.category(char) == "Cc"]
+    assert refused == {
+        char: f"agent must not contain control characters (U+{ord(char):04X} at position 2)"
+        for char in control
+    }
 
 
 def test_it_accepts_a_turn_id_with_slashes_up_to_200_characters() -> None:
