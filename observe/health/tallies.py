@@ -20,12 +20,12 @@ from observe.domain.health import (
     round_change,
     slot_counts,
 )
-from observe.domain.rounds import assembly_merge, assembly_new
+from observe.domain.rounds import Assembly, assembly_merge, assembly_new
 from observe.models import Event, Round, StreamCounter, ToolHealthBucket
 
 #: What ingest hands over per round it merged: the agent, the touched slots before the merge,
 #: and the round's assembly after it.
-RoundMerge = tuple[str, Before, dict[str, Any]]
+RoundMerge = tuple[str, Before, Assembly]
 
 
 @lru_cache(maxsize=4096)
