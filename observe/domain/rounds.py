@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import chain
-from typing import Any, Final, NotRequired, TypedDict, cast
+from typing import Any, Final, TypedDict, cast
 
 import orjson
 
@@ -183,7 +183,16 @@ Mark = list[Any]
 Slot = dict[str, Mark]
 
 
-class Assembly(TypedDict):
+class _Held(TypedDict):
+    first: Mark | None
+    start: Mark | None
+    end: Mark | None
+    gen: dict[str, Mark]
+    tools: list[str]
+    slots: dict[str, Slot]
+
+
+class Assembly(_Held, total=False):
     """A round's assembly, the JSON kept in its row (the ``assembly`` column) and merged a batch
     at a time. A TypedDict rather than a dataclass: it is the stored JSON itself, so reading a
     row and merging into it convert nothing (the merge is on every ingest's path), and rows
@@ -192,16 +201,12 @@ class Assembly(TypedDict):
     ``first``: the earliest event's mark; ``start``: the earliest ``round.started``; ``end``: the
     latest ``round.finished``; ``gen``: per attempt (its number as text) the latest
     ``generation.finished``; ``tools``: every tool id named, sorted; ``slots``: the actions;
-    ``inferred``: present (True) once an event said it was inferred (the KDCube bridge).
+    ``inferred``: present (True) once an event said it was inferred (the KDCube bridge). (Not
+    ``NotRequired``: under ``from __future__ import annotations`` the class would count it as
+    required at run time, ``total=False`` on a subclass says it either way.)
     """
 
-    first: Mark | None
-    start: Mark | None
-    end: Mark | None
-    gen: dict[str, Mark]
-    tools: list[str]
-    slots: dict[str, Slot]
-    inferred: NotRequired[bool]
+    inferred: bool
 
 
 def assembly_new() -> Assembly:
