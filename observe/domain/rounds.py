@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import chain
-from typing import Any, Final, TypedDict, cast
+from typing import Any, Final, TypedDict
 
 import orjson
 
@@ -241,8 +241,9 @@ def assembly_merge(state: Assembly, events: Iterable[Event]) -> Assembly:
     """
     slots = state["slots"]
     generation = state["gen"]
-    # ``first``, ``start`` and ``end`` are kept like a slot's marks (one cast, not one a mark).
-    top = cast("dict[str, Any]", state)
+    # ``first``, ``start`` and ``end`` are kept like a slot's marks: the same record seen as a
+    # plain dict (an annotation, not a ``cast`` call: this runs once a batch on ingest's path).
+    top: dict[str, Any] = state  # type: ignore[assignment]
     tools = set(state["tools"])
     for event in events:
         data = event.data
