@@ -24,14 +24,8 @@ from typing import Any, Final, Protocol
 
 import httpx
 
-from observe.domain.events import (
-    ACTION_REJECTED,
-    GENERATION_FINISHED,
-    LEDGER_DEDUP,
-    ROUND_FINISHED,
-    TOOL_EARLY_STARTED,
-    TOOL_TIMEOUT,
-)
+from observe.domain.events import GENERATION_FINISHED, ROUND_FINISHED
+from observe.domain.kinds import ROUND_KINDS
 from observe.domain.simulator import Simulator
 
 EVENTS_PATH: Final = "/api/v1/events"
@@ -42,13 +36,8 @@ MIN_ROUND_S: Final = 1.0
 MAX_ROUND_S: Final = 3.0
 #: Waits before re-posting a batch after a transient failure.
 RETRY_DELAYS: Final = (0.5, 1.0, 2.0, 4.0)
-#: What a round shows on the live page, by the event type that shows it (the chips).
-KINDS: Final = {
-    ACTION_REJECTED: "rejected",
-    TOOL_EARLY_STARTED: "early",
-    LEDGER_DEDUP: "dedup",
-    TOOL_TIMEOUT: "timeout",
-}
+#: What a round shows on the live page (its chips), by the event type that shows it.
+KINDS: Final = {kind.event_type: kind.chip for kind in ROUND_KINDS}
 KIND_ORDER: Final = tuple(KINDS.values())
 
 

@@ -21,6 +21,7 @@ from observe.domain.events import (
     TOOL_TIMEOUT,
     Event,
 )
+from observe.domain.kinds import KINDS
 from observe.domain.rounds import Attempt, RoundAction
 from observe.domain.rounds import Round as AssembledRound
 from observe.live import early_lead, seconds
@@ -73,16 +74,24 @@ class Scale:
 
 @dataclass(frozen=True)
 class Mark:
-    """A bar (``width`` > 0) or a point (``width`` 0) on a lane; ``title`` is its tooltip."""
+    """A bar (``width`` > 0) or a point (``width`` 0) on a lane; ``title`` is its tooltip,
+    ``kind`` its CSS class; ``shape``: the round kind (:data:`ROUND_KINDS`) whose template
+    (``observe/kinds/<shape>.svg``) draws a point mark."""
 
     kind: str
     x: float
     title: str
     width: float = 0.0
+    shape: str | None = None
 
     @property
     def is_point(self) -> bool:
         return self.width == 0
+
+
+def _kind_mark(name: str, x: float, title: str) -> Mark:
+    """The point mark of an action of the round kind ``name``."""
+    return Mark(KINDS[name].chip, x, title, shape=name)
 
 
 def label_lines(label: str, width: int = LABEL_CHARS) -> tuple[str, ...]:
@@ -319,7 +328,7 @@ def _action_lane(
         x, width = scale.bar(action.early_started_at, end)
         lead = early_lead(action, attempt)
         if scale.overlaps(action.early_started_at, end):
-            marks.append(Mark("early", x, f"started early, {lead}{status}", width))
+            marks.append(Mark(KINDS["early"].chip, x, f"started early, {lead}{status}", width))
     if action.started_at is not None:
         end = run_end or action.started_at
         x, width = scale.bar(action.started_at, end)
@@ -340,13 +349,13 @@ def _action_lane(
             )
             if timeout.async_alternative:
                 text += f"; try {timeout.async_alternative}"
-            marks.append(Mark("timeout", scale.x(at), text))
+            marks.append(_kind_mark("timeout", scale.x(at), text))
     if action.dedup is not None:
         at = times.get((*slot, LEDGER_DEDUP))
         if at is not None and scale.inside(at):
             dedup = action.dedup
             marks.append(
-                Mark(
+                _kind_mark(
                     "dedup",
                     scale.x(at),
                     f"dedup: reused {action.tool_call_id} (matched by {dedup.match}, "
@@ -357,7 +366,7 @@ def _action_lane(
         at = times.get((*slot, ACTION_REJECTED))
         if at is not None and scale.inside(at):
             reason = action.explanation or action.code or "rejected"
-            marks.append(Mark("rejected", scale.x(at), f"rejected: {reason}"))
+            marks.append(_kind_mark("rejection", scale.x(at), f"rejected: {reason}"))
     name = action.tool_id or action.action or "?"
     prefix = f"{attempt.attempt + 1}·#{action.index}" if multi else f"#{action.index}"
     label = f"{prefix} {name}"

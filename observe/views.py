@@ -140,6 +140,8 @@ def round_page(request: HttpRequest, agent: str, turn_id: str, iteration: int) -
             "events": event_rows(assembled),
             "policy_version": version_index().credit(row.agent, row.policy_hash, row.started_at),
             "case_round": _case_round(row),
+            # The timeline legend's item per kind (its mark: ``observe/kinds/<name>.svg``).
+            "round_kinds": ROUND_KINDS,
         },
     )
 

@@ -34,6 +34,7 @@ from observe.domain.events import (
     TOOL_TIMEOUT,
     Event,
 )
+from observe.domain.rounds import Assembly, Slot
 
 #: Bucket width of the kept tallies, in minutes (a window's last quarter needs a few of them
 #: even in the last hour).
@@ -91,7 +92,7 @@ def hour_of(ts: str) -> str:
 FlatKey = tuple[str, str, str, str]
 
 
-def slot_counts(agent: str, slot: Mapping[str, Any], out: dict[FlatKey, int], sign: int) -> None:
+def slot_counts(agent: str, slot: Slot, out: dict[FlatKey, int], sign: int) -> None:
     """Add (``sign`` 1) or take back (-1) what one action slot of an assembly contributes, into
     ``out`` by (agent, tool, bucket, name).
 
@@ -171,14 +172,14 @@ class Before:
     """The slots a batch is about to change, copied as they are now (``touched``: every slot key
     the batch names, new ones included)."""
 
-    slots: Mapping[str, Mapping[str, Any]]
+    slots: Mapping[str, Slot]
     touched: frozenset[str]
 
 
-def slots_before(state: Mapping[str, Any], events: Iterable[Event]) -> Before:
+def slots_before(state: Assembly, events: Iterable[Event]) -> Before:
     """Take :class:`Before` ahead of a merge. Merging replaces a slot's marks in place and every
     mark is a new list, so a shallow copy of each slot keeps the old marks."""
-    slots: Mapping[str, dict[str, Any]] = state.get("slots", {})
+    slots = state["slots"]
     pairs = set()
     for event in events:
         index = event.data.get("action_index")
@@ -188,11 +189,9 @@ def slots_before(state: Mapping[str, Any], events: Iterable[Event]) -> Before:
     return Before({key: dict(slots[key]) for key in touched if key in slots}, touched)
 
 
-def round_change(
-    agent: str, before: Before, state: Mapping[str, Any], out: dict[FlatKey, int]
-) -> None:
+def round_change(agent: str, before: Before, state: Assembly, out: dict[FlatKey, int]) -> None:
     """Add to ``out`` what a merge changed: the touched slots now minus the same slots before."""
-    slots: Mapping[str, Mapping[str, Any]] = state.get("slots", {})
+    slots = state["slots"]
     for old in before.slots.values():
         slot_counts(agent, old, out, -1)
     for key in before.touched:
@@ -201,10 +200,10 @@ def round_change(
             slot_counts(agent, slot, out, 1)
 
 
-def round_tallies(agent: str, state: Mapping[str, Any]) -> dict[TallyKey, dict[str, int]]:
+def round_tallies(agent: str, state: Assembly) -> dict[TallyKey, dict[str, int]]:
     """Every slot's tallies of one round (the recompute)."""
     flat: dict[FlatKey, int] = {}
-    for slot in state.get("slots", {}).values():
+    for slot in state["slots"].values():
         slot_counts(agent, slot, flat, 1)
     return grouped(flat)
 

@@ -2,8 +2,11 @@
 
 Selectors (the ``has`` filter and its counter column), ingest (the Round columns and a round's
 facts), the live page (labels, counters, chips), the history page (its chart series and chips),
-the API (``has=`` and ``counts``) and the simulator's summary all derive theirs from
-:data:`ROUND_KINDS`: adding a kind is one row here (plus its column and its colour in the CSS).
+the API (``has=`` and ``counts``), the simulator's summary, the action chips of cards and the
+round page's timeline marks and legend all derive theirs from :data:`ROUND_KINDS`: adding a kind
+is one row here, plus its column, its colour in the CSS, its mark's shape
+(``templates/observe/kinds/<name>.svg``) and what its chip says of an action
+(``observe.live.cards``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ class RoundKind:
     kind in the round); ``label``: what people read ("3 rejections", "only rounds with …");
     ``tally``: the live counter's name (its element ids ``count-…``/``rate-…``); ``chip``: the
     CSS class of its chip and chart series; ``chip_text``: a chip's words for ``n`` actions;
-    ``chart_label``: the history chart's series ("rounds with a rejection")."""
+    ``chart_label``: the history chart's series ("rounds with a rejection"); ``action_chip``:
+    the words of the chip an action of this kind gets on a card and the round page ("started
+    early"); ``legend``: the round page's timeline legend for its mark (the mark's shape is the
+    template ``observe/kinds/<name>.svg``)."""
 
     name: str
     event_type: str
@@ -32,6 +38,8 @@ class RoundKind:
     chip: str
     chip_text: Callable[[int], str]
     chart_label: str
+    action_chip: str
+    legend: str
 
 
 ROUND_KINDS: Final[tuple[RoundKind, ...]] = (
@@ -44,6 +52,8 @@ ROUND_KINDS: Final[tuple[RoundKind, ...]] = (
         "rejected",
         lambda n: f"{n} rejected",
         "with a rejection",
+        action_chip="rejected",
+        legend="rejected (cross)",
     ),
     RoundKind(
         "early",
@@ -54,6 +64,8 @@ ROUND_KINDS: Final[tuple[RoundKind, ...]] = (
         "early",
         lambda n: f"{n} early",
         "with an early start",
+        action_chip="started early",
+        legend="early execution (hatched: overlaps generation)",
     ),
     RoundKind(
         "dedup",
@@ -64,6 +76,8 @@ ROUND_KINDS: Final[tuple[RoundKind, ...]] = (
         "dedup",
         lambda n: f"{n} dedup" if n == 1 else f"{n} dedups",
         "with a dedup",
+        action_chip="dedup",
+        legend="ledger dedup (square)",
     ),
     RoundKind(
         "timeout",
@@ -74,6 +88,8 @@ ROUND_KINDS: Final[tuple[RoundKind, ...]] = (
         "timeout",
         lambda n: f"{n} timed out",
         "with a timeout",
+        action_chip="timeout",
+        legend="timeout (triangle)",
     ),
 )
 #: ``name`` → kind, in table order.

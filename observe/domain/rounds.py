@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import chain
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 import orjson
 
@@ -172,7 +172,41 @@ assert set(_SLOT_FIELDS) == set(ACTION_EVENT_TYPES)
 #: Slot keys besides the event types: the earliest named tool, the earliest observed params.
 _TOOL, _PARAMS = "tool", "params"
 
-Assembly = dict[str, Any]
+#: One kept event: ``[ts, event_id, *fields]``, ``ts`` as the event sent it (RFC 3339 text, so
+#: that ``(ts, event_id)`` orders marks as it orders events), then the fields its type keeps
+#: (:data:`_SLOT_FIELDS`; ``round.started``: max_actions, policy_hash, multi_action_mode;
+#: ``round.finished``: outcome; ``tool``: tool_id; ``params``: None, the params as JSON text).
+#: A list, not a tuple: it is stored as JSON and read back as a list.
+Mark = list[Any]
+#: One action slot, ``"{attempt}:{index}"`` in :class:`Assembly`: per action-level event type
+#: (and :data:`_TOOL`, :data:`_PARAMS`) the mark it keeps.
+Slot = dict[str, Mark]
+
+
+class _Held(TypedDict):
+    first: Mark | None
+    start: Mark | None
+    end: Mark | None
+    gen: dict[str, Mark]
+    tools: list[str]
+    slots: dict[str, Slot]
+
+
+class Assembly(_Held, total=False):
+    """A round's assembly, the JSON kept in its row (the ``assembly`` column) and merged a batch
+    at a time. A TypedDict rather than a dataclass: it is the stored JSON itself, so reading a
+    row and merging into it convert nothing (the merge is on every ingest's path), and rows
+    stored before keep reading as they are.
+
+    ``first``: the earliest event's mark; ``start``: the earliest ``round.started``; ``end``: the
+    latest ``round.finished``; ``gen``: per attempt (its number as text) the latest
+    ``generation.finished``; ``tools``: every tool id named, sorted; ``slots``: the actions;
+    ``inferred``: present (True) once an event said it was inferred (the KDCube bridge). (Not
+    ``NotRequired``: under ``from __future__ import annotations`` the class would count it as
+    required at run time, ``total=False`` on a subclass says it either way.)
+    """
+
+    inferred: bool
 
 
 def assembly_new() -> Assembly:
@@ -180,7 +214,7 @@ def assembly_new() -> Assembly:
     return {"first": None, "start": None, "end": None, "gen": {}, "tools": [], "slots": {}}
 
 
-def _keep(holder: dict[str, Any], key: str, mark: list[Any], *, latest: bool) -> None:
+def _keep(holder: dict[str, Any], key: str, mark: Mark, *, latest: bool) -> None:
     """Keep ``mark`` under ``key`` if it is later (``latest``) or earlier than the one held."""
     old = holder.get(key)
     if old is None:
@@ -205,13 +239,16 @@ def assembly_merge(state: Assembly, events: Iterable[Event]) -> Assembly:
     ``event_id`` with other content keeps the copy already held; :func:`assemble` picks one
     deterministically first, and the store refuses such repeats.
     """
-    slots: dict[str, dict[str, Any]] = state["slots"]
-    generation: dict[str, Any] = state["gen"]
+    slots = state["slots"]
+    generation = state["gen"]
+    # ``first``, ``start`` and ``end`` are kept like a slot's marks: the same record seen as a
+    # plain dict (an annotation, not a ``cast`` call: this runs once a batch on ingest's path).
+    top: dict[str, Any] = state  # type: ignore[assignment]
     tools = set(state["tools"])
     for event in events:
         data = event.data
         ts, event_id = data["ts"], event.event_id
-        _keep(state, "first", [ts, event_id], latest=False)
+        _keep(top, "first", [ts, event_id], latest=False)
         if data.get("inferred") is True:
             # Some of the round's events were inferred (the KDCube bridge): drift compares only
             # what the events carry.
@@ -219,7 +256,7 @@ def assembly_merge(state: Assembly, events: Iterable[Event]) -> Assembly:
         tool_id = data.get("tool_id")
         named = isinstance(tool_id, str)
         if named:
-            tools.add(tool_id)
+            tools.add(tool_id)  # type: ignore[arg-type]  # narrowed by ``named``
         event_type = event.type
         fields = _SLOT_FIELDS.get(event_type)
         if fields is not None:
@@ -238,9 +275,9 @@ def assembly_merge(state: Assembly, events: Iterable[Event]) -> Assembly:
         elif event_type == ROUND_STARTED:
             mode = data.get("multi_action_mode")
             mark = [ts, event_id, data["max_actions"], data.get("policy_hash"), mode]
-            _keep(state, "start", mark, latest=False)
+            _keep(top, "start", mark, latest=False)
         elif event_type == ROUND_FINISHED:
-            _keep(state, "end", [ts, event_id, data["outcome"]], latest=True)
+            _keep(top, "end", [ts, event_id, data["outcome"]], latest=True)
         elif event_type == GENERATION_FINISHED:
             _keep(generation, str(event.attempt), [ts, event_id], latest=True)
     state["tools"] = sorted(tools)
@@ -267,7 +304,9 @@ class AssemblySummary:
 
 def assembly_summary(state: Assembly) -> AssemblySummary:
     """The round-level facts of an assembly that holds at least one event."""
-    start, end, generation = state["start"], state["end"], state["gen"]
+    start, end, generation, first = state["start"], state["end"], state["gen"], state["first"]
+    if first is None:
+        raise ValueError("an assembly without events has no summary")
     # How many slots hold each event type (every key of a slot is a distinct type), counted
     # in one pass.
     held = Counter(chain.from_iterable(state["slots"].values()))
@@ -276,7 +315,7 @@ def assembly_summary(state: Assembly) -> AssemblySummary:
         counts[kind.counter] = held[kind.event_type]
     last_attempt = max(generation, key=int) if generation else None
     return AssemblySummary(
-        started_at=_time(start[0] if start is not None else state["first"][0]),
+        started_at=_time(start[0] if start is not None else first[0]),
         finished_at=_time(end[0]) if end is not None else None,
         # The last attempt's generation is the one the round's tools ran after.
         generation_finished_at=(
@@ -332,7 +371,7 @@ class SlotOutcome:
     dedup: bool
 
 
-def _later(first: list[Any] | None, second: list[Any] | None) -> list[Any] | None:
+def _later(first: Mark | None, second: Mark | None) -> Mark | None:
     if first is None or second is None:
         return first or second
     return first if (first[0], first[1]) > (second[0], second[1]) else second
@@ -360,7 +399,7 @@ def assembly_outcomes(state: Assembly) -> dict[tuple[int, int], SlotOutcome]:
     return found
 
 
-def _params(mark: list[Any]) -> Any:
+def _params(mark: Mark) -> Any:
     """The params a mark holds: as JSON text (key order kept), or, in assemblies stored before,
     as the value itself."""
     return json.loads(mark[3]) if len(mark) > 3 else mark[2]
@@ -382,7 +421,7 @@ PRESENT: Final = "(present: the event protocol does not carry the text)"
 _FINALS: Final = frozenset({"complete", "exit"})
 
 
-def _text_fields(action: str, slot: Mapping[str, Any]) -> dict[str, str]:
+def _text_fields(action: str, slot: Slot) -> dict[str, str]:
     """``final_answer`` / ``notes`` as the recorded verdict shows them: a final action the runtime
     did not refuse for a missing answer had one; one refused for notes had notes; a call
     refused for carrying a final answer had one."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -19,13 +19,13 @@ from observe.domain.health import (
     round_change,
     slot_counts,
 )
-from observe.domain.rounds import assembly_merge, assembly_new
+from observe.domain.rounds import Assembly, assembly_merge, assembly_new
 from observe.models import Event, Round, ToolHealthBucket
 from observe.store import hold_ingest_lock
 
 #: What ingest hands over per round it merged: the agent, the touched slots before the merge,
 #: and the round's assembly after it.
-RoundMerge = tuple[str, Before, dict[str, Any]]
+RoundMerge = tuple[str, Before, Assembly]
 
 
 @lru_cache(maxsize=4096)
@@ -59,7 +59,7 @@ def tool_health_record(*, rounds: Sequence[RoundMerge]) -> None:
         _apply(change)
 
 
-def tool_health_forget(*, rounds: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+def tool_health_forget(*, rounds: Iterable[tuple[str, Assembly]]) -> None:
     """Take back what the (agent, assembly) ``rounds`` contributed to the stored tallies, for
     rounds about to be deleted: the tallies then stay what the remaining events give (what
     ``toolhealth_backfill`` would rebuild), and rows left with nothing are deleted. The caller

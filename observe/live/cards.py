@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -12,6 +12,7 @@ from typing import Any, Final
 from django.urls import NoReverseMatch
 
 from observe.domain.events import ACTION_OBSERVED, Event
+from observe.domain.kinds import ROUND_KINDS
 from observe.domain.rounds import Attempt, RoundAction, assembly_params
 from observe.domain.rounds import Round as AssembledRound
 from observe.models import Round
@@ -90,32 +91,61 @@ def safe_round_url(round_: Round | AssembledRound) -> str | None:
         return None
 
 
+def _rejected(action: RoundAction, attempt: Attempt) -> tuple[str, str] | None:
+    if action.verdict != "rejected":
+        return None
+    return action.explanation or action.code or "", ""
+
+
+def _early(action: RoundAction, attempt: Attempt) -> tuple[str, str] | None:
+    if action.early_started_at is None:
+        return None
+    return early_lead(action, attempt), ""
+
+
+def _dedup(action: RoundAction, attempt: Attempt) -> tuple[str, str] | None:
+    if action.dedup is None:
+        return None
+    reused = action.tool_call_id or "the earlier call"
+    return f"reused {reused} (matched by {action.dedup.match})", ""
+
+
+def _timeout(action: RoundAction, attempt: Attempt) -> tuple[str, str] | None:
+    timeout = action.timeout
+    if timeout is None:
+        return None
+    return (
+        # Milliseconds matter here: a call stopped just past its limit.
+        f"after {seconds(timeout.elapsed_ms, digits=3)}, limit {seconds(timeout.limit_ms)}",
+        f"try {timeout.async_alternative}" if timeout.async_alternative else "",
+    )
+
+
+#: Per round kind: whether an action is one, and then its chip's detail and hint. The chip's
+#: class, words and place come from the kinds table; a kind added there without its entry here
+#: fails at import rather than showing no chip.
+KIND_DETAILS: Final[Mapping[str, Callable[[RoundAction, Attempt], tuple[str, str] | None]]] = {
+    "rejection": _rejected,
+    "early": _early,
+    "dedup": _dedup,
+    "timeout": _timeout,
+}
+assert set(KIND_DETAILS) == {kind.name for kind in ROUND_KINDS}, "a round kind without its chip"
+
+
 def action_chips(action: RoundAction, attempt: Attempt) -> tuple[Chip, ...]:
-    """The chips of one action: its verdict, then what happened to its call."""
+    """The chips of one action: its verdict (the rejection kind's chip when it was rejected),
+    then its round kinds in the table's order, then an error."""
     chips: list[Chip] = []
     if action.verdict == "accepted":
         chips.append(Chip("accepted", "accepted"))
-    elif action.verdict == "rejected":
-        chips.append(Chip("rejected", "rejected", action.explanation or action.code or ""))
-    else:
+    elif action.verdict != "rejected":
         chips.append(Chip("pending", "no verdict yet"))
-    if action.early_started_at is not None:
-        chips.append(Chip("early", "started early", early_lead(action, attempt)))
-    if action.dedup is not None:
-        reused = action.tool_call_id or "the earlier call"
-        chips.append(Chip("dedup", "dedup", f"reused {reused} (matched by {action.dedup.match})"))
-    if action.timeout is not None:
-        timeout = action.timeout
-        chips.append(
-            Chip(
-                "timeout",
-                "timeout",
-                # Milliseconds matter here: a call stopped just past its limit.
-                f"after {seconds(timeout.elapsed_ms, digits=3)}, limit {seconds(timeout.limit_ms)}",
-                f"try {timeout.async_alternative}" if timeout.async_alternative else "",
-            )
-        )
-    elif action.status == "error":
+    for kind in ROUND_KINDS:
+        found = KIND_DETAILS[kind.name](action, attempt)
+        if found is not None:
+            chips.append(Chip(kind.chip, kind.action_chip, *found))
+    if action.timeout is None and action.status == "error":
         chips.append(Chip("error", "error"))
     return tuple(chips)
 

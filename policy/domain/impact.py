@@ -32,7 +32,23 @@ from policy.domain.multi_action import ModeSources, multi_action_mode
 from policy.domain.overseer import STRATEGY_INCOMPATIBLE
 from policy.domain.round_policy import RoundPolicy
 
-#: The kinds of change, in the order reports list them.
+
+@dataclass(frozen=True, slots=True)
+class ChangeKind:
+    """One kind of change: ``name`` (the key of reports, the API and the CLI's JSON), ``label``
+    (how a person reads it: "3 newly rejected"), ``explained`` (what it means for the runtime, in
+    one line), ``risky`` (the change lets an action run, run again or run earlier, with its side
+    effects), ``risk_rank`` (0 = riskiest; how the impact page orders its groups) and
+    ``by_rule`` (a rejection change: reports count it per rejection rule)."""
+
+    name: str
+    label: str
+    explained: str
+    risky: bool
+    risk_rank: int
+    by_rule: bool = False
+
+
 NEWLY_REJECTED: Final = "newly_rejected"
 NO_LONGER_REJECTED: Final = "no_longer_rejected"
 OTHER_RULE: Final = "rejected_by_another_rule"
@@ -43,61 +59,98 @@ EARLY_GAINED: Final = "early_gained"
 EARLY_LOST: Final = "early_lost"
 DEDUP_GAINED: Final = "dedup_gained"
 DEDUP_LOST: Final = "dedup_lost"
-KINDS: Final = (
-    NEWLY_REJECTED,
-    NO_LONGER_REJECTED,
-    OTHER_RULE,
-    NEWLY_DROPPED,
-    NO_LONGER_DROPPED,
-    EARLY_GAINED,
-    EARLY_LOST,
-    DEDUP_GAINED,
-    DEDUP_LOST,
-)
-#: How a person reads each kind.
-LABELS: Final = {
-    NEWLY_REJECTED: "newly rejected",
-    NO_LONGER_REJECTED: "no longer rejected",
-    OTHER_RULE: "rejected by another rule",
-    NEWLY_DROPPED: "newly dropped (accepted, never run)",
-    NO_LONGER_DROPPED: "no longer dropped",
-    EARLY_GAINED: "early starts gained",
-    EARLY_LOST: "early starts lost",
-    DEDUP_GAINED: "dedups gained",
-    DEDUP_LOST: "dedups lost",
-}
 
-#: The kinds, riskiest first: what now runs that did not (a lost rejection, a dropped action
-#: that now runs, a duplicate that is no longer deduplicated, an early start) before what now
-#: stops running.
-RISK_ORDER: Final = (
-    NO_LONGER_REJECTED,
-    NO_LONGER_DROPPED,
-    DEDUP_LOST,
-    EARLY_GAINED,
-    OTHER_RULE,
-    NEWLY_REJECTED,
-    NEWLY_DROPPED,
-    EARLY_LOST,
-    DEDUP_GAINED,
+#: Every kind of change, in the order reports list them; everything else about kinds derives
+#: from this table. Riskiest first (``risk_rank``): what now runs that did not (a lost
+#: rejection, a dropped action that now runs, a duplicate that is no longer deduplicated, an
+#: early start) before what now stops running.
+CHANGE_KINDS: Final[tuple[ChangeKind, ...]] = (
+    ChangeKind(
+        NEWLY_REJECTED,
+        "newly rejected",
+        "the runtime now rejects the action: it does not run",
+        risky=False,
+        risk_rank=5,
+        by_rule=True,
+    ),
+    ChangeKind(
+        NO_LONGER_REJECTED,
+        "no longer rejected",
+        "the runtime rejected it; now it accepts it and the tool runs",
+        risky=True,
+        risk_rank=0,
+        by_rule=True,
+    ),
+    ChangeKind(
+        OTHER_RULE,
+        "rejected by another rule",
+        "still rejected, but by a different rule",
+        risky=False,
+        risk_rank=4,
+        by_rule=True,
+    ),
+    ChangeKind(
+        NEWLY_DROPPED,
+        "newly dropped (accepted, never run)",
+        "accepted while streaming but never run: with multi-action off the runtime runs only "
+        "the first action of a round",
+        risky=False,
+        risk_rank=6,
+    ),
+    ChangeKind(
+        NO_LONGER_DROPPED,
+        "no longer dropped",
+        "was accepted but never run; now it runs",
+        risky=True,
+        risk_rank=1,
+    ),
+    ChangeKind(
+        EARLY_GAINED,
+        "early starts gained",
+        "now starts while the model is still generating (before the round is complete)",
+        risky=True,
+        risk_rank=3,
+    ),
+    ChangeKind(
+        EARLY_LOST,
+        "early starts lost",
+        "no longer starts early: it runs after generation",
+        risky=False,
+        risk_rank=7,
+    ),
+    ChangeKind(
+        DEDUP_GAINED,
+        "dedups gained",
+        "now skipped as a duplicate of an earlier call",
+        risky=False,
+        risk_rank=8,
+    ),
+    ChangeKind(
+        DEDUP_LOST,
+        "dedups lost",
+        "was skipped as a duplicate; now it runs again",
+        risky=True,
+        risk_rank=2,
+    ),
+)
+#: ``name`` → kind.
+CHANGE_KIND: Final[Mapping[str, ChangeKind]] = {kind.name: kind for kind in CHANGE_KINDS}
+#: The kinds' names, in the order reports list them.
+KINDS: Final[tuple[str, ...]] = tuple(CHANGE_KIND)
+#: How a person reads each kind.
+LABELS: Final[Mapping[str, str]] = {kind.name: kind.label for kind in CHANGE_KINDS}
+#: The kinds, riskiest first.
+RISK_ORDER: Final[tuple[str, ...]] = tuple(
+    kind.name for kind in sorted(CHANGE_KINDS, key=lambda kind: kind.risk_rank)
 )
 #: Kinds where the change lets an action run (or run again, or earlier) with its side effects.
-RISKY_KINDS: Final = frozenset({NO_LONGER_REJECTED, NO_LONGER_DROPPED, DEDUP_LOST, EARLY_GAINED})
+RISKY_KINDS: Final[frozenset[str]] = frozenset(k.name for k in CHANGE_KINDS if k.risky)
 #: What each kind means for the runtime, in one line.
-EXPLAINED: Final = {
-    NEWLY_REJECTED: "the runtime now rejects the action: it does not run",
-    NO_LONGER_REJECTED: "the runtime rejected it; now it accepts it and the tool runs",
-    OTHER_RULE: "still rejected, but by a different rule",
-    NEWLY_DROPPED: (
-        "accepted while streaming but never run: with multi-action off the runtime runs only "
-        "the first action of a round"
-    ),
-    NO_LONGER_DROPPED: "was accepted but never run; now it runs",
-    EARLY_GAINED: "now starts while the model is still generating (before the round is complete)",
-    EARLY_LOST: "no longer starts early: it runs after generation",
-    DEDUP_GAINED: "now skipped as a duplicate of an earlier call",
-    DEDUP_LOST: "was skipped as a duplicate; now it runs again",
-}
+EXPLAINED: Final[Mapping[str, str]] = {kind.name: kind.explained for kind in CHANGE_KINDS}
+#: The rejection kinds (counted per rule).
+_REJECTION_KINDS: Final[frozenset[str]] = frozenset(k.name for k in CHANGE_KINDS if k.by_rule)
+# Ranks are a permutation: every kind has its own place in the risk order.
+assert sorted(kind.risk_rank for kind in CHANGE_KINDS) == list(range(len(CHANGE_KINDS)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,15 +162,15 @@ class ImpactGroup:
 
     @property
     def label(self) -> str:
-        return LABELS[self.kind]
+        return CHANGE_KIND[self.kind].label
 
     @property
     def explained(self) -> str:
-        return EXPLAINED[self.kind]
+        return CHANGE_KIND[self.kind].explained
 
     @property
     def risky(self) -> bool:
-        return self.kind in RISKY_KINDS
+        return CHANGE_KIND[self.kind].risky
 
 
 def impact_groups(
@@ -494,6 +547,3 @@ def describe_report(report: ImpactReport) -> list[str]:
                 f" #{change.index} {change.tool_id or '—'}: {LABELS[change.kind]}{rule}"
             )
     return lines
-
-
-_REJECTION_KINDS: Final = frozenset({NEWLY_REJECTED, NO_LONGER_REJECTED, OTHER_RULE})

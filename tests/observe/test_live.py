@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from observe.live import action_chips, seconds
+from observe.domain.kinds import KINDS, ROUND_KINDS
+from observe.domain.rounds import Attempt, RoundAction
+from observe.live import action_chips, cards, seconds
 from tests.observe.live_support import EARLY_ROUND, assembled
 
 
@@ -69,6 +73,42 @@ def test_a_rejection_gives_the_rule_in_words() -> None:
 def test_an_action_without_a_verdict_yet_says_so_and_errors_show() -> None:
     chips = chips_of((0, "tool.finished", {**CALL, "status": "error", "duration_ms": 5}))
     assert set(chips) == {"pending", "error"}
+
+
+EVERY_KIND = (
+    (0, "action.observed", {"action_index": 0, "action": "call_tool", "tool_id": "jobs.export"}),
+    (100, "tool.early_started", {**CALL, "fingerprint": "a" * 64}),
+    (
+        200,
+        "ledger.dedup",
+        {**CALL, "original_action_index": 1, "match": "slot", "fingerprint": "a" * 64},
+    ),
+    (300, "tool.timeout", {**CALL, "limit_ms": 30000, "elapsed_ms": 30015}),
+    (400, "action.rejected", {**CALL, "code": "multi_action_bundle_mixed_actions"}),
+)
+
+
+def test_an_action_of_every_kind_shows_their_chips_as_the_kinds_table_words_them() -> None:
+    attempt = assembled(*EVERY_KIND).attempts[0]
+    chips = action_chips(attempt.actions[0], attempt)
+    assert [(chip.kind, chip.label) for chip in chips] == [
+        (kind.chip, kind.action_chip) for kind in ROUND_KINDS
+    ]
+
+
+def test_a_kind_added_to_the_table_gets_its_chip_in_the_tables_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def slow(action: RoundAction, attempt: Attempt) -> tuple[str, str] | None:
+        return ("over 10 s", "") if (action.duration_ms or 0) > 10_000 else None
+
+    added = replace(KINDS["timeout"], name="slow", chip="slow", action_chip="slow call")
+    monkeypatch.setattr(cards, "ROUND_KINDS", (added, *ROUND_KINDS))
+    monkeypatch.setitem(cards.KIND_DETAILS, "slow", slow)
+    attempt = assembled(*EVERY_KIND).attempts[0]
+    chips = action_chips(attempt.actions[0], attempt)
+    assert chips[0] == cards.Chip("slow", "slow call", "over 10 s")
+    assert [chip.kind for chip in chips[1:]] == [kind.chip for kind in ROUND_KINDS]
 
 
 def test_counters_follow_each_change_without_counting_again() -> None:

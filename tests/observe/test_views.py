@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from observe.domain.kinds import ROUND_KINDS, RoundKind
 from observe.models import Round
 from observe.selectors import round_url
 from policy.services import draft_replace
@@ -256,6 +257,25 @@ def test_the_round_page_draws_lanes_and_marks_of_every_kind(viewer: Client) -> N
         assert svg.find_all("g", class_="lane lane-action", data_attempt=None, data_index="0")
         assert svg.find_all("g", class_=f"mark {mark}"), column
         assert svg.find("g", class_="axis")
+
+
+@pytest.mark.parametrize("kind", ROUND_KINDS, ids=lambda kind: kind.name)
+def test_every_round_kind_has_its_legend_item_and_its_mark_the_same_shape(
+    viewer: Client, kind: RoundKind
+) -> None:
+    ingest_simulated(16)
+    page = viewer.get(round_url(round_with(kind.counter))).content.decode()
+    legend = page.split('<ul class="legend"')[1].split("</ul>")[0]
+    item = re.search(rf'<li data-kind="{kind.name}">(.*?)</li>', legend, re.S)
+    assert item is not None, kind.name
+    assert unescape(item[1].split("</svg>")[1]).strip() == kind.legend
+    key = re.search(rf'<(\w+) class="key-{kind.chip}"([^>]*)>', item[1])
+    assert key is not None
+    svg = page.split('<svg class="timeline"')[1].split("</svg>")[0]
+    mark = re.search(rf'<g class="mark mark-{kind.chip}".*?</g>', svg, re.S)
+    assert mark is not None, kind.name
+    if 'class="hit"' in mark[0]:  # a point mark: drawn as its legend key is
+        assert f'<{key[1]} class="shape"{key[2]}>' in mark[0]
 
 
 def test_the_marks_tell_the_limit_and_the_reason(viewer: Client) -> None:

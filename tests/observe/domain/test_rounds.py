@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from observe.domain.events import Event, parse_event
 from observe.domain.rounds import (
+    Assembly,
     Dedup,
     Timeout,
     assemble,
@@ -562,3 +563,30 @@ def test_an_observed_action_names_the_tool_even_when_it_names_none() -> None:
         assert assemble(events).attempts[0].actions[0].tool_id is None
     # Until the observed action arrives, the earliest event that names a tool names it.
     assert assemble(s.events[::2]).attempts[0].actions[0].tool_id == "a.search"
+
+
+@settings(max_examples=100, deadline=None)
+@given(events=event_streams(), inferred=st.booleans())
+def test_an_assembly_holds_only_what_its_record_declares(
+    events: list[Event], inferred: bool
+) -> None:
+    """The merge writes no key the :class:`Assembly` record (which mypy checks readers against)
+    leaves out; ``inferred`` only once an inferred event came; every mark starts with the
+    event's time as sent and its id."""
+    if inferred:
+        events = [*events[:-1], parse_event({**events[-1].data, "inferred": True})]
+    state = assembly_merge(assembly_new(), events)
+    assert Assembly.__required_keys__ == set(assembly_new())
+    assert Assembly.__optional_keys__ == {"inferred"}
+    assert set(state) == Assembly.__required_keys__ | ({"inferred"} if inferred else set())
+    ids = {event.event_id: event.data["ts"] for event in events}
+    marks = [
+        state["first"],
+        state["start"],
+        state["end"],
+        *state["gen"].values(),
+        *(mark for slot in state["slots"].values() for mark in slot.values()),
+    ]
+    for mark in marks:
+        if mark is not None:
+            assert ids[mark[1]] == mark[0]

@@ -15,6 +15,7 @@ from observe.domain.scenarios import Palette, pick_scenario, plan_round
 from policy.cli import run
 from policy.domain.dryrun import RoundSpec, dry_run
 from policy.domain.impact import (
+    CHANGE_KINDS,
     DEDUP_GAINED,
     DEDUP_LOST,
     EARLY_GAINED,
@@ -24,6 +25,8 @@ from policy.domain.impact import (
     NO_LONGER_DROPPED,
     NO_LONGER_REJECTED,
     OTHER_RULE,
+    RISK_ORDER,
+    RISKY_KINDS,
     RecordedRound,
     changes,
     outcomes,
@@ -295,3 +298,20 @@ def test_early_starts_of_tools_that_do_more_than_read_come_first() -> None:
     ]
     (unsorted,) = impact_groups(affected)
     assert [change.tool_id for _, change in unsorted.items][0] == "jobs.search"
+
+
+def test_the_risk_order_ranks_every_change_kind_once_and_the_risky_ones_first() -> None:
+    names = [kind.name for kind in CHANGE_KINDS]
+    assert sorted(RISK_ORDER) == sorted(names)
+    assert len(set(names)) == len(names)
+    # The impact page lists groups in this order: a change that lets something run comes first.
+    assert set(RISK_ORDER[: len(RISKY_KINDS)]) == RISKY_KINDS
+    assert {NO_LONGER_REJECTED, NO_LONGER_DROPPED, DEDUP_LOST, EARLY_GAINED} == RISKY_KINDS
+
+
+def test_every_change_kind_is_worded_and_explained() -> None:
+    labels = [kind.label for kind in CHANGE_KINDS]
+    assert len(set(labels)) == len(labels)
+    assert all(kind.label and kind.explained for kind in CHANGE_KINDS)
+    rejection = {kind.name for kind in CHANGE_KINDS if kind.by_rule}
+    assert rejection == {NEWLY_REJECTED, NO_LONGER_REJECTED, OTHER_RULE}
