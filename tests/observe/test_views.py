@@ -265,17 +265,20 @@ def test_every_round_kind_has_its_legend_item_and_its_mark_the_same_shape(
 ) -> None:
     ingest_simulated(16)
     page = viewer.get(round_url(round_with(kind.counter))).content.decode()
-    legend = page.split('<ul class="legend"')[1].split("</ul>")[0]
-    item = re.search(rf'<li data-kind="{kind.name}">(.*?)</li>', legend, re.S)
-    assert item is not None, kind.name
-    assert unescape(item[1].split("</svg>")[1]).strip() == kind.legend
-    key = re.search(rf'<(\w+) class="key-{kind.chip}"([^>]*)>', item[1])
-    assert key is not None
-    svg = page.split('<svg class="timeline"')[1].split("</svg>")[0]
-    mark = re.search(rf'<g class="mark mark-{kind.chip}".*?</g>', svg, re.S)
-    assert mark is not None, kind.name
-    if 'class="hit"' in mark[0]:  # a point mark: drawn as its legend key is
-        assert f'<{key[1]} class="shape"{key[2]}>' in mark[0]
+    item = find(page, "ul", class_="legend").find("li", data_kind=kind.name)
+    assert item.text == kind.legend
+    key = item.find(class_=f"key-{kind.chip}")
+    marks = find(page, "svg", class_="timeline").find_all("g", class_=f"mark mark-{kind.chip}")
+    assert marks, kind.name
+    for mark in marks:
+        if mark.find_all(class_="hit"):  # a point mark: drawn as its legend key is
+            shape = mark.find(class_="shape")
+            assert shape.tag == key.tag
+            assert without_class(shape.attrs) == without_class(key.attrs)
+
+
+def without_class(attrs: dict[str, str]) -> dict[str, str]:
+    return {name: value for name, value in attrs.items() if name != "class"}
 
 
 def test_the_marks_tell_the_limit_and_the_reason(viewer: Client) -> None:
