@@ -95,10 +95,12 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + 90  # migrations and the first import on a busy machine
+    deadline = time.monotonic() + 120  # the first import on a busy machine
     while True:
         try:
-            with urllib.request.urlopen(f"{server.url}/api/v1/health", timeout=5) as response:
+            # A first answer takes seconds on a busy machine (the URLconf is imported then):
+            # waiting for it beats giving up and asking again behind it.
+            with urllib.request.urlopen(f"{server.url}/api/v1/health", timeout=30) as response:
                 if response.status == 200:
                     break
         except OSError:
