@@ -4,11 +4,15 @@ import os
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
-# deadline=None: CI machines are shared and slow; derandomize keeps CI failures reproducible.
-settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True)
-settings.register_profile("dev", max_examples=200, deadline=None)
+# deadline=None and no too_slow health check: CI machines are shared and slow, and both are
+# clocks (an example's run time; how long generating the first examples took), not properties of
+# the code. derandomize keeps CI failures reproducible. A test's own ``suppress_health_check``
+# replaces this list: name too_slow there too.
+_SHARED_MACHINE = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", _SHARED_MACHINE, max_examples=200, derandomize=True)
+settings.register_profile("dev", _SHARED_MACHINE, max_examples=200)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 

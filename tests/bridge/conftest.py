@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import httpx
 import pytest
@@ -30,13 +30,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_until(check: Any, *, what: str, timeout: float = 45) -> None:
+def wait_until(check: Any, *, what: str, timeout: float = 120) -> None:
+    """Poll ``check`` until it is true; a ceiling, not a wait: on a machine whose cores were busy
+    a process start-up alone (Django imported, then Redis subscribed) took over 45 s."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
             return
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def stop(process: subprocess.Popen[Any]) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within 30 s (daphne's graceful shutdown on a busy
+    machine took over 10 s)."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 @dataclass
@@ -77,8 +91,7 @@ class RedisServer:
 
     def stop(self) -> None:
         if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
+            stop(self.process)
             self.process = None
 
     def answers(self) -> bool:
@@ -118,29 +131,49 @@ class Traitdeck:
 
     def get(self, path: str, token: str) -> Any:
         response = httpx.get(
-            self.url + path, headers={"Authorization": f"Bearer {token}"}, timeout=10
+            self.url + path, headers={"Authorization": f"Bearer {token}"}, timeout=30
         )
         assert response.status_code == 200, response.text
         return response.json()
 
 
-def start_daphne(env: dict[str, str], port: int, log: IO[str]) -> subprocess.Popen[str]:
-    """A real daphne serving Traitdeck on 127.0.0.1:``port`` with ``env``, logging to ``log``."""
-    return subprocess.Popen(
-        [
-            str(Path(PYTHON).parent / "daphne"),
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "config.asgi:application",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+def start_daphne(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[str]:
+    """A real daphne serving Traitdeck on 127.0.0.1:``port`` with ``env``, logging to ``log``;
+    returns once it answers (a client started earlier may give up on a server not yet up: the
+    bridge tells Traitdeck of a props change once, and a busy machine took seconds to import)."""
+    with log.open("w") as out:  # the child keeps its own copy of the file
+        process = subprocess.Popen(
+            [
+                str(Path(PYTHON).parent / "daphne"),
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "config.asgi:application",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            # A first answer takes seconds on a busy machine (the URLconf is imported then):
+            # waiting for it beats giving up and asking again behind it.
+            return httpx.get(url + "/api/v1/health", timeout=30).status_code == 200
+        except httpx.HTTPError:
+            return process.poll() is not None
+
+    try:
+        wait_until(up, what="daphne to start")
+        assert process.poll() is None, log.read_text()
+    except BaseException:
+        process.kill()
+        raise
+    return process
 
 
 @pytest.fixture
@@ -158,28 +191,10 @@ def traitdeck(tmp_path: Path) -> Iterator[Traitdeck]:
     server = Traitdeck(url=f"http://127.0.0.1:{port}", env=env)
     server.manage("migrate", "--no-input", "-v0")
     server.manage("load_sample_policy")
-    log = (tmp_path / "daphne.log").open("w")
-    daphne = start_daphne(env, port, log)
-
-    def up() -> bool:
-        try:
-            return httpx.get(server.url + "/api/v1/health", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return daphne.poll() is not None
-
-    wait_until(up, what="daphne to start")
-    assert daphne.poll() is None, (tmp_path / "daphne.log").read_text()
+    daphne = start_daphne(env, port, tmp_path / "daphne.log")
     yield server
-    for process in server.processes:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-    daphne.terminate()
-    daphne.wait(timeout=10)
-    log.close()
+    for process in [*server.processes, daphne]:
+        stop(process)
 
 
 def start_bridge(

@@ -90,9 +90,10 @@ def test_a_traitdeck_outage_loses_nothing_while_envelopes_keep_arriving(
         lag = held_from + (number + 1) / RATE - time.monotonic()
         if lag > 0:
             time.sleep(lag)
-    # Still refused, and yet every envelope has been read (none waits in Redis's buffers).
-    wait_until(lambda: f"; {ENVELOPES} envelopes," in log.read_text(), what="all read", timeout=3)
-    assert time.monotonic() - held_from < 12
+    # Still refused, and yet every envelope has been read (none waits in Redis's buffers). Pace
+    # is Redis's to judge, not a clock's here: a bridge that fell 256 kB behind (or 128 kB for
+    # 5 s) was cut off by the limit above and lost envelopes, so "all read" never comes.
+    wait_until(lambda: f"; {ENVELOPES} envelopes," in log.read_text(), what="all read", timeout=30)
     assert "answered 503" in log.read_text()
     assert stored_rounds(db) == {}
     holder.execute("ROLLBACK")

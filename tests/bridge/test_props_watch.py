@@ -24,6 +24,7 @@ from tests.bridge.conftest import (
     Traitdeck,
     free_port,
     start_daphne,
+    stop,
     wait_until,
 )
 from tests.policy import kdcube_replay
@@ -78,7 +79,7 @@ def test_the_bridge_sees_a_change_made_in_kdcube(
     server_log = tmp_path / "daphne-kdcube.log"
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    daphne = start_daphne(env, port, server_log.open("w"))
+    daphne = start_daphne(env, port, server_log)
     bridge = subprocess.Popen(
         [
             PYTHON,
@@ -143,8 +144,7 @@ def test_the_bridge_sees_a_change_made_in_kdcube(
         assert "Redis unavailable" in bridge_log.read_text()
     finally:
         for process in (bridge, daphne):
-            process.terminate()
-            process.wait(timeout=10)
+            stop(process)
 
 
 def test_it_does_not_watch_without_a_target(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -36,7 +36,7 @@ def _serve(transport: str, path: str) -> Iterator[Callable[[str], str]]:
             stderr=subprocess.DEVNULL,
         )
         started.append(process)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60  # importing the SDK on a busy machine
         while time.monotonic() < deadline:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.2):

@@ -21,10 +21,14 @@ from policy.discovery.mcp_list import (
 from policy.domain.manifest import parse_manifest
 from tests.discovery.conftest import stdio_argv
 
-FAST = Limits(timeout_s=15)
+#: The time limit of a listing expected to succeed: a ceiling, not a wait (a listing returns when
+#: done). Each listing starts a Python process that imports the MCP SDK, which on a machine whose
+#: cores are busy takes several seconds.
+TIME_LIMIT_S = 60
+ENOUGH = Limits(timeout_s=TIME_LIMIT_S)
 
 
-def _list(target: Target, limits: Limits = FAST):  # type: ignore[no-untyped-def]
+def _list(target: Target, limits: Limits = ENOUGH):  # type: ignore[no-untyped-def]
     return anyio.run(list_tools, target, limits)
 
 
@@ -69,28 +73,37 @@ def test_it_gives_up_on_a_server_that_never_answers_at_the_time_limit() -> None:
     started = time.perf_counter()
     with pytest.raises(DiscoveryError, match=r"did not answer within 1 s"):
         _list(Target("stdio", argv=stdio_argv("silent")), Limits(timeout_s=1))
-    assert time.perf_counter() - started < 8
+    # Far from "never" (the server never answers); the slack is stopping a process that may still
+    # be importing the SDK on a busy machine.
+    assert time.perf_counter() - started < 30
 
 
 def test_it_stops_at_garbage_before_the_time_limit() -> None:
     started = time.perf_counter()
     with pytest.raises(DiscoveryError, match="not MCP"):
-        _list(Target("stdio", argv=stdio_argv("garbage")), Limits(timeout_s=30))
-    assert time.perf_counter() - started < 15
+        _list(Target("stdio", argv=stdio_argv("garbage")), Limits(timeout_s=120))
+    # Neither the time limit nor the server's exit (it sleeps 60 s after the garbage) ended it.
+    assert time.perf_counter() - started < 60
 
 
 def test_it_refuses_more_tools_than_the_cap_and_returns_nothing() -> None:
     with pytest.raises(DiscoveryError, match=r"more than 50 tools"):
-        _list(Target("stdio", argv=stdio_argv("many:100")), Limits(timeout_s=30, max_tools=50))
+        _list(
+            Target("stdio", argv=stdio_argv("many:100")),
+            Limits(timeout_s=TIME_LIMIT_S, max_tools=50),
+        )
 
 
 def test_it_refuses_a_listing_over_the_byte_cap() -> None:
     with pytest.raises(DiscoveryError, match="over 5000 bytes"):
-        _list(Target("stdio", argv=stdio_argv("many:100")), Limits(timeout_s=30, max_bytes=5000))
+        _list(
+            Target("stdio", argv=stdio_argv("many:100")),
+            Limits(timeout_s=TIME_LIMIT_S, max_bytes=5000),
+        )
 
 
 def test_it_lists_5000_tools_under_the_default_caps() -> None:
-    listing = _list(Target("stdio", argv=stdio_argv("many")), Limits(timeout_s=30))
+    listing = _list(Target("stdio", argv=stdio_argv("many")), Limits(timeout_s=TIME_LIMIT_S))
     assert len(listing.tools) == 5000
 
 

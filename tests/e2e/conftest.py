@@ -28,6 +28,12 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 #: machine whose cores are busy, daphne and chromium answer slower, and a wait that ends as soon
 #: as the page is right costs nothing when it is fast.
 expect.set_options(timeout=30_000)
+#: The longest a ``manage.py simulate`` run may take (``communicate(timeout=…)``): a Django
+#: start-up, then rounds over 1–3 s each. A ceiling, not a wait: the run ends when it is done.
+SIMULATOR_S = 180
+#: A wait for rounds to reach the page that includes a simulator's start-up (a whole Django
+#: import on a busy machine) gets more than the 30 s default.
+ROUNDS_ARRIVE_MS = 60_000
 
 
 def _free_port() -> int:
@@ -89,10 +95,12 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + 90  # migrations and the first import on a busy machine
+    deadline = time.monotonic() + 120  # the first import on a busy machine
     while True:
         try:
-            with urllib.request.urlopen(f"{server.url}/api/v1/health", timeout=5) as response:
+            # A first answer takes seconds on a busy machine (the URLconf is imported then):
+            # waiting for it beats giving up and asking again behind it.
+            with urllib.request.urlopen(f"{server.url}/api/v1/health", timeout=30) as response:
                 if response.status == 200:
                     break
         except OSError:
@@ -103,7 +111,11 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         time.sleep(0.1)
     yield server
     process.terminate()
-    process.wait(timeout=10)
+    try:
+        process.wait(timeout=30)  # a graceful shutdown, seconds on a busy machine
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
     log.close()
 
 

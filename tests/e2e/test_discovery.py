@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import SAMPLE_POLICY, LiveServer
+from tests.e2e.conftest import SAMPLE_POLICY, SIMULATOR_S, LiveServer
 from tests.e2e.test_governance import _publish
 
 SERVER = Path(__file__).resolve().parents[1] / "discovery" / "mcp_servers.py"
@@ -66,7 +66,7 @@ def test_discover_see_the_mixed_wildcard_apply_suggestions_see_impact_publish(
     # A version in force, and rounds recorded under it by the simulator.
     _publish(page, live_server, "disco baseline")
     simulator = start_simulator("--agent", "disco", "--rounds", "25", "--seed", "7", "--rate", "50")
-    simulator.communicate(timeout=120)
+    simulator.communicate(timeout=SIMULATOR_S)
     assert simulator.returncode == 0
 
     # Apply the suggestions: an ordinary edit of the draft.

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from playwright.sync_api import Page, Route, expect
 
-from tests.e2e.conftest import LiveServer
+from tests.e2e.conftest import SIMULATOR_S, LiveServer
 
 Simulator = Callable[..., subprocess.Popen[str]]
 #: A seed no other browser test posts (the server is shared).
@@ -53,7 +53,7 @@ def test_a_trait_change_shows_its_impact_and_a_failing_case_needs_the_override(
         _publish_form(page, "impact baseline", override=False)
         expect(page).to_have_url(re.compile(r"/policy/versions/\d+/$"))
     process = start_simulator("--rounds", "8", "--rate", "10", "--seed", IMPACT_SEED, "--quiet")
-    _, err = process.communicate(timeout=60)
+    _, err = process.communicate(timeout=SIMULATOR_S)
     assert process.returncode == 0, err
 
     csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
@@ -115,7 +115,7 @@ def test_a_large_window_replays_step_by_step_with_progress_and_can_be_cancelled(
 ) -> None:
     page, url = signed_in_page, live_server.url
     process = start_simulator("--rounds", "9", "--rate", "10", "--seed", "34", "--quiet")
-    _, err = process.communicate(timeout=60)
+    _, err = process.communicate(timeout=SIMULATOR_S)
     assert process.returncode == 0, err
 
     # Steps of 3 rounds: the bar fills, then the whole window's summary is shown.

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import ROOT, LiveServer
+from tests.e2e.conftest import ROOT, SIMULATOR_S, LiveServer
 
 SHOTS = ROOT / ".test-artifacts" / "screenshots"
 WIDTHS = (1440, 800)
@@ -115,7 +115,7 @@ TIMELINE_SEED = "12"
 
 def _simulate(start_simulator: Simulator, seed: str) -> None:
     process = start_simulator("--rounds", "4", "--rate", "10", "--seed", seed, "--quiet")
-    _, err = process.communicate(timeout=60)
+    _, err = process.communicate(timeout=SIMULATOR_S)
     assert process.returncode == 0, err
 
 

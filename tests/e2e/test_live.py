@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import LiveServer
+from tests.e2e.conftest import ROUNDS_ARRIVE_MS, SIMULATOR_S, LiveServer
 
 #: Seed 3 with the sample policy shows every kind within its first seven rounds (checked with
 #: `simulate --seed 3`); twelve rounds leave a margin: 6 with rejections, 3 with early starts,
@@ -19,14 +19,15 @@ ROUNDS = 12
 #: A second run while paused: another seed, so its turn ids (and event ids) are new.
 PAUSED_SEED = "4"
 PAUSED_ROUNDS = 3
-#: Rounds are delivered over 1-3 s each; the page must show them soon after.
-SOON = 20_000
+#: Rounds are delivered over 1-3 s each; the page must show them soon after (the first ones
+#: also wait for the simulator's start-up).
+SOON = ROUNDS_ARRIVE_MS
 
 Simulator = Callable[..., subprocess.Popen[str]]
 
 
 def finished(process: subprocess.Popen[str]) -> str:
-    out, err = process.communicate(timeout=60)
+    out, err = process.communicate(timeout=SIMULATOR_S)
     assert process.returncode == 0, f"simulate exited {process.returncode}: {err}"
     return out
 

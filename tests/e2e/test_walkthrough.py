@@ -10,7 +10,7 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import LiveServer
+from tests.e2e.conftest import ROUNDS_ARRIVE_MS, SIMULATOR_S, LiveServer
 
 WILDCARD_EDITOR = "/policy/agents/main/connections/1/tools/*/"
 
@@ -256,12 +256,12 @@ def test_it_holds_new_cards_while_the_focus_is_in_the_list_and_says_paused(
     page = signed_in_page
     page.goto(f"{live_server.url}/live/")
     status = page.locator("#stream-status")
-    expect(status).to_have_text("live", timeout=20_000)
+    expect(status).to_have_text("live")
     cards = page.locator("#rounds article.round-card")
     start_simulator("--rounds", "2", "--rate", "10", "--seed", "41", "--quiet").communicate(
-        timeout=60
+        timeout=SIMULATOR_S
     )
-    expect(cards.first).to_be_visible(timeout=20_000)
+    expect(cards.first).to_be_visible(timeout=ROUNDS_ARRIVE_MS)
     # Tab into the list: the focus ring is plainly visible (not the browser's 1 px).
     link = cards.first.get_by_role("link", name="Timeline")
     link.focus()
@@ -275,15 +275,17 @@ def test_it_holds_new_cards_while_the_focus_is_in_the_list_and_says_paused(
     # The list keeps at most this many cards (the session's earlier tests may have filled it).
     max_cards = int(page.locator("#live").get_attribute("data-max-cards") or "200")
     start_simulator("--rounds", "3", "--rate", "10", "--seed", "42", "--quiet").communicate(
-        timeout=60
+        timeout=SIMULATOR_S
     )
     pending = page.locator("#pending-count")
-    expect(pending).to_have_text("3 new rounds held while the focus is in the list", timeout=20_000)
+    expect(pending).to_have_text(
+        "3 new rounds held while the focus is in the list", timeout=ROUNDS_ARRIVE_MS
+    )
     assert page.evaluate("document.activeElement.closest('article')?.id") == focused
     expect(cards).to_have_count(shown)
     # Focus leaves the list: the held cards go in on top.
     page.locator("#pause").focus()
-    expect(cards).to_have_count(min(shown + 3, max_cards), timeout=20_000)
+    expect(cards).to_have_count(min(shown + 3, max_cards), timeout=ROUNDS_ARRIVE_MS)
     expect(cards.first).not_to_have_id(newest)
     expect(pending).to_be_hidden()
     # Paused is said plainly, where "live" was.

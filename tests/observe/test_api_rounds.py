@@ -533,7 +533,10 @@ moments = st.builds(
 )
 ids = st.sampled_from([0, -1, 2**63 - 1, 2**63, 2**64]) | st.integers()
 any_text = st.text(max_size=40)
-fuzz = settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+fuzz = settings(
+    max_examples=60,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 @fuzz

@@ -52,7 +52,7 @@ async def sockets() -> AsyncIterator[list[WebsocketCommunicator]]:
     opened: list[WebsocketCommunicator] = []
     yield opened
     for communicator in opened:
-        await communicator.disconnect()
+        await communicator.disconnect(timeout=TIMEOUT)
     assert not consumers._open_streams, "every closed stream gives its slot back"
 
 
@@ -90,7 +90,7 @@ async def test_a_stream_over_the_users_cap_is_closed_with_4429(
     theirs = await connect(sockets, bo)
     assert await theirs.receive_nothing(timeout=0.2)
     # A closed stream frees its slot.
-    await first.disconnect()
+    await first.disconnect(timeout=TIMEOUT)
     sockets.remove(first)
     again = await connect(sockets, ana)
     assert await again.receive_nothing(timeout=0.2)

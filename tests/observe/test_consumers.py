@@ -54,7 +54,7 @@ async def sockets() -> AsyncIterator[list[WebsocketCommunicator]]:
     opened: list[WebsocketCommunicator] = []
     yield opened
     for communicator in opened:
-        await communicator.disconnect()
+        await communicator.disconnect(timeout=TIMEOUT)
 
 
 async def open_socket(

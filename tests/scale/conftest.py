@@ -272,10 +272,12 @@ def _start(worker: Worker, env: dict[str, str]) -> None:
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while True:
         try:
-            if httpx.get(f"{worker.url}/api/v1/health", timeout=2).status_code == 200:
+            # A first answer takes seconds on a busy machine (the URLconf is imported then):
+            # waiting for it beats giving up and asking again behind it.
+            if httpx.get(f"{worker.url}/api/v1/health", timeout=30).status_code == 200:
                 return
         except httpx.HTTPError:
             pass

@@ -17,9 +17,10 @@ def test_a_client_frame_closes_the_stream_with_the_documented_code(tmp_path: Pat
         [sys.executable, str(PROBE), str(tmp_path)],
         capture_output=True,
         text=True,
-        timeout=120,
-        check=True,
+        timeout=300,
+        check=False,
     )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert f"close code: {UNSUPPORTED_DATA}" in result.stdout, result.stdout[-2000:]
     assert UNSUPPORTED_DATA == 4415
     assert "Traceback" not in result.stdout
