@@ -17,7 +17,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.bench.bench_observe import ROOT, Bench  # noqa: E402
+from tests.bench.bench_observe import Bench  # noqa: E402
 
 UPLOAD_BYTES = 100 * 1024 * 1024
 UPLOADS = 4
@@ -53,12 +53,7 @@ def upload(port: int, statuses: list[str]) -> None:
 
 def measure(server: str) -> dict[str, Any]:
     bench = Bench()
-    command = (
-        [sys.executable, "-m", "config.server"]
-        if server == "config.server"
-        else [str(Path(sys.executable).parent / "daphne")]
-    )
-    start(bench, command)
+    bench.start([sys.executable, "-m", "config.server"] if server == "config.server" else None)
     try:
         assert bench.process is not None
         time.sleep(1)
@@ -87,31 +82,6 @@ def measure(server: str) -> dict[str, Any]:
         }
     finally:
         bench.stop()
-
-
-def start(bench: Bench, command: list[str]) -> None:
-    import subprocess
-
-    import httpx
-
-    log = (bench.workdir / "server.log").open("w")
-    bench.process = subprocess.Popen(  # noqa: S603 (our own interpreter)
-        [*command, "-b", "127.0.0.1", "-p", str(bench.port), "config.asgi:application"],
-        cwd=ROOT,
-        env=bench.env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{bench.url}/api/v1/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if bench.process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError((bench.workdir / "server.log").read_text())
-        time.sleep(0.1)
 
 
 def main() -> None:

@@ -92,33 +92,19 @@ class Bench:
         call_command("migrate", verbosity=0)
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
-        log = (self.workdir / "daphne.log").open("w")
-        daphne = str(Path(sys.executable).parent / "daphne")
-        self.process = subprocess.Popen(
-            [daphne, "-b", "127.0.0.1", "-p", str(self.port), "config.asgi:application"],
-            cwd=ROOT,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        import httpx
+    def start(self, server: list[str] | None = None) -> None:
+        """daphne (or ``server``, e.g. ``python -m config.server``) on this bench's port."""
+        from tests.servers import daphne_command, start_server
 
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{self.url}/api/v1/health", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((self.workdir / "daphne.log").read_text())
-            time.sleep(0.1)
+        command = daphne_command(self.port, server=server)
+        self.process = start_server(
+            command, env=self.env, url=self.url, log=self.workdir / "daphne.log"
+        )
 
     def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
+        from tests.servers import stop
+
+        stop(self.process)
 
     def token(self, *scopes: str) -> str:
         from accounts.tokens import runtime_token_create

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 import redis
+
+from tests.servers import daphne_command, start_server, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -39,18 +40,6 @@ def wait_until(check: Any, *, what: str, timeout: float = 120) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-def stop(process: subprocess.Popen[Any]) -> None:
-    """SIGTERM, then SIGKILL if it has not ended within 30 s (daphne's graceful shutdown on a busy
-    machine took over 10 s)."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 @dataclass
@@ -137,43 +126,11 @@ class Traitdeck:
         return response.json()
 
 
-def start_daphne(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[str]:
+def start_daphne(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
     """A real daphne serving Traitdeck on 127.0.0.1:``port`` with ``env``, logging to ``log``;
     returns once it answers (a client started earlier may give up on a server not yet up: the
-    bridge tells Traitdeck of a props change once, and a busy machine took seconds to import)."""
-    with log.open("w") as out:  # the child keeps its own copy of the file
-        process = subprocess.Popen(
-            [
-                str(Path(PYTHON).parent / "daphne"),
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "config.asgi:application",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            # A first answer takes seconds on a busy machine (the URLconf is imported then):
-            # waiting for it beats giving up and asking again behind it.
-            return httpx.get(url + "/api/v1/health", timeout=30).status_code == 200
-        except httpx.HTTPError:
-            return process.poll() is not None
-
-    try:
-        wait_until(up, what="daphne to start")
-        assert process.poll() is None, log.read_text()
-    except BaseException:
-        process.kill()
-        raise
-    return process
+    bridge tells Traitdeck of a props change once)."""
+    return start_server(daphne_command(port), env=env, url=f"http://127.0.0.1:{port}", log=log)
 
 
 @pytest.fixture

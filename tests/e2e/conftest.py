@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,8 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
+
+from tests.servers import daphne_command, start_server, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -80,43 +81,10 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     }
     server = LiveServer(url=f"http://127.0.0.1:{port}", env=env)
     server.manage("migrate", "--no-input", "-v0")
-    log = (workdir / "daphne.log").open("w")
-    process = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "daphne"),
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "config.asgi:application",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 120  # the first import on a busy machine
-    while True:
-        try:
-            # A first answer takes seconds on a busy machine (the URLconf is imported then):
-            # waiting for it beats giving up and asking again behind it.
-            with urllib.request.urlopen(f"{server.url}/api/v1/health", timeout=30) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError(f"daphne did not start: {(workdir / 'daphne.log').read_text()}")
-        time.sleep(0.1)
+    log = workdir / "daphne.log"
+    process = start_server(daphne_command(port), env=env, url=server.url, log=log)
     yield server
-    process.terminate()
-    try:
-        process.wait(timeout=30)  # a graceful shutdown, seconds on a busy machine
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    log.close()
+    stop(process)
 
 
 @pytest.fixture(scope="session")

@@ -30,6 +30,8 @@ import psycopg
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
+from tests.servers import daphne_command, start_server, stop
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "policy" / "sample" / "sample-policy.yaml"
 #: The workers' own re-read of the database is stretched far beyond every wait in these tests:
@@ -256,35 +258,8 @@ def _drop_database(server_url: str, database_url: str) -> None:
 
 
 def _start(worker: Worker, env: dict[str, str]) -> None:
-    log = worker.log.open("ab")
-    worker.process = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "daphne"),
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(worker.port),
-            "--proxy-headers",
-            "config.asgi:application",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            # A first answer takes seconds on a busy machine (the URLconf is imported then):
-            # waiting for it beats giving up and asking again behind it.
-            if httpx.get(f"{worker.url}/api/v1/health", timeout=30).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if worker.process.poll() is not None or time.monotonic() > deadline:
-            worker.process.kill()
-            raise RuntimeError(f"worker {worker.name} did not start: {worker.log_text()}")
-        time.sleep(0.2)
+    command = daphne_command(worker.port, "--proxy-headers")
+    worker.process = start_server(command, env=env, url=worker.url, log=worker.log)
 
 
 @pytest.fixture(scope="session")
@@ -337,10 +312,5 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield cluster
     finally:
         for worker in cluster.workers:
-            if worker.process is not None and worker.process.poll() is None:
-                worker.process.terminate()
-                try:
-                    worker.process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    worker.process.kill()
+            stop(worker.process)
         _drop_database(server_url, database_url)
