@@ -1,5 +1,12 @@
 """A discovery in flight does not hold up other requests: a real daphne serving Traitdeck, a real
-SDK server that takes seconds to list, and other requests sent meanwhile."""
+SDK server that takes seconds to list, and other requests sent meanwhile.
+
+The discovery views are sync and wait on the listing in their thread. That stalls nobody
+because Django's ASGI handler runs each request's sync code in a thread of its own
+(``asgiref.sync.ThreadSensitiveContext`` per request), not on one thread shared by every sync
+view: run with that context taken out of ``django/core/handlers/asgi.py``, this test fails (the
+other requests wait for the listings). See docs/discovery.md, "Entry points".
+"""
 
 from __future__ import annotations
 
@@ -45,6 +52,7 @@ def served(tmp_path: Path) -> Iterator[str]:
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "SECRET_KEY": "discovery-tests-only-secret-" + "0123456789abcdefghijklmnopqrstuvwxyz",
         "DEBUG": "0",
+        "TRAITDECK_SERVE_STATIC": "1",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         "TRAITDECK_MCP_STDIO_COMMANDS": json.dumps([list(ARGV)]),
@@ -80,7 +88,8 @@ def served(tmp_path: Path) -> Iterator[str]:
 
 def _logged_in(url: str) -> httpx.Client:
     client = httpx.Client(base_url=url, timeout=30)
-    client.get("/accounts/login/")
+    page = client.get("/accounts/login/")
+    assert "csrftoken" in client.cookies, (page.status_code, page.headers, page.text[:300])
     response = client.post(
         "/accounts/login/",
         data={
