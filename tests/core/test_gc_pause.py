@@ -10,10 +10,17 @@ from core.gc_pause import gc_paused
 
 
 def test_it_pauses_the_collector_and_turns_it_back_on_even_after_an_error() -> None:
+    seen: list[bool] = []
+
+    def fails() -> None:
+        with gc_paused():
+            seen.append(gc.isenabled())
+            raise LookupError("boom")
+
     assert gc.isenabled()
-    with pytest.raises(ValueError), gc_paused():
-        assert not gc.isenabled()
-        raise ValueError("boom")
+    with pytest.raises(LookupError, match="boom"):
+        fails()
+    assert seen == [False]
     assert gc.isenabled()
 
 
