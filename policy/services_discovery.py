@@ -156,10 +156,11 @@ def mcp_discover(*, agent: str, server_id: str, user: Any = None) -> Discovered:
         raise LookupError(f"Agent {agent!r} has no MCP connection to server {server_id!r}.")
     try:
         target, origin = discovery_target(state, server_id)
-        why = refusal(target, discovery_allowlist())
+        allowlist = discovery_allowlist()
+        why = refusal(target, allowlist)
         if why is not None:
             raise DiscoveryRefused(f"Traitdeck will not list {server_id!r}: {why}")
-        listing = anyio.run(list_tools, target, discovery_limits())
+        listing = anyio.run(list_tools, target, discovery_limits(), allowlist.hosts)
     except (DiscoveryRefused, DiscoveryError) as exc:
         _audit_run(user, agent, server_id, error=str(exc))
         raise DiscoveryRefused(str(exc)) from None

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from importlib.metadata import version
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 from urllib.parse import urlsplit
 
 import anyio
@@ -25,7 +25,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import Tool
+from pydantic import TypeAdapter
 
+from core.gc_pause import gc_paused
 from policy.domain.mcp_servers import HTTP, SSE, STDIO
 
 SDK_VERSION: Final = version("mcp")
@@ -113,20 +116,23 @@ def refusal(target: Target, allowlist: Allowlist) -> str | None:
     return None
 
 
-async def list_tools(target: Target, limits: Limits) -> Listing:
+async def list_tools(
+    target: Target, limits: Limits, hosts: frozenset[str] = frozenset()
+) -> Listing:
     """Every page of ``tools/list``; raises :class:`DiscoveryError` past a limit or on any
-    failure (nothing partial is returned)."""
+    failure (nothing partial is returned). Over HTTP and SSE every request goes only to a host
+    in ``hosts`` (besides the target's own), whatever the server answers (:class:`_HostGuard`)."""
     started = time.perf_counter()
-    scope = anyio.CancelScope()
-    garbage = _GarbageWatch(scope)
+    stop = _Stop(anyio.CancelScope())
+    garbage = _GarbageWatch(stop)
     watched = logging.getLogger("mcp.client.stdio")
     watched.addHandler(garbage)
     try:
-        with anyio.fail_after(limits.timeout_s), scope:
+        with anyio.fail_after(limits.timeout_s), stop.scope:
             async with AsyncExitStack() as stack:
                 client = await stack.enter_async_context(
                     Client(
-                        await _transport(target, limits, stack),
+                        await _transport(target, limits, stack, _HostGuard(target, hosts, stop)),
                         cache=None,
                         # The runtime's v1 client does the initialize handshake: so do we
                         # (no server/discover probe first).
@@ -134,8 +140,8 @@ async def list_tools(target: Target, limits: Limits) -> Listing:
                     )
                 )
                 tools, pages = await _pages(client, limits)
-        if garbage.seen:
-            raise DiscoveryError(f"The server wrote something that is not MCP: {garbage.seen}")
+        if stop.reason:
+            raise DiscoveryError(stop.reason)
     except TimeoutError as exc:
         raise DiscoveryError(
             f"The server did not answer within {limits.timeout_s:g} s (TRAITDECK_MCP_TIMEOUT_S)."
@@ -143,29 +149,117 @@ async def list_tools(target: Target, limits: Limits) -> Listing:
     except DiscoveryError:
         raise
     except Exception as exc:  # the SDK, the transport, the process: one plain sentence
+        if stop.reason:  # stopped on purpose; the SDK may report it as its own failure
+            raise DiscoveryError(stop.reason) from exc
         raise DiscoveryError(f"Listing failed: {_first_line(exc)}") from exc
     finally:
         watched.removeHandler(garbage)
     return Listing(tuple(tools), pages, time.perf_counter() - started)
 
 
-async def _transport(target: Target, limits: Limits, stack: AsyncExitStack) -> Any:
+async def _transport(
+    target: Target, limits: Limits, stack: AsyncExitStack, guard: _HostGuard
+) -> Any:
     if target.transport == STDIO:
         return StdioServerParameters(
             command=target.argv[0], args=list(target.argv[1:]), env=dict(target.env) or None
         )
-    timeout = httpx2.Timeout(limits.timeout_s)
     if target.transport == SSE:
         return sse_client(
             target.url,
             headers=dict(target.headers) or None,
             timeout=limits.timeout_s,
             sse_read_timeout=limits.timeout_s,
+            httpx_client_factory=guard.client,
         )
     http = await stack.enter_async_context(
-        create_mcp_http_client(headers=dict(target.headers) or None, timeout=timeout)
+        guard.client(headers=dict(target.headers) or None, timeout=httpx2.Timeout(limits.timeout_s))
     )
     return streamable_http_client(target.url, http_client=http)
+
+
+class _Stop:
+    """Ends a run early with a reason (the first one given), instead of at the time limit."""
+
+    def __init__(self, scope: anyio.CancelScope) -> None:
+        self.scope = scope
+        self.reason = ""
+
+    def __call__(self, reason: str) -> None:
+        if not self.reason:
+            self.reason = reason
+            self.scope.cancel()
+
+
+class _Refused(Exception):
+    """Raised inside the HTTP client to keep a request from being sent or followed."""
+
+
+class _HostGuard:
+    """Traitdeck's own enforcement of ``TRAITDECK_MCP_HTTP_HOSTS`` over HTTP and SSE, not left
+    to the SDK's redirect rule (which may change between versions):
+
+    - every request the SDK's client is about to send must go to an allowlisted host (this also
+      covers the address an SSE server names for the client's POSTs);
+    - a redirect is followed only within the endpoint's origin (same scheme, host and port, as
+      the SDK does: ``/mcp`` → ``/mcp/``). A redirect anywhere else stops the run, naming where
+      it pointed, before anything is sent there — to a host off the list, and to another
+      origin even when its host is listed: the request carries the headers (the token) set for
+      this endpoint, and the page says which server it lists.
+    """
+
+    def __init__(self, target: Target, hosts: frozenset[str], stop: _Stop) -> None:
+        self.origin = httpx2.URL(target.url) if target.url else None
+        self.hosts = hosts | {self.origin.host} if self.origin is not None else hosts
+        self.stop = stop
+
+    def client(
+        self,
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        """The SDK's own client (its timeouts and headers) with the two checks as hooks; an
+        ``McpHttpClientFactory`` for ``sse_client``."""
+        client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+        client.event_hooks = {"request": [self._on_request], "response": [self._on_response]}
+        return client
+
+    async def _on_request(self, request: httpx2.Request) -> None:
+        if request.url.host not in self.hosts:
+            self._refuse(
+                f"Traitdeck would have sent a request to {_shown(request.url)}: host "
+                f"{request.url.host!r} is not on TRAITDECK_MCP_HTTP_HOSTS; nothing was sent there."
+            )
+
+    async def _on_response(self, response: httpx2.Response) -> None:
+        if not response.has_redirect_location:
+            return
+        sent = response.request.url
+        location = sent.join(response.headers["Location"])
+        if (location.scheme, location.host, location.port) == (sent.scheme, sent.host, sent.port):
+            return  # within the origin: the SDK follows it (and _on_request checks it again)
+        said = f"The server answered {response.status_code} redirecting to {_shown(location)}"
+        if location.host not in self.hosts:
+            self._refuse(
+                f"{said}: host {location.host!r} is not on TRAITDECK_MCP_HTTP_HOSTS; "
+                "Traitdeck did not follow it."
+            )
+        self._refuse(
+            f"{said}, another origin: Traitdeck follows redirects only within the endpoint's "
+            f"origin (host {location.host!r} is allowlisted: set that URL as the discovery "
+            "source to list it)."
+        )
+
+    def _refuse(self, reason: str) -> NoReturn:
+        self.stop(reason)
+        raise _Refused(reason)
+
+
+def _shown(url: httpx2.URL) -> str:
+    # Where a request or redirect went, for a message: without userinfo, query or fragment,
+    # which can carry secrets or state.
+    return str(url.copy_with(userinfo=b"", query=None, fragment=None))
 
 
 async def _pages(client: Client, limits: Limits) -> tuple[list[ListedTool], int]:
@@ -176,49 +270,55 @@ async def _pages(client: Client, limits: Limits) -> tuple[list[ListedTool], int]
     while True:
         pages += 1
         result = await client.list_tools(cursor=cursor)
-        for tool in result.tools:
-            sent = tool.model_dump(by_alias=True, exclude_unset=True, mode="json")
-            size += len(json.dumps(sent))
-            if size > limits.max_bytes:
-                raise DiscoveryError(
-                    f"The tool list is over {limits.max_bytes} bytes (TRAITDECK_MCP_MAX_BYTES)."
-                )
-            if tool.name in seen:  # a server repeating a tool: the first listing counts
+        # One serialisation per page, not per tool (5,000 calls into pydantic were a third of
+        # Traitdeck's own share of a 5,000-tool listing); the byte cap is checked per page.
+        sent_page = _TOOLS.dump_python(result.tools, by_alias=True, exclude_unset=True, mode="json")
+        size += len(json.dumps(sent_page, ensure_ascii=False).encode())
+        if size > limits.max_bytes:
+            raise DiscoveryError(
+                f"The tool list is over {limits.max_bytes} bytes (TRAITDECK_MCP_MAX_BYTES)."
+            )
+        for sent in sent_page:
+            name = sent["name"]
+            if name in seen:  # a server repeating a tool: the first listing counts
                 continue
-            seen.add(tool.name)
+            seen.add(name)
             tools.append(
                 ListedTool(
-                    name=tool.name,
-                    description=tool.description,
+                    name=name,
+                    description=sent.get("description"),
                     input_schema=sent.get("inputSchema") or {},
                     annotations=sent.get("annotations"),
                     page=pages,
                 )
             )
-            if len(tools) > limits.max_tools:
-                raise DiscoveryError(
-                    f"The server lists more than {limits.max_tools} tools "
-                    "(TRAITDECK_MCP_MAX_TOOLS); nothing was stored."
-                )
+        if len(tools) > limits.max_tools:
+            raise DiscoveryError(
+                f"The server lists more than {limits.max_tools} tools "
+                "(TRAITDECK_MCP_MAX_TOOLS); nothing was stored."
+            )
         cursor = result.next_cursor
         if not cursor:
             return tools, pages
+
+
+#: How a page's tools are serialised as sent (camelCase, unset fields left out).
+_TOOLS: Final = TypeAdapter(list[Tool])
 
 
 class _GarbageWatch(logging.Handler):
     """The SDK's stdio client logs a line it cannot parse and keeps waiting for an answer that
     will not come; this stops the run at the first such line instead of at the time limit."""
 
-    def __init__(self, scope: anyio.CancelScope) -> None:
+    def __init__(self, stop: _Stop) -> None:
         super().__init__(logging.ERROR)
-        self.scope = scope
-        self.seen = ""
+        self.stop = stop
 
     def emit(self, record: logging.LogRecord) -> None:
-        if not self.seen and "parse" in record.getMessage():
+        if "parse" in record.getMessage():
             error = record.exc_info[1] if record.exc_info else None
-            self.seen = _first_line(error) if error is not None else record.getMessage()
-            self.scope.cancel()
+            seen = _first_line(error) if error is not None else record.getMessage()
+            self.stop(f"The server wrote something that is not MCP: {seen}")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -245,6 +345,7 @@ def parse_hosts(raw: str) -> frozenset[str]:
     return frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
 
 
+@gc_paused()  # thousands of tools: core.gc_pause says why
 def manifest_entries(
     listing: Listing,
     *,

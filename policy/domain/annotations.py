@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Final
 
 #: The spec's default for each hint (2025-06-18 and later).
@@ -38,17 +39,24 @@ class Hint:
         return EXPLICIT if self.explicit else DEFAULT
 
 
-def hints(annotations: Mapping[str, Any] | None) -> dict[str, Hint]:
-    """Every hint, the sent value when it is a boolean, else the spec's default."""
+def hints(annotations: Mapping[str, Any] | None) -> Mapping[str, Hint]:
+    """Every hint, the sent value when it is a boolean, else the spec's default. Shared
+    answers: the few combinations of sent hints recur across thousands of tools."""
     sent = annotations or {}
-    out: dict[str, Hint] = {}
-    for name, default in DEFAULTS.items():
-        value = sent.get(name)
-        if isinstance(value, bool):
-            out[name] = Hint(name, value, True)
-        else:
-            out[name] = Hint(name, default, False)
-    return out
+    key = tuple(value if isinstance(value := sent.get(name), bool) else None for name in DEFAULTS)
+    found = _HINTS.get(key)
+    if found is None:
+        found = MappingProxyType(
+            {
+                name: Hint(name, given, True) if given is not None else Hint(name, default, False)
+                for (name, default), given in zip(DEFAULTS.items(), key, strict=True)
+            }
+        )
+        _HINTS[key] = found  # at most 3 ** len(DEFAULTS) keys
+    return found
+
+
+_HINTS: dict[tuple[bool | None, ...], Mapping[str, Hint]] = {}
 
 
 def read_only(annotations: Mapping[str, Any] | None) -> Hint:

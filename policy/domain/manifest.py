@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from core.gc_pause import gc_paused
 from core.json_limits import MAX_DEPTH
 from core.numbers import BOUND_TEXT, MAX_DIGITS, is_bounded, show_number
 from core.text import unencodable_path
@@ -79,6 +80,7 @@ class Manifest:
         return found
 
 
+@gc_paused()  # thousands of discovered tools: core.gc_pause says why
 def parse_manifest(data: Any) -> Manifest:
     """Read an uploaded manifest (JSON-decoded); raise :class:`ManifestError` when malformed.
 
@@ -141,15 +143,20 @@ _DESCRIBING_KEYS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
 )
 
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+#: A JSON string: runs of plain characters, or escapes (a run at a time, not a character).
+_STRING = re.compile(r'"(?:[^"\\]+|\\.)*"')
 #: An integer of more digits than the number bound allows (the walk then checks its value).
 _LONG_INTEGER = re.compile(rf"[0-9]{{{MAX_DIGITS},}}")
+#: Everything but brackets, and an innermost pair of brackets (nothing nested inside).
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_INNERMOST = re.compile(r"\{\}|\[\]")
 
 
 def _plainly_storable(data: Any) -> bool:
     """True when ``data`` is surely storable: it encodes as strict JSON and as UTF-8, holds no
     NUL, and nests at most ``MAX_DEPTH`` containers (counted on the encoded text with its
-    strings taken out). False means "walk it to find out", not "refused"."""
+    strings taken out). False means "walk it to find out", not "refused". Every step is a C
+    loop (the encoder, regular expressions): a 5,000-tool discovery is megabytes of text."""
     try:
         text = json.dumps(data, ensure_ascii=False, allow_nan=False)
         text.encode("utf-8")
@@ -160,14 +167,14 @@ def _plainly_storable(data: Any) -> bool:
     bare = _STRING.sub("", text)
     if _LONG_INTEGER.search(bare):
         return False  # maybe past the number bound: the walk decides
-    depth = peak = 0
-    for char in bare:
-        if char in "[{":
-            depth += 1
-            peak = max(peak, depth)
-        elif char in "]}":
-            depth -= 1
-    return peak <= MAX_DEPTH
+    # Depth: each pass takes out the innermost pairs, one level; past MAX_DEPTH passes
+    # something is left only when the text nests deeper.
+    brackets = _NOT_BRACKET.sub("", bare)
+    for _ in range(MAX_DEPTH):
+        if not brackets:
+            return True
+        brackets = _INNERMOST.sub("", brackets)
+    return not brackets
 
 
 def _unstorable(data: Any) -> str | None:

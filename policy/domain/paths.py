@@ -9,6 +9,7 @@ quoted: ``tool_traits["object.search"]``, ``tool_traits["*"]``.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -23,7 +24,18 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
 def format_path(path: Path) -> str:
-    """Render a path for people, relative to ``surfaces.as_consumer`` when strictly below it."""
+    """Render a path for people, relative to ``surfaces.as_consumer`` when strictly below it.
+
+    Remembered: a policy reaching thousands of tools through one ``*`` entry renders the same
+    few paths once per tool (provenance, diagnostics), and that was the largest single cost of
+    validating a 5,000-tool discovery. Only paths of ``str`` keys and ``int`` indexes are
+    remembered: a cache compares by ``==``, and ``True == 1 == 1.0`` render differently."""
+    if all(type(part) is str or type(part) is int for part in path):
+        return _formatted(path)
+    return _format(path)
+
+
+def _format(path: Path) -> str:
     if len(path) > len(AS_CONSUMER) and path[: len(AS_CONSUMER)] == AS_CONSUMER:
         path = path[len(AS_CONSUMER) :]
     out = ""
@@ -48,3 +60,4 @@ def _is_identifier(part: str) -> bool:
 
 
 _IDENTIFIERS: dict[str, bool] = {}
+_formatted = functools.lru_cache(maxsize=8192)(_format)

@@ -267,30 +267,54 @@ class _Indexes:
         )
 
 
+#: One merge of trait layers: the config layers applied, and the read-only traits, provenance
+#: and paths they made.
+_Merged = tuple[
+    tuple[tuple[Path, str, Mapping[str, Any]], ...],
+    tuple[Mapping[str, Any], Mapping[str, str], Mapping[str, Path]],
+]
+
+
 def _configured_tool(
     loaded: Loaded,
     offered: Offered,
     connection: Connection | None,
     indexes: _Indexes,
     manifest: Manifest | None,
+    merges: dict[tuple[tuple[str, int], ...], _Merged],
 ) -> EffectiveTool:
-    merge = _Merge()
+    """``merges``: the trait merges already made in this resolution, by the config entries
+    they merged (filled here)."""
     # The code layer: named-service tools carry no discovered traits.
     discovered = manifest.traits_for(offered.tool_id) if manifest is not None else None
-    if discovered is not None and offered.named_service is None:
-        merge.apply(
-            discovered,
-            Manifest.provenance(offered.tool_id),
-            (MANIFEST_ROOT, offered.tool_id, "tool_traits"),
+    if offered.named_service is not None or not discovered:
+        discovered = None  # an empty layer adds nothing
+    found = [
+        (candidate, entry)
+        for candidate in dict.fromkeys(
+            trait_candidates(offered.tool_id, offered.alias, offered.callable)
         )
-    layers = []
-    for candidate in dict.fromkeys(
-        trait_candidates(offered.tool_id, offered.alias, offered.callable)
-    ):
-        entry = loaded.table.get(candidate)
-        if entry is not None:
-            layers.append((entry.path, candidate, entry.traits))
+        if (entry := loaded.table.get(candidate)) is not None
+    ]
+    # Without a code layer the merge depends only on the config entries found: thousands of
+    # tools reached through one '*' share it, merged once.
+    key = tuple((candidate, id(entry)) for candidate, entry in found)
+    merged = merges.get(key) if discovered is None else None
+    if merged is None:
+        merge = _Merge()
+        if discovered is not None:
+            merge.apply(
+                discovered,
+                Manifest.provenance(offered.tool_id),
+                (MANIFEST_ROOT, offered.tool_id, "tool_traits"),
+            )
+        for _, entry in found:
             merge.apply(entry.traits, f"config {format_path(entry.path)}", entry.path)
+        layers = tuple((entry.path, candidate, entry.traits) for candidate, entry in found)
+        merged = (layers, merge.frozen())
+        if discovered is None:
+            merges[key] = merged
+    layers, (traits, provenance, paths) = merged
     overrides: dict[str, Mapping[str, Any]] = {}
     override_paths: dict[str, Path] = {}
     namespaces: tuple[str, ...] = ()
@@ -303,7 +327,6 @@ def _configured_tool(
     origin, origin_is_key = _origin(
         connection, offered, indexes.listed.get(offered.connection_index)
     )
-    traits, provenance, paths = merge.frozen()
     return EffectiveTool(
         tool_id=offered.tool_id,
         connection_index=offered.connection_index,
@@ -321,7 +344,7 @@ def _configured_tool(
         namespace_override_paths=MappingProxyType(override_paths),
         design_path=design[0] if design else None,
         namespaces_applicable=namespaces,
-        config_layers=tuple(layers),
+        config_layers=layers,
     )
 
 
@@ -399,11 +422,17 @@ def resolve_consumer(
     indexes = _Indexes.of(connections)
     tools: dict[str, EffectiveTool] = {}
     listing: list[EffectiveTool] = []
+    merges: dict[tuple[tuple[str, int], ...], _Merged] = {}
     for offered in loaded.offered:
         tool = tools.get(offered.tool_id)
         if tool is None:
             tool = _configured_tool(
-                loaded, offered, connections.get(offered.connection_index), indexes, manifest
+                loaded,
+                offered,
+                connections.get(offered.connection_index),
+                indexes,
+                manifest,
+                merges,
             )
             tools[offered.tool_id] = tool
         listing.append(tool)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from core.gc_pause import gc_paused
 from policy.domain.builtins import BUILTIN_ALIAS
 from policy.domain.connections import (
     KINDS,
@@ -35,6 +36,7 @@ from policy.domain.validate_report import Reporter, close_match, describe, shape
 from policy.domain.validate_tools import check_tools, untypeable
 
 
+@gc_paused()  # thousands of discovered tools: core.gc_pause says why
 def validate_policy(
     data: Any,
     source: SourceMap,

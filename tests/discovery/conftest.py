@@ -25,13 +25,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _serve(transport: str, path: str) -> Iterator[Callable[[str], str]]:
+def _serve(transport: str, path: str) -> Iterator[Callable[..., str]]:
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(kind: str) -> str:
+    def start(kind: str, *extra: str) -> str:
         port = _free_port()
         process = subprocess.Popen(
-            [sys.executable, str(SERVERS), kind, f"--{transport}", str(port)],
+            [sys.executable, str(SERVERS), kind, f"--{transport}", str(port), *extra],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -56,12 +56,41 @@ def _serve(transport: str, path: str) -> Iterator[Callable[[str], str]]:
 
 
 @pytest.fixture
-def http_server() -> Iterator[Callable[[str], str]]:
-    """Start a server of a kind over streamable HTTP; returns its URL."""
+def http_server() -> Iterator[Callable[..., str]]:
+    """Start a server of a kind over streamable HTTP (more arguments: ``mcp_servers.py``'s
+    options); returns its URL."""
     yield from _serve("http", "/mcp")
 
 
 @pytest.fixture
-def sse_server() -> Iterator[Callable[[str], str]]:
+def sse_server() -> Iterator[Callable[..., str]]:
     """Start a server of a kind over SSE (the SDK's SseServerTransport); returns its URL."""
     yield from _serve("sse", "/sse")
+
+
+@pytest.fixture
+def bystander() -> Iterator[Callable[[str], tuple[int, Callable[[], bool]]]]:
+    """A listening socket on a loopback address (``127.0.0.2``: another host than ``127.0.0.1``)
+    that serves nothing: returns its port and whether anything has connected to it."""
+    opened: list[socket.socket] = []
+
+    def listen(host: str) -> tuple[int, Callable[[], bool]]:
+        sock = socket.socket()
+        sock.bind((host, 0))
+        sock.listen()
+        sock.setblocking(False)
+        opened.append(sock)
+
+        def reached() -> bool:
+            try:
+                conn, _ = sock.accept()
+            except BlockingIOError:
+                return False
+            conn.close()
+            return True
+
+        return int(sock.getsockname()[1]), reached
+
+    yield listen
+    for sock in opened:
+        sock.close()

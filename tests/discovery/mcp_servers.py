@@ -1,16 +1,19 @@
 """MCP servers for the discovery tests, written with the official SDK (low-level ``Server``, so a
 listing can page). Run as ``python mcp_servers.py KIND [--http PORT]``: stdio by default,
-streamable HTTP (uvicorn on 127.0.0.1:PORT) with ``--http``, over SSE with ``--sse``.
+streamable HTTP (uvicorn on 127.0.0.1:PORT) with ``--http``, over SSE with ``--sse``. With
+``--redirect PATH STATUS LOCATION`` (HTTP and SSE) every request whose path starts with PATH is
+answered STATUS with that ``Location`` instead (the rest is served as usual).
 
 Kinds: ``mixed`` (reads and writes, some hints absent), ``paged`` (3 pages), ``silent`` (never
 answers), ``garbage`` (writes non-protocol bytes), ``many`` (5,000 tools, one page; ``many:N``
-for N).
+for N), ``slow:S`` (lists ``mixed`` after S seconds).
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -52,6 +55,9 @@ def build(kind: str) -> Server:
             end = start + PAGE
             cursor = str(end) if end < len(PAGED) else None
             return types.ListToolsResult(tools=PAGED[start:end], next_cursor=cursor)
+        if kind.startswith("slow:"):  # answers after that many seconds
+            await anyio.sleep(float(kind.split(":", 1)[1]))
+            return types.ListToolsResult(tools=MIXED)
         if kind.startswith("many"):
             count = int(kind.split(":", 1)[1]) if ":" in kind else 5000
             return types.ListToolsResult(
@@ -60,6 +66,24 @@ def build(kind: str) -> Server:
         raise ValueError(kind)
 
     return Server(f"traitdeck-test-{kind}", on_list_tools=list_tools)
+
+
+def redirecting(app: Any) -> Any:
+    """``app`` behind ``--redirect PATH STATUS LOCATION``, when given."""
+    if "--redirect" not in sys.argv:
+        return app
+    at = sys.argv.index("--redirect")
+    path, status, location = sys.argv[at + 1 : at + 4]
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(path):
+            await app(scope, receive, send)
+            return
+        headers = [(b"location", location.encode()), (b"content-length", b"0")]
+        await send({"type": "http.response.start", "status": int(status), "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+
+    return wrapped
 
 
 def serve_sse(server: Server, port: int) -> None:
@@ -85,7 +109,7 @@ def serve_sse(server: Server, port: int) -> None:
             Mount("/messages/", app=transport.handle_post_message),
         ]
     )
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.run(redirecting(app), host="127.0.0.1", port=port, log_level="warning")
 
 
 def main() -> None:
@@ -106,7 +130,8 @@ def main() -> None:
         import uvicorn
 
         port = int(sys.argv[sys.argv.index("--http") + 1])
-        uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning")
+        app = redirecting(server.streamable_http_app())
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
         return
     from mcp.server.stdio import stdio_server
 

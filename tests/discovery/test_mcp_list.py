@@ -148,3 +148,58 @@ def test_its_entries_are_a_valid_manifest_with_provenance_and_no_traits() -> Non
     assert entry["source"]["by"] == "ana"
     assert entry["source"]["sdk"].startswith("mcp 2.")
     assert "annotations" not in entries["mcp.fs.stat"]
+
+
+LOOPBACK = frozenset({"127.0.0.1"})
+
+
+@pytest.mark.parametrize("status", [307, 308, 302])
+@pytest.mark.parametrize(
+    ("transport", "path", "moved"),
+    [("http", "/mcp", "/mcp"), ("sse", "/sse", "/sse"), ("sse", "/messages/", "/messages/")],
+    ids=["http-post", "sse-get", "sse-post"],
+)
+def test_it_refuses_a_redirect_to_a_host_off_the_allowlist_and_sends_nothing_there(
+    request: pytest.FixtureRequest,
+    bystander: Callable[[str], tuple[int, Callable[[], bool]]],
+    transport: str,
+    path: str,
+    moved: str,
+    status: int,
+) -> None:
+    port, reached = bystander("127.0.0.2")
+    elsewhere = f"http://127.0.0.2:{port}{moved}"
+    start = request.getfixturevalue(f"{transport}_server")
+    url = start("paged", "--redirect", path, str(status), elsewhere)
+    started = time.perf_counter()
+    with pytest.raises(DiscoveryError) as refused:
+        anyio.run(list_tools, Target(transport, url=url), FAST, LOOPBACK)
+    assert f"redirecting to {elsewhere}" in str(refused.value)
+    assert "'127.0.0.2' is not on TRAITDECK_MCP_HTTP_HOSTS" in str(refused.value)
+    assert not reached()
+    assert time.perf_counter() - started < 10  # refused at once, not at the time limit
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+def test_it_refuses_a_redirect_to_another_origin_even_on_an_allowlisted_host(
+    request: pytest.FixtureRequest,
+    bystander: Callable[[str], tuple[int, Callable[[], bool]]],
+    transport: str,
+) -> None:
+    port, reached = bystander("127.0.0.1")  # the listed host, another port: another origin
+    path = "/mcp" if transport == "http" else "/sse"
+    url = request.getfixturevalue(f"{transport}_server")(
+        "paged", "--redirect", path, "307", f"http://127.0.0.1:{port}{path}"
+    )
+    with pytest.raises(DiscoveryError, match="only within the endpoint's origin"):
+        anyio.run(list_tools, Target(transport, url=url), FAST, LOOPBACK)
+    assert not reached()
+
+
+def test_it_follows_a_redirect_within_the_endpoints_origin(
+    http_server: Callable[..., str],
+) -> None:
+    url = http_server("paged", "--redirect", "/moved", "307", "/mcp")
+    moved = url.replace("/mcp", "/moved")
+    listing = anyio.run(list_tools, Target("http", url=moved), FAST, LOOPBACK)
+    assert len(listing.tools) == 7

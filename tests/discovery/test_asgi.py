@@ -1,0 +1,131 @@
+"""A discovery in flight does not hold up other requests: a real daphne serving Traitdeck, a real
+SDK server that takes seconds to list, and other requests sent meanwhile.
+
+The discovery views are sync and wait on the listing in their thread. That stalls nobody
+because Django's ASGI handler runs each request's sync code in a thread of its own
+(``asgiref.sync.ThreadSensitiveContext`` per request), not on one thread shared by every sync
+view: run with that context taken out of ``django/core/handlers/asgi.py``, this test fails (the
+other requests wait for the listings). See docs/discovery.md, "Entry points".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.bridge.conftest import free_port, start_daphne, wait_until
+from tests.discovery.conftest import stdio_argv
+
+ROOT = Path(__file__).resolve().parents[2]
+SLOW_S = 4
+ARGV = stdio_argv(f"slow:{SLOW_S}")
+POLICY = {
+    "surfaces": {
+        "as_consumer": {
+            "mcp": {"services": {"slow": {"command": ARGV[0], "args": list(ARGV[1:])}}},
+            "agents": {"main": {"tools": [{"kind": "mcp", "server_id": "slow", "alias": "sl"}]}},
+        }
+    }
+}
+
+
+def _manage(env: dict[str, str], *args: str) -> None:
+    subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True
+    )
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "SECRET_KEY": "discovery-tests-only-secret-" + "0123456789abcdefghijklmnopqrstuvwxyz",
+        "DEBUG": "0",
+        "TRAITDECK_SERVE_STATIC": "1",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "TRAITDECK_MCP_STDIO_COMMANDS": json.dumps([list(ARGV)]),
+    }
+    env.pop("REDIS_URL", None)
+    _manage(env, "migrate", "--no-input", "-v0")
+    _manage(
+        env,
+        "shell",
+        "-c",
+        "from django.contrib.auth import get_user_model; "
+        "from policy.services import draft_change; "
+        "get_user_model().objects.create_superuser('ed', password='pw-discovery-1'); "
+        f"draft_change(edit=lambda _old: {POLICY!r}, base_revision=None)",
+    )
+    log = (tmp_path / "daphne.log").open("w")
+    daphne = start_daphne(env, port, log)
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            return httpx.get(url + "/api/v1/health", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return daphne.poll() is not None
+
+    wait_until(up, what="daphne to start")
+    assert daphne.poll() is None, (tmp_path / "daphne.log").read_text()
+    yield url
+    daphne.terminate()
+    daphne.wait(timeout=10)
+    log.close()
+
+
+def _logged_in(url: str) -> httpx.Client:
+    client = httpx.Client(base_url=url, timeout=30)
+    page = client.get("/accounts/login/")
+    assert "csrftoken" in client.cookies, (page.status_code, page.headers, page.text[:300])
+    response = client.post(
+        "/accounts/login/",
+        data={
+            "username": "ed",
+            "password": "pw-discovery-1",
+            "csrfmiddlewaretoken": client.cookies["csrftoken"],
+        },
+    )
+    assert response.status_code in (200, 302), response.text
+    assert "sessionid" in client.cookies
+    return client
+
+
+@pytest.mark.parametrize(
+    "discover",
+    ["/api/v1/agents/main/mcp/slow/discover", "/policy/agents/main/connections/0/discover/"],
+    ids=["api", "page"],
+)
+def test_other_requests_answer_while_discoveries_are_in_flight(served: str, discover: str) -> None:
+    client = _logged_in(served)
+    csrf = client.cookies["csrftoken"]
+    answers: list[httpx.Response] = []
+
+    def run() -> None:
+        with httpx.Client(base_url=served, cookies=client.cookies, timeout=60) as own:
+            answers.append(own.post(discover, headers={"X-CSRFToken": csrf}))
+
+    runs = [threading.Thread(target=run) for _ in range(3)]
+    for thread in runs:
+        thread.start()
+    time.sleep(1.5)  # the listings have started and wait on the slow server
+    for path in ("/api/v1/agents", "/policy/"):
+        started = time.perf_counter()
+        assert client.get(path).status_code == 200
+        assert time.perf_counter() - started < 1.0, path
+    assert not answers, "the discoveries should still be waiting on the slow server"
+    for thread in runs:
+        thread.join()
+    assert [a.status_code for a in answers] == [200, 200, 200], [a.text for a in answers]
