@@ -22,8 +22,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.bridge.conftest import free_port, start_daphne, wait_until
+from tests.bridge.conftest import free_port
 from tests.discovery.conftest import stdio_argv
+from tests.servers import daphne_command, start_server, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW_S = 4
@@ -68,22 +69,11 @@ def served(tmp_path: Path) -> Iterator[str]:
         "get_user_model().objects.create_superuser('ed', password='pw-discovery-1'); "
         f"draft_change(edit=lambda _old: {POLICY!r}, base_revision=None)",
     )
-    log = (tmp_path / "daphne.log").open("w")
-    daphne = start_daphne(env, port, log)
-    url = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            return httpx.get(url + "/api/v1/health", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return daphne.poll() is not None
-
-    wait_until(up, what="daphne to start")
-    assert daphne.poll() is None, (tmp_path / "daphne.log").read_text()
-    yield url
-    daphne.terminate()
-    daphne.wait(timeout=10)
-    log.close()
+    daphne = start_server(
+        daphne_command(port), env=env, url=f"http://127.0.0.1:{port}", log=tmp_path / "daphne.log"
+    )
+    yield f"http://127.0.0.1:{port}"
+    stop(daphne)
 
 
 def _logged_in(url: str) -> httpx.Client:

@@ -173,11 +173,11 @@ def test_it_refuses_a_redirect_to_a_host_off_the_allowlist_and_sends_nothing_the
     url = start("paged", "--redirect", path, str(status), elsewhere)
     started = time.perf_counter()
     with pytest.raises(DiscoveryError) as refused:
-        anyio.run(list_tools, Target(transport, url=url), FAST, LOOPBACK)
+        anyio.run(list_tools, Target(transport, url=url), ENOUGH, LOOPBACK)
     assert f"redirecting to {elsewhere}" in str(refused.value)
     assert "'127.0.0.2' is not on TRAITDECK_MCP_HTTP_HOSTS" in str(refused.value)
     assert not reached()
-    assert time.perf_counter() - started < 10  # refused at once, not at the time limit
+    assert time.perf_counter() - started < TIME_LIMIT_S / 2  # refused, not at the time limit
 
 
 @pytest.mark.parametrize("transport", ["http", "sse"])
@@ -192,7 +192,7 @@ def test_it_refuses_a_redirect_to_another_origin_even_on_an_allowlisted_host(
         "paged", "--redirect", path, "307", f"http://127.0.0.1:{port}{path}"
     )
     with pytest.raises(DiscoveryError, match="only within the endpoint's origin"):
-        anyio.run(list_tools, Target(transport, url=url), FAST, LOOPBACK)
+        anyio.run(list_tools, Target(transport, url=url), ENOUGH, LOOPBACK)
     assert not reached()
 
 
@@ -201,5 +201,5 @@ def test_it_follows_a_redirect_within_the_endpoints_origin(
 ) -> None:
     url = http_server("paged", "--redirect", "/moved", "307", "/mcp")
     moved = url.replace("/mcp", "/moved")
-    listing = anyio.run(list_tools, Target("http", url=moved), FAST, LOOPBACK)
+    listing = anyio.run(list_tools, Target("http", url=moved), ENOUGH, LOOPBACK)
     assert len(listing.tools) == 7
