@@ -40,7 +40,7 @@ from policy.domain.backstop import (
     validate_protocol,
 )
 from policy.domain.ledger import LedgerHit, RoundLedger
-from policy.domain.overseer import FINAL_ACTIONS, Action, Overseer, Seen
+from policy.domain.overseer import FINAL_ACTIONS, Action, Overseer, Resolver, Seen
 from policy.domain.round_policy import RoundPolicy
 from policy.domain.round_spec import RoundSpec
 from policy.domain.traits import (
@@ -154,10 +154,12 @@ def starts_early(step: Step, accepted_as: Seen | None) -> bool:
 class _Facts:
     """What one policy answers for each of its tool ids, worked out once."""
 
-    __slots__ = ("policy", "tools")
+    __slots__ = ("policy", "resolve", "tools")
 
     def __init__(self, policy: RoundPolicy) -> None:
         self.policy = policy
+        #: The policy's resolver, as the overseer takes it (one bound method per policy).
+        self.resolve: Resolver = policy.traits
         self.tools: dict[str, _ToolFacts] = {}
 
     def of(self, tool: str) -> _ToolFacts:
@@ -210,6 +212,16 @@ def _facts(policy: RoundPolicy) -> _Facts:
 
 
 def _step(index: int, action: Action, facts: _Facts) -> Step:
+    if action.action == "call_tool":
+        # A plain call of a tool the policy knows, by its raw fields: an id found as it stands
+        # is a known (stripped) id, so stripping changes nothing.
+        fact = facts.tools.get(action.tool_id)  # type: ignore[arg-type]
+        if fact is not None and fact.plain:
+            params = action.params
+            if params is None or type(params) is dict:
+                found = fact.steps.get(index)
+                if found is not None:
+                    return found
     name = action.name
     if name == "call_tool":
         tool = action.tool
@@ -253,27 +265,11 @@ def _is_mapping(value: Any) -> bool:
     return type(value) is dict or isinstance(value, Mapping)
 
 
-class Round:
-    """The engine's answer for one round: the effective multi-action switch and online cap, and
-    per attempt, per streamed action, its step and row. (A plain slotted class: one per round,
-    several times cheaper to make than a named tuple.)"""
-
-    __slots__ = ("cap", "multi", "rows", "steps")
-
-    def __init__(self, multi: bool, cap: int, steps: list[list[Step]], rows: list[list[Row]]):
-        self.multi = multi
-        self.cap = cap
-        self.steps = steps
-        self.rows = rows
-
-
 def run(spec: RoundSpec, policy: RoundPolicy, *, multi: bool) -> Round:
     """What the runtime does with the round (see the module docstring)."""
     facts = policy.__dict__.get(_FACTS_ATTRIBUTE) or _facts(policy)
-    engine = _Engine(spec, policy, multi)
-    steps: list[list[Step]] = []
-    rows: list[list[Row]] = []
-    stream = engine.stream
+    result = Round(spec, policy, multi, facts.resolve)
+    steps, rows = result.steps, result.rows
     for actions in spec.attempts:
         if rows:
             # The stream before was replaced by this one: only its early starts ran.
@@ -282,40 +278,47 @@ def run(spec: RoundSpec, policy: RoundPolicy, *, multi: bool) -> Round:
                     row.verdict, row.why = DROPPED, REPLACED
         attempt = [_step(index, action, facts) for index, action in enumerate(actions)]
         steps.append(attempt)
-        rows.append(stream(attempt, actions))
-    engine.post_generation(rows[-1])
-    return Round(multi, engine.cap, steps, rows)
+        rows.append(result.stream(attempt, actions))
+    result.post_generation(rows[-1])
+    return result
 
 
-class _Engine(Overseer):
-    """One round's run. It is the round's online overseer (one object per decision call: the
-    overseer's state and rules, :meth:`Overseer.judge`), with the ledger and the last stream."""
+class Round(Overseer):
+    """One round's run, and the engine's answer for it: the effective multi-action switch
+    (``multi``) and online cap (``cap``), and per attempt, per streamed action, its step and row
+    (``steps``, ``rows``). While it runs it is the round's online overseer (one per decision
+    call: the overseer's state and rules, :meth:`Overseer.judge`), with the ledger and the last
+    stream. (One object per round: the answer is the run itself.)"""
 
-    __slots__ = ("actions", "completed", "ledger", "multi", "policy", "spec")
+    __slots__ = ("actions", "completed", "ledger", "multi", "policy", "rows", "spec", "steps")
 
-    def __init__(self, spec: RoundSpec, policy: RoundPolicy, multi: bool) -> None:
+    def __init__(
+        self, spec: RoundSpec, policy: RoundPolicy, multi: bool, resolve: Resolver
+    ) -> None:
         self.spec = spec
         self.policy = policy
         self.multi = multi
-        Overseer.__init__(self, policy.traits, spec.max_actions)
+        Overseer.__init__(self, resolve, spec.max_actions)
+        self.steps: list[list[Step]] = []
+        self.rows: list[list[Row]] = []
         # Made when the first call starts early (most rounds have none).
         self.ledger: RoundLedger | None = None
-        # The last streamed attempt: its actions, and its completed actions' steps by index.
-        self.actions: Sequence[Action] = ()
-        self.completed: dict[int, Step] = {}
+        # The last streamed attempt (set by :meth:`stream`, which every round runs first): its
+        # actions, and its completed actions' steps by index.
+        self.actions: Sequence[Action]
+        self.completed: dict[int, Step]
 
     def stream(self, steps: list[Step], actions: Sequence[Action]) -> list[Row]:
         rows: list[Row] = []
         completed: dict[int, Step] = {}
         self.completed = completed
         self.actions = actions
-        judge = self.judge
         accepted_at = self.accepted_at
         for index, step in enumerate(steps):
             row = Row()
             rows.append(row)
             if step.identified:
-                rejection = judge(step)
+                rejection = self.judge(step)
                 if rejection is not None:
                     row.online = Stage(REJECTED, rejection.code, rejection.extra)
                     row.finish(REJECTED, rejection.code, rejection.extra)
@@ -335,7 +338,8 @@ class _Engine(Overseer):
                 if hit is not None:
                     row.reuse(hit)
                     continue
-            if starts_early(step, accepted_at.get(index)):
+            # (Most calls' traits are not early: ``starts_early``'s first condition, asked first.)
+            if step.early_traits and starts_early(step, accepted_at.get(index)):
                 if ledger is None:
                     ledger = self.ledger = RoundLedger()
                 ledger.record(index, step.tool, actions[index].params)
@@ -385,13 +389,15 @@ class _Engine(Overseer):
         # (asked only of calls that fail the check: for the others it changes nothing).
         prevalidated: frozenset[int] = _NONE
         if ledger is not None:
-            prevalidated = frozenset(
+            held = [
                 position
                 for position, step in enumerate(bundle)
                 if step.call
                 and not step.protocol_ok
                 and ledger.lookup(position, step.tool, actions[position].params)
-            )
+            ]
+            if held:
+                prevalidated = frozenset(held)
         result = backstop(
             actions,
             self.policy,

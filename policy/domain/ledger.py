@@ -66,9 +66,7 @@ def _canonical(tool: str, params: Any) -> str:
 
 # ``json.dumps`` with these options builds an encoder per call; one is kept instead (the same
 # class and options: the same text).
-_encode: Final = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False
-).encode
+_encode: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
 @dataclass(frozen=True, slots=True)
