@@ -19,9 +19,13 @@ explanation. Each rule of the runtime is called here from the one function that 
 - the post-generation checks: :func:`policy.domain.backstop.backstop` and
   :func:`policy.domain.backstop.validate_decision`.
 
-Each tool's trait questions are answered once per policy (:class:`_Facts`); a call whose traits
-depend on its params (a namespace override) or whose params the runtime checks is asked of the
-policy and the runtime's checks with its params.
+Each tool's trait questions are answered once per policy (:class:`_Facts`), and a call whose
+params change nothing (no namespace override, no params the runtime checks) has one step per
+stream index, kept with them; a call whose traits depend on its params or whose params the
+runtime checks is asked of the policy and the runtime's checks with its params. The verdicts-only
+path runs this engine for every recorded round of an impact window and every stored batch, so it
+makes as few objects per streamed action as it can: the run itself is the answer (:class:`Round`),
+and a row holds only what differs from its class's defaults.
 """
 
 from __future__ import annotations
@@ -212,16 +216,6 @@ def _facts(policy: RoundPolicy) -> _Facts:
 
 
 def _step(index: int, action: Action, facts: _Facts) -> Step:
-    if action.action == "call_tool":
-        # A plain call of a tool the policy knows, by its raw fields: an id found as it stands
-        # is a known (stripped) id, so stripping changes nothing.
-        fact = facts.tools.get(action.tool_id)  # type: ignore[arg-type]
-        if fact is not None and fact.plain:
-            params = action.params
-            if params is None or type(params) is dict:
-                found = fact.steps.get(index)
-                if found is not None:
-                    return found
     name = action.name
     if name == "call_tool":
         tool = action.tool
@@ -265,9 +259,10 @@ def _is_mapping(value: Any) -> bool:
     return type(value) is dict or isinstance(value, Mapping)
 
 
-def run(spec: RoundSpec, policy: RoundPolicy, *, multi: bool) -> Round:
+def run(spec: RoundSpec, policy: RoundPolicy, multi: bool) -> Round:
     """What the runtime does with the round (see the module docstring)."""
     facts = policy.__dict__.get(_FACTS_ATTRIBUTE) or _facts(policy)
+    tools = facts.tools
     result = Round(spec, policy, multi, facts.resolve)
     steps, rows = result.steps, result.rows
     for actions in spec.attempts:
@@ -276,7 +271,18 @@ def run(spec: RoundSpec, policy: RoundPolicy, *, multi: bool) -> Round:
             for row in rows[-1]:
                 if row.verdict == ACCEPTED:
                     row.verdict, row.why = DROPPED, REPLACED
-        attempt = [_step(index, action, facts) for index, action in enumerate(actions)]
+        attempt: list[Step] = []
+        for index, action in enumerate(actions):
+            # A plain call's kept step, found by the action's raw fields (an id found as it
+            # stands is a known, stripped id); anything else is worked out by ``_step``.
+            step = None
+            if action.action == "call_tool":
+                fact = tools.get(action.tool_id)  # type: ignore[arg-type]
+                if fact is not None and fact.plain:
+                    params = action.params
+                    if params is None or type(params) is dict:
+                        step = fact.steps.get(index)
+            attempt.append(step or _step(index, action, facts))
         steps.append(attempt)
         rows.append(result.stream(attempt, actions))
     result.post_generation(rows[-1])

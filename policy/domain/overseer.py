@@ -111,6 +111,10 @@ def effective_cap(declared: int | None) -> int:
     return max(1, int(declared or DEFAULT_MAX_ACTIONS))
 
 
+#: :func:`effective_cap` of each declared value seen (one overseer per round; a few values recur).
+_CAPS: dict[int | None, int] = {}
+
+
 def strategy_of(action: Action, resolve: Resolver, params: Any = None) -> tuple[str, ...]:
     """The strategy the overseer compares for an action.
 
@@ -171,7 +175,12 @@ class Overseer:
 
     def __init__(self, resolve: Resolver, max_actions: int | None = None) -> None:
         self.resolve = resolve
-        self.cap = effective_cap(max_actions)
+        cap = _CAPS.get(max_actions)
+        if cap is None:
+            cap = effective_cap(max_actions)
+            if len(_CAPS) < 64:
+                _CAPS[max_actions] = cap
+        self.cap = cap
         #: What it accepted, in the order accepted, and by stream index.
         self.accepted: list[Seen] = []
         self.accepted_at: dict[int, Seen] = {}
