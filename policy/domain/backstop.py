@@ -342,29 +342,27 @@ def backstop(
     if exec_code_complete:
         execs = [i for i, a in enumerate(bundle) if a.name == "call_tool" and a.tool in EXEC_TOOLS]
         single_exec = execs[0] if len(execs) == 1 else None
+    # Each rejection: position → (code, extra), in the order made.
     rejected = out.rejected
-
-    def reject(index: int, code: str, extra: dict[str, Any] | None = None) -> None:
-        rejected[index] = (code, extra or {})
 
     for index, raw in enumerate(bundle):
         action = raw
         if index >= cap:
-            reject(index, TOO_MANY_ACTIONS, {"index": index, "max_actions": cap})
+            rejected[index] = (TOO_MANY_ACTIONS, {"index": index, "max_actions": cap})
             continue
         if action.is_final:
             error = (
                 checked[index].decision_error if checked is not None else validate_decision(action)
             )
             if error:
-                reject(index, error)
+                rejected[index] = (error, {})
             elif final is None:
                 final = index
             else:
-                reject(index, MIXED_ACTIONS, {"action": action.name})
+                rejected[index] = (MIXED_ACTIONS, {"action": action.name})
             continue
         if action.name != "call_tool":
-            reject(index, MIXED_ACTIONS, {"action": action.name})
+            rejected[index] = (MIXED_ACTIONS, {"action": action.name})
             continue
         if checked is not None:
             error = checked[index].decision_error
@@ -372,32 +370,24 @@ def backstop(
             action = suppressed_final_answer(action)
             error = validate_decision(action)
         if error:
-            reject(index, error)
+            rejected[index] = (error, {})
             continue
         tool = action.tool
         if tool in EXEC_TOOLS and index != single_exec:
-            reject(index, UNSAFE_TOOL, {"tool_id": tool})
+            rejected[index] = (UNSAFE_TOOL, {"tool_id": tool})
             continue
         if index not in prevalidated and (checked is None or not checked[index].protocol_ok):
             violations = validate_protocol(action, policy)
             if violations:
-                reject(
-                    index,
+                rejected[index] = (
                     TOOL_CALL_INVALID,
                     {"index": index, "tool_id": tool, "violations": violations},
                 )
                 continue
         accepted.append(index)
 
-    def strategy(index: int) -> tuple[str, ...]:
-        if checked is not None:
-            return checked[index].with_params
-        action = bundle[index]
-        params = action.params if isinstance(action.params, Mapping) else {}
-        return normalize_strategy(policy.traits(action.tool, params).get("strategy"))
-
     if len(accepted) > 1:
-        values = {index: strategy(index) for index in accepted}
+        values = {index: _strategy(bundle, policy, checked, index) for index in accepted}
         dropped: set[int] = set()
         for position, index in enumerate(accepted):
             mine = values[index]
@@ -408,8 +398,7 @@ def backstop(
                 if compatible_strategies(theirs, mine):
                     continue
                 dropped.add(index)
-                reject(
-                    index,
+                rejected[index] = (
                     STRATEGY_INCOMPATIBLE,
                     {
                         "tool_id": bundle[index].tool,
@@ -434,12 +423,11 @@ def backstop(
             for index in accepted:
                 if index <= final:
                     continue
-                mine = strategy(index)
+                mine = _strategy(bundle, policy, checked, index)
                 if is_exactly_neutral(mine):
                     continue
                 dropped.add(index)
-                reject(
-                    index,
+                rejected[index] = (
                     NON_NEUTRAL_AFTER_FINAL,
                     {
                         "tool_id": bundle[index].tool,
@@ -449,17 +437,20 @@ def backstop(
                     },
                 )
             accepted = [i for i in accepted if i not in dropped]
-        first_non_neutral = next(
-            (i for i in accepted if i <= final and not is_exactly_neutral(strategy(i))), None
-        )
+        first_non_neutral: int | None = None
+        for index in accepted:
+            if index <= final and not is_exactly_neutral(_strategy(bundle, policy, checked, index)):
+                first_non_neutral = index
+                break
         if first_non_neutral is not None:
-            reject(
-                final,
+            rejected[final] = (
                 FINAL_AFTER_NON_NEUTRAL,
                 {
                     "first_index": first_non_neutral,
                     "first_tool_id": bundle[first_non_neutral].tool,
-                    "first_strategy": sorted(set(strategy(first_non_neutral)) or {UNKNOWN}),
+                    "first_strategy": sorted(
+                        set(_strategy(bundle, policy, checked, first_non_neutral)) or {UNKNOWN}
+                    ),
                 },
             )
         else:
@@ -470,6 +461,17 @@ def backstop(
         first = next(iter(out.rejected.values()), None)
         out.error = first[0] if first is not None else "multi_action_bundle_no_valid_actions"
     return out
+
+
+def _strategy(
+    bundle: Sequence[Action], policy: RoundPolicy, checked: Sequence[Checked] | None, index: int
+) -> tuple[str, ...]:
+    """The strategy the backstop compares for one position: with the call's params."""
+    if checked is not None:
+        return checked[index].with_params
+    action = bundle[index]
+    params = action.params if isinstance(action.params, Mapping) else {}
+    return normalize_strategy(policy.traits(action.tool, params).get("strategy"))
 
 
 _WORDS: Final[Mapping[str, str]] = {

@@ -83,13 +83,12 @@ def decide(spec: RoundSpec, policy: RoundPolicy, *, multi_action_mode: str = "of
         multi = multi_action_enabled(multi_action_mode)
         if len(_ENABLED) < _MAX_SHARED:
             _ENABLED[multi_action_mode] = multi
-    result = run(spec, policy, multi=multi)
-    get = _BY_ROW.get
+    result = run(spec, policy, multi)
     return tuple(
         [
             tuple(
                 [
-                    get((row.verdict, row.code, row.early, row.ledger)) or outcome_of(row)
+                    _BY_ROW.get((row.verdict, row.code, row.early, row.ledger)) or outcome_of(row)
                     for row in rows
                 ]
             )

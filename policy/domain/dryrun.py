@@ -24,7 +24,7 @@ from policy.domain.engine import (
     run,
 )
 from policy.domain.ledger import fingerprint, tool_call_id
-from policy.domain.overseer import explain_rejection
+from policy.domain.overseer import Action, explain_rejection
 from policy.domain.round_policy import RoundPolicy
 from policy.domain.round_spec import RoundSpec, RoundSpecError, parse_round_spec
 
@@ -59,11 +59,13 @@ def dry_run(
             {
                 "multi_action_mode": effective,
                 "actions": [
-                    _render(spec, index, step, row)
-                    for index, (step, row) in enumerate(zip(steps, rows, strict=True))
+                    _render(spec, index, action, step, row)
+                    for index, (action, step, row) in enumerate(
+                        zip(actions, steps, rows, strict=True)
+                    )
                 ],
             }
-            for steps, rows in zip(result.steps, result.rows, strict=True)
+            for actions, steps, rows in zip(spec.attempts, result.steps, result.rows, strict=True)
         ],
     }
 
@@ -108,9 +110,8 @@ def _sorted(strategy: tuple[str, ...]) -> list[str]:
     return list(found)
 
 
-def _render(spec: RoundSpec, index: int, step: Step, row: Row) -> dict[str, Any]:
+def _render(spec: RoundSpec, index: int, action: Action, step: Step, row: Row) -> dict[str, Any]:
     """One action's row of the dry-run JSON: the engine's outcome, with its words."""
-    action = step.action
     out: dict[str, Any] = {
         "index": index,
         "action": action.action,

@@ -19,14 +19,18 @@ explanation. Each rule of the runtime is called here from the one function that 
 - the post-generation checks: :func:`policy.domain.backstop.backstop` and
   :func:`policy.domain.backstop.validate_decision`.
 
-Each tool's trait questions are answered once per policy (:class:`_Facts`); a call whose traits
-depend on its params (a namespace override) or whose params the runtime checks is asked of the
-policy and the runtime's checks with its params.
+Each tool's trait questions are answered once per policy (:class:`_Facts`), and a call whose
+params change nothing (no namespace override, no params the runtime checks) has one step per
+stream index, kept with them; a call whose traits depend on its params or whose params the
+runtime checks is asked of the policy and the runtime's checks with its params. The verdicts-only
+path runs this engine for every recorded round of an impact window and every stored batch, so it
+makes as few objects per streamed action as it can: the run itself is the answer (:class:`Round`),
+and a row holds only what differs from its class's defaults.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -40,7 +44,7 @@ from policy.domain.backstop import (
     validate_protocol,
 )
 from policy.domain.ledger import LedgerHit, RoundLedger
-from policy.domain.overseer import FINAL_ACTIONS, Action, Overseer, Seen
+from policy.domain.overseer import FINAL_ACTIONS, Action, Overseer, Resolver, Seen
 from policy.domain.round_policy import RoundPolicy
 from policy.domain.round_spec import RoundSpec
 from policy.domain.traits import (
@@ -89,9 +93,10 @@ _BACKSTOP_ACCEPTED: Final = Stage(ACCEPTED)
 @dataclass(slots=True)
 class Step(Seen):
     """One streamed action as the rules read it, worked out once. As a :class:`Seen` it is what
-    the online overseer compares (``strategy``: while streaming, without params)."""
+    the online overseer compares (``strategy``: while streaming, without params). It holds no
+    part of the action itself: a call whose params change nothing (see :class:`_ToolFacts`) has
+    the same step in every round at the same index, made once per policy."""
 
-    action: Action
     #: The stream reports it to the overseer (an action word, and a tool id for ``call_tool``).
     identified: bool
     #: ``call_tool`` with a tool id (the only actions the ledger and execution look at).
@@ -153,10 +158,12 @@ def starts_early(step: Step, accepted_as: Seen | None) -> bool:
 class _Facts:
     """What one policy answers for each of its tool ids, worked out once."""
 
-    __slots__ = ("policy", "tools")
+    __slots__ = ("policy", "resolve", "tools")
 
     def __init__(self, policy: RoundPolicy) -> None:
         self.policy = policy
+        #: The policy's resolver, as the overseer takes it (one bound method per policy).
+        self.resolve: Resolver = policy.traits
         self.tools: dict[str, _ToolFacts] = {}
 
     def of(self, tool: str) -> _ToolFacts:
@@ -172,6 +179,7 @@ class _Facts:
                 is_early(traits),
                 known,
                 tool not in policy.overrides_by_id and tool not in _CHECKED_PARAMS,
+                {},
             )
             # Only the policy's own tools are kept: ids from recorded rounds are unbounded.
             if known:
@@ -188,8 +196,13 @@ class _ToolFacts:
     known: bool
     #: No namespace overrides and no params the runtime checks: its params change nothing.
     plain: bool
+    #: A plain call's step by stream index (a step holds nothing of the action: the same at the
+    #: same index in every round the policy runs).
+    steps: dict[int, Step]
 
 
+#: Plain steps are kept for the first stream indexes only (a recorded round may be long).
+_KEPT_INDEXES: Final = 32
 _FACTS_ATTRIBUTE: Final = "_engine_facts"
 
 
@@ -209,31 +222,36 @@ def _step(index: int, action: Action, facts: _Facts) -> Step:
         if not tool:
             return Step(
                 index, name, "", False, _UNKNOWN_STRATEGY, False,
-                action, False, False, _UNKNOWN_STRATEGY, False, "missing_tool_id", False,
+                False, False, _UNKNOWN_STRATEGY, False, "missing_tool_id", False,
             )  # fmt: skip
         fact = facts.tools.get(tool) or facts.of(tool)
         params = action.params
         if fact.plain and (params is None or type(params) is dict):
-            return Step(
-                index, name, tool, False, fact.strategy, fact.neutral,
-                action, True, True, fact.strategy, fact.early, None, fact.known,
-            )  # fmt: skip
+            found = fact.steps.get(index)
+            if found is None:
+                found = Step(
+                    index, name, tool, False, fact.strategy, fact.neutral,
+                    True, True, fact.strategy, fact.early, None, fact.known,
+                )  # fmt: skip
+                if index < _KEPT_INDEXES:
+                    fact.steps[index] = found
+            return found
         policy = facts.policy
         traits = policy.traits(tool, params if _is_mapping(params) else {})
         return Step(
             index, name, tool, False, fact.strategy, fact.neutral,
-            action, True, True, resolved_strategy(traits), is_early(traits),
+            True, True, resolved_strategy(traits), is_early(traits),
             validate_decision(suppressed_final_answer(action)),
             not validate_protocol(action, policy),
         )  # fmt: skip
     if name in FINAL_ACTIONS:
         return Step(
             index, name, action.tool, True, _FINAL_STRATEGY, False,
-            action, True, False, _FINAL_STRATEGY, False, validate_decision(action), True,
+            True, False, _FINAL_STRATEGY, False, validate_decision(action), True,
         )  # fmt: skip
     return Step(
         index, name, action.tool, False, _UNKNOWN_STRATEGY, False,
-        action, bool(name), False, _UNKNOWN_STRATEGY, False, validate_decision(action), True,
+        bool(name), False, _UNKNOWN_STRATEGY, False, validate_decision(action), True,
     )  # fmt: skip
 
 
@@ -241,74 +259,78 @@ def _is_mapping(value: Any) -> bool:
     return type(value) is dict or isinstance(value, Mapping)
 
 
-class Round:
-    """The engine's answer for one round: the effective multi-action switch and online cap, and
-    per attempt, per streamed action, its step and row. (A plain slotted class: one per round,
-    several times cheaper to make than a named tuple.)"""
-
-    __slots__ = ("cap", "multi", "rows", "steps")
-
-    def __init__(self, multi: bool, cap: int, steps: list[list[Step]], rows: list[list[Row]]):
-        self.multi = multi
-        self.cap = cap
-        self.steps = steps
-        self.rows = rows
-
-
-def run(spec: RoundSpec, policy: RoundPolicy, *, multi: bool) -> Round:
+def run(spec: RoundSpec, policy: RoundPolicy, multi: bool) -> Round:
     """What the runtime does with the round (see the module docstring)."""
-    facts = _facts(policy)
-    engine = _Engine(spec, policy, multi)
-    steps: list[list[Step]] = []
-    rows: list[list[Row]] = []
+    facts = policy.__dict__.get(_FACTS_ATTRIBUTE) or _facts(policy)
+    tools = facts.tools
+    result = Round(spec, policy, multi, facts.resolve)
+    steps, rows = result.steps, result.rows
     for actions in spec.attempts:
         if rows:
             # The stream before was replaced by this one: only its early starts ran.
             for row in rows[-1]:
                 if row.verdict == ACCEPTED:
                     row.verdict, row.why = DROPPED, REPLACED
-        attempt = [_step(index, action, facts) for index, action in enumerate(actions)]
+        attempt: list[Step] = []
+        for index, action in enumerate(actions):
+            # A plain call's kept step, found by the action's raw fields (an id found as it
+            # stands is a known, stripped id); anything else is worked out by ``_step``.
+            step = None
+            if action.action == "call_tool":
+                fact = tools.get(action.tool_id)  # type: ignore[arg-type]
+                if fact is not None and fact.plain:
+                    params = action.params
+                    if params is None or type(params) is dict:
+                        step = fact.steps.get(index)
+            attempt.append(step or _step(index, action, facts))
         steps.append(attempt)
-        rows.append(engine.stream(attempt))
-    engine.post_generation(steps[-1], rows[-1])
-    return Round(multi, engine.cap, steps, rows)
+        rows.append(result.stream(attempt, actions))
+    result.post_generation(rows[-1])
+    return result
 
 
-class _Engine(Overseer):
-    """One round's run. It is the round's online overseer (one object per decision call: the
-    overseer's state and rules, :meth:`Overseer.judge`), with the ledger and the last stream."""
+class Round(Overseer):
+    """One round's run, and the engine's answer for it: the effective multi-action switch
+    (``multi``) and online cap (``cap``), and per attempt, per streamed action, its step and row
+    (``steps``, ``rows``). While it runs it is the round's online overseer (one per decision
+    call: the overseer's state and rules, :meth:`Overseer.judge`), with the ledger and the last
+    stream. (One object per round: the answer is the run itself.)"""
 
-    __slots__ = ("completed", "ledger", "multi", "policy", "spec")
+    __slots__ = ("actions", "completed", "ledger", "multi", "policy", "rows", "spec", "steps")
 
-    def __init__(self, spec: RoundSpec, policy: RoundPolicy, multi: bool) -> None:
+    def __init__(
+        self, spec: RoundSpec, policy: RoundPolicy, multi: bool, resolve: Resolver
+    ) -> None:
         self.spec = spec
         self.policy = policy
         self.multi = multi
-        super().__init__(policy.traits, spec.max_actions)
+        Overseer.__init__(self, resolve, spec.max_actions)
+        self.steps: list[list[Step]] = []
+        self.rows: list[list[Row]] = []
         # Made when the first call starts early (most rounds have none).
         self.ledger: RoundLedger | None = None
-        # The last streamed attempt's completed actions, by index.
-        self.completed: dict[int, Step] = {}
+        # The last streamed attempt (set by :meth:`stream`, which every round runs first): its
+        # actions, and its completed actions' steps by index.
+        self.actions: Sequence[Action]
+        self.completed: dict[int, Step]
 
-    def stream(self, steps: list[Step]) -> list[Row]:
+    def stream(self, steps: list[Step], actions: Sequence[Action]) -> list[Row]:
         rows: list[Row] = []
         completed: dict[int, Step] = {}
         self.completed = completed
-        judge = self.judge
+        self.actions = actions
         accepted_at = self.accepted_at
-        stopped = False
         for index, step in enumerate(steps):
             row = Row()
             rows.append(row)
-            if stopped:
-                continue
             if step.identified:
-                rejection = judge(step)
+                rejection = self.judge(step)
                 if rejection is not None:
                     row.online = Stage(REJECTED, rejection.code, rejection.extra)
                     row.finish(REJECTED, rejection.code, rejection.extra)
-                    stopped = True
-                    continue
+                    # The stream stops here: the rest is never observed.
+                    rows.extend([Row() for _ in range(len(steps) - index - 1)])
+                    break
                 row.online = _ONLINE_ACCEPTED
                 row.verdict = ACCEPTED
             completed[index] = step
@@ -318,18 +340,19 @@ class _Engine(Overseer):
             # dedup; else an eligible call starts now (the dry-run executes nothing).
             ledger = self.ledger
             if ledger is not None:
-                hit = ledger.lookup(index, step.tool, step.action.params)
+                hit = ledger.lookup(index, step.tool, actions[index].params)
                 if hit is not None:
                     row.reuse(hit)
                     continue
-            if starts_early(step, accepted_at.get(index)):
+            # (Most calls' traits are not early: ``starts_early``'s first condition, asked first.)
+            if step.early_traits and starts_early(step, accepted_at.get(index)):
                 if ledger is None:
                     ledger = self.ledger = RoundLedger()
-                ledger.record(index, step.tool, step.action.params)
+                ledger.record(index, step.tool, actions[index].params)
                 row.early, row.ledger, row.record = True, "started", index
         return rows
 
-    def post_generation(self, steps: list[Step], rows: list[Row]) -> None:
+    def post_generation(self, rows: list[Row]) -> None:
         for row in rows:
             if row.verdict == ACCEPTED:
                 row.verdict, row.why = DROPPED, SINGLE_ONLY
@@ -341,10 +364,11 @@ class _Engine(Overseer):
         if not sources:
             return  # nothing usable was accepted: the runtime retries; nothing runs
         if len(sources) > 1 and self.multi:
-            self.bundle([completed[i] for i in sources], sources, rows)
+            self.bundle(sources, rows)
             return
-        step = completed[sources[0]]
-        row = rows[sources[0]]
+        source = sources[0]
+        step = completed[source]
+        row = rows[source]
         if step.decision_error is not None:
             row.verdict, row.code, row.why = REJECTED, step.decision_error, ""
             return
@@ -352,30 +376,36 @@ class _Engine(Overseer):
         if not step.call:
             return
         ledger = self.ledger
+        action = self.actions[source]
         if not step.protocol_ok or step.tool in EXEC_ONLY_TOOLS:
-            held = ledger is not None and ledger.lookup(0, step.tool, step.action.params)
-            rejection = single_call_rejection(step.action, self.policy, held=bool(held))
+            held = ledger is not None and ledger.lookup(0, step.tool, action.params)
+            rejection = single_call_rejection(action, self.policy, held=bool(held))
             if rejection is not None:
                 row.finish(REJECTED, *rejection)
                 return
         if ledger is not None:
-            self.execute(0, step, row)
+            self.execute(0, step, action.params, row)
 
-    def bundle(self, bundle: list[Step], sources: list[int], rows: list[Row]) -> None:
+    def bundle(self, sources: list[int], rows: list[Row]) -> None:
+        completed, stream = self.completed, self.actions
+        bundle = [completed[i] for i in sources]
+        actions = [stream[i] for i in sources]
         ledger = self.ledger
         # A call the ledger already holds at its bundle position was checked when it started
         # (asked only of calls that fail the check: for the others it changes nothing).
         prevalidated: frozenset[int] = _NONE
         if ledger is not None:
-            prevalidated = frozenset(
+            held = [
                 position
                 for position, step in enumerate(bundle)
                 if step.call
                 and not step.protocol_ok
-                and ledger.lookup(position, step.tool, step.action.params)
-            )
+                and ledger.lookup(position, step.tool, actions[position].params)
+            ]
+            if held:
+                prevalidated = frozenset(held)
         result = backstop(
-            [step.action for step in bundle],
+            actions,
             self.policy,
             max_actions=self.spec.max_actions,
             prevalidated=prevalidated,
@@ -385,23 +415,29 @@ class _Engine(Overseer):
             row = rows[sources[position]]
             row.backstop = Stage(REJECTED, code, extra)
             row.finish(REJECTED, code, extra)
-        kept = set(result.accepted)
-        if result.final_index is not None:
-            kept.add(result.final_index)
+        kept = result.accepted
+        final = result.final_index
         for position in kept:
             row = rows[sources[position]]
             row.backstop = _BACKSTOP_ACCEPTED
             row.finish(ACCEPTED)
-        for position in result.accepted:
-            self.execute(position, bundle[position], rows[sources[position]])
+        if final is not None and final not in kept:
+            row = rows[sources[final]]
+            row.backstop = _BACKSTOP_ACCEPTED
+            row.finish(ACCEPTED)
+        if ledger is not None:
+            for position in kept:
+                self.execute(
+                    position, bundle[position], actions[position].params, rows[sources[position]]
+                )
 
-    def execute(self, position: int, step: Step, row: Row) -> None:
+    def execute(self, position: int, step: Step, params: Any, row: Row) -> None:
         """Post-generation execution: a call the ledger holds at its bundle position (or by
         fingerprint) is not run again."""
         ledger = self.ledger
         if not step.call or ledger is None:
             return
-        hit = ledger.lookup(position, step.tool, step.action.params)
+        hit = ledger.lookup(position, step.tool, params)
         if hit is None:
             return
         if row.ledger != "started":

@@ -61,7 +61,12 @@ def _canonical(tool: str, params: Any) -> str:
     # The text the fingerprint hashes: two calls share a fingerprint exactly when these are equal.
     mapping = type(params) is dict or isinstance(params, Mapping)
     body = {"params": params if mapping else {}, "tool_id": tool}
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _encode(body)
+
+
+# ``json.dumps`` with these options builds an encoder per call; one is kept instead (the same
+# class and options: the same text).
+_encode: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +95,10 @@ class RoundLedger:
     def __init__(self) -> None:
         #: Action index → (tool id, params) of each recorded call (read-only outside).
         self.calls: dict[int, tuple[str, Any]] = {}
-        self._texts: dict[int, str] = {}
+        # Canonical texts worked out, by the params object they were worked out for (held, so
+        # its id stays its own): a call is looked up again at execution, and a recorded call is
+        # compared with every later call of its tool.
+        self._texts: dict[int, tuple[Any, str, str]] = {}
 
     def lookup(self, index: int, tool: str, params: Any) -> LedgerHit | None:
         """``index`` is the action index (0 or more), ``tool`` the stripped tool id; ``None``
@@ -103,13 +111,19 @@ class RoundLedger:
             if recorded_tool != tool:
                 continue
             if text is None:
-                text = _canonical(tool, params)
-            known = self._texts.get(recorded)
-            if known is None:
-                known = self._texts[recorded] = _canonical(recorded_tool, recorded_params)
-            if known == text:
+                text = self._text(tool, params)
+            if self._text(recorded_tool, recorded_params) == text:
                 return LedgerHit(recorded, "fingerprint")
         return None
+
+    def _text(self, tool: str, params: Any) -> str:
+        texts = self._texts
+        known = texts.get(id(params))
+        if known is not None and known[0] is params and known[1] == tool:
+            return known[2]
+        text = _canonical(tool, params)
+        texts[id(params)] = (params, tool, text)
+        return text
 
     def record(self, index: int, tool: str, params: Any) -> None:
         """Record a call that starts now; ``ValueError`` when its slot is taken."""

@@ -111,6 +111,10 @@ def effective_cap(declared: int | None) -> int:
     return max(1, int(declared or DEFAULT_MAX_ACTIONS))
 
 
+#: :func:`effective_cap` of each declared value seen (one overseer per round; a few values recur).
+_CAPS: dict[int | None, int] = {}
+
+
 def strategy_of(action: Action, resolve: Resolver, params: Any = None) -> tuple[str, ...]:
     """The strategy the overseer compares for an action.
 
@@ -171,7 +175,12 @@ class Overseer:
 
     def __init__(self, resolve: Resolver, max_actions: int | None = None) -> None:
         self.resolve = resolve
-        self.cap = effective_cap(max_actions)
+        cap = _CAPS.get(max_actions)
+        if cap is None:
+            cap = effective_cap(max_actions)
+            if len(_CAPS) < 64:
+                _CAPS[max_actions] = cap
+        self.cap = cap
         #: What it accepted, in the order accepted, and by stream index.
         self.accepted: list[Seen] = []
         self.accepted_at: dict[int, Seen] = {}
@@ -180,63 +189,62 @@ class Overseer:
 
     def judge(self, candidate: Seen) -> Rejection | None:
         """The one place the online rules run (DESIGN §2.3 with §2.10), first that fires wins:
-        ``None`` accepts (and remembers) the action. An index accepted before passes unchecked."""
-        if candidate.index in self.accepted_at:
+        ``None`` accepts (and remembers) the action. An index accepted before passes unchecked.
+        (The rules and the bookkeeping are one function: it runs for every streamed action.)"""
+        index = candidate.index
+        accepted_at = self.accepted_at
+        if index in accepted_at:
             return None
-        found = self._first_rejection(candidate)
-        if found is None:
-            self.accepted.append(candidate)
-            self.accepted_at[candidate.index] = candidate
-        else:
-            self.rejected = True
-        return found
-
-    def _first_rejection(self, candidate: Seen) -> Rejection | None:
-        name, index, accepted = candidate.name, candidate.index, self.accepted
+        name, accepted = candidate.name, self.accepted
         if name not in SUPPORTED_ACTIONS:
-            return Rejection(MIXED_ACTIONS, {"index": index, "action": name})
-        if not accepted:
-            return None
-        cap = self.cap
-        if len(accepted) >= cap:
-            return Rejection(
-                TOO_MANY_ACTIONS,
-                {"index": index, "action": name, "tool_id": candidate.tool, "max_actions": cap},
-            )
-        if candidate.final:
-            for earlier in accepted:
-                if not earlier.final and not earlier.neutral:
-                    return Rejection(
-                        FINAL_AFTER_NON_NEUTRAL,
-                        {"index": index, "action": name, **_first_fields(earlier)},
-                    )
-            return None
-        strategy = candidate.strategy
-        for earlier in accepted:
-            if earlier.final:
-                if not candidate.neutral:
-                    return Rejection(
-                        NON_NEUTRAL_AFTER_FINAL,
-                        {
-                            "index": index,
-                            "tool_id": candidate.tool,
-                            "strategy": sorted(set(strategy)),
-                            "first_index": earlier.index,
-                            "first_action": earlier.name,
-                        },
-                    )
-                continue
-            if not compatible_strategies(earlier.strategy, strategy):
-                return Rejection(
-                    STRATEGY_INCOMPATIBLE,
-                    {
-                        "index": index,
-                        "tool_id": candidate.tool,
-                        "strategy": sorted(set(strategy)),
-                        **_first_fields(earlier),
-                    },
+            return self._reject(MIXED_ACTIONS, {"index": index, "action": name})
+        if accepted:
+            cap = self.cap
+            if len(accepted) >= cap:
+                return self._reject(
+                    TOO_MANY_ACTIONS,
+                    {"index": index, "action": name, "tool_id": candidate.tool, "max_actions": cap},
                 )
+            if candidate.final:
+                for earlier in accepted:
+                    if not earlier.final and not earlier.neutral:
+                        return self._reject(
+                            FINAL_AFTER_NON_NEUTRAL,
+                            {"index": index, "action": name, **_first_fields(earlier)},
+                        )
+            else:
+                strategy = candidate.strategy
+                for earlier in accepted:
+                    if earlier.final:
+                        if not candidate.neutral:
+                            return self._reject(
+                                NON_NEUTRAL_AFTER_FINAL,
+                                {
+                                    "index": index,
+                                    "tool_id": candidate.tool,
+                                    "strategy": sorted(set(strategy)),
+                                    "first_index": earlier.index,
+                                    "first_action": earlier.name,
+                                },
+                            )
+                        continue
+                    if not compatible_strategies(earlier.strategy, strategy):
+                        return self._reject(
+                            STRATEGY_INCOMPATIBLE,
+                            {
+                                "index": index,
+                                "tool_id": candidate.tool,
+                                "strategy": sorted(set(strategy)),
+                                **_first_fields(earlier),
+                            },
+                        )
+        accepted.append(candidate)
+        accepted_at[index] = candidate
         return None
+
+    def _reject(self, code: str, extra: dict[str, Any]) -> Rejection:
+        self.rejected = True
+        return Rejection(code, extra)
 
     def observe(self, index: int, action: Action) -> Verdict:
         strategy = strategy_of(action, self.resolve)

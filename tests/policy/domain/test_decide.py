@@ -104,6 +104,26 @@ def test_it_answers_what_the_full_dry_run_answers(case: tuple[str, dict[str, Any
     assert outcomes_by_slot(spec, decide(spec, policy, multi_action_mode=mode)) == full
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(rounds(), min_size=2, max_size=6))
+def test_a_policy_answers_each_round_as_if_it_were_its_first(
+    cases: list[tuple[str, dict[str, Any], str]],
+) -> None:
+    # The engine keeps what it worked out per policy (each tool's facts, a plain call's step per
+    # stream index): a round must get the same answer from a policy that ran other rounds
+    # before as from a fresh copy of it.
+    used = {name: RoundPolicy(p.traits_by_id, p.overrides_by_id) for name, p in POLICIES.items()}
+    for name, data, mode in cases:
+        spec = parse_round_spec(data)
+        fresh = RoundPolicy(POLICIES[name].traits_by_id, POLICIES[name].overrides_by_id)
+        assert decide(spec, used[name], multi_action_mode=mode) == decide(
+            spec, fresh, multi_action_mode=mode
+        )
+        assert dry_run(spec, used[name], multi_action_mode=mode) == dry_run(
+            spec, fresh, multi_action_mode=mode
+        )
+
+
 def _early(tool: str) -> dict[str, Any]:
     return {"tool_id": tool, "traits": {"strategy": ["neutral"], "execution": dict(EARLY_PROFILE)}}
 
