@@ -9,6 +9,7 @@ over 10 s under load).
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -23,6 +24,23 @@ DAPHNE = str(Path(sys.executable).parent / "daphne")
 #: Each try of the health check, and the whole start-up.
 TRY_S = 30
 START_S = 120
+
+
+def server_env(database: Path, purpose: str, **extra: str) -> dict[str, str]:
+    """The environment of a real server with the production settings on a SQLite file: this
+    process's environment, a secret key of its own (``purpose``), no Redis (the in-memory channel
+    layer: one process), plus ``extra``."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "SECRET_KEY": f"{purpose}-tests-only-secret-" + "0123456789abcdefghijklmnopqrstuvwxyz",
+        "DEBUG": "0",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DATABASE_URL": f"sqlite:///{database}",
+        **extra,
+    }
+    env.pop("REDIS_URL", None)
+    return env
 
 
 def daphne_command(port: int, *options: str, server: list[str] | None = None) -> list[str]:

@@ -19,7 +19,7 @@ import httpx
 import pytest
 import redis
 
-from tests.servers import daphne_command, start_server, stop
+from tests.servers import daphne_command, server_env, start_server, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -136,15 +136,7 @@ def start_daphne(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[
 @pytest.fixture
 def traitdeck(tmp_path: Path) -> Iterator[Traitdeck]:
     port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "SECRET_KEY": "bridge-tests-only-secret-" + "0123456789abcdefghijklmnopqrstuvwxyz",
-        "DEBUG": "0",
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-    }
-    env.pop("REDIS_URL", None)
+    env = server_env(tmp_path / "db.sqlite3", "bridge")
     server = Traitdeck(url=f"http://127.0.0.1:{port}", env=env)
     server.manage("migrate", "--no-input", "-v0")
     server.manage("load_sample_policy")

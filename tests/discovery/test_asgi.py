@@ -11,7 +11,6 @@ other requests wait for the listings). See docs/discovery.md, "Entry points".
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -24,7 +23,7 @@ import pytest
 
 from tests.bridge.conftest import free_port
 from tests.discovery.conftest import stdio_argv
-from tests.servers import daphne_command, start_server, stop
+from tests.servers import daphne_command, server_env, start_server, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW_S = 4
@@ -48,17 +47,12 @@ def _manage(env: dict[str, str], *args: str) -> None:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
     port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "SECRET_KEY": "discovery-tests-only-secret-" + "0123456789abcdefghijklmnopqrstuvwxyz",
-        "DEBUG": "0",
-        "TRAITDECK_SERVE_STATIC": "1",
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "TRAITDECK_MCP_STDIO_COMMANDS": json.dumps([list(ARGV)]),
-    }
-    env.pop("REDIS_URL", None)
+    env = server_env(
+        tmp_path / "db.sqlite3",
+        "discovery",
+        TRAITDECK_SERVE_STATIC="1",
+        TRAITDECK_MCP_STDIO_COMMANDS=json.dumps([list(ARGV)]),
+    )
     _manage(env, "migrate", "--no-input", "-v0")
     _manage(
         env,

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.servers import daphne_command, start_server, stop
+from tests.servers import daphne_command, server_env, start_server, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -64,21 +64,17 @@ class LiveServer:
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     workdir = tmp_path_factory.mktemp("live")
     port = _free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "SECRET_KEY": "browser-tests-only-secret-" + "0123456789abcdefghijklmnopqrstuvwxyz",
-        "DEBUG": "0",
-        "TRAITDECK_SERVE_STATIC": "1",
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
+    env = server_env(
+        workdir / "db.sqlite3",
+        "browser",
+        TRAITDECK_SERVE_STATIC="1",
         # Every test logs in from 127.0.0.1: no failed-login limit (as in config.settings_test).
-        "TRAITDECK_LOGIN_MAX_ATTEMPTS": "0",
+        TRAITDECK_LOGIN_MAX_ATTEMPTS="0",
         # Tool discovery may start the mixed test MCP server (tests/e2e/test_discovery.py).
-        "TRAITDECK_MCP_STDIO_COMMANDS": json.dumps(
+        TRAITDECK_MCP_STDIO_COMMANDS=json.dumps(
             [[sys.executable, str(ROOT / "tests" / "discovery" / "mcp_servers.py"), "mixed"]]
         ),
-    }
+    )
     server = LiveServer(url=f"http://127.0.0.1:{port}", env=env)
     server.manage("migrate", "--no-input", "-v0")
     log = workdir / "daphne.log"
