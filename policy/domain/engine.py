@@ -112,24 +112,31 @@ class Step(Seen):
 
 
 class Row:
-    """What the round did with one streamed action. Defaults live on the class: a row is made
-    for every streamed action and most keep most of them."""
+    """What the round did with one streamed action. (Slotted, every field set as it is made:
+    attribute reads and writes of such a class are the interpreter's fastest, and a row is made
+    and read for every streamed action.)"""
 
-    verdict: str = NOT_OBSERVED
-    code: str | None = None
-    extra: Mapping[str, Any] | None = None
-    online: Stage | None = None
-    backstop: Stage | None = None
-    early: bool = False
-    #: ``"started"`` (it started early), ``"dedup"`` (the ledger held it) or ``None``.
-    ledger: str | None = None
-    #: The action index of the ledger record it started or reused (-1: none).
-    record: int = -1
-    match: str | None = None
-    #: Started early, but its bundle position now points at this other record (-1: none).
-    reused: int = -1
-    #: Why an action accepted while streaming was dropped (``REPLACED``, ``SINGLE_ONLY``).
-    why: str = ""
+    __slots__ = (
+        "backstop", "code", "early", "extra", "ledger", "match", "online", "record", "reused",
+        "verdict", "why",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.verdict: str = NOT_OBSERVED
+        self.code: str | None = None
+        self.extra: Mapping[str, Any] | None = None
+        self.online: Stage | None = None
+        self.backstop: Stage | None = None
+        self.early = False
+        #: ``"started"`` (it started early), ``"dedup"`` (the ledger held it) or ``None``.
+        self.ledger: str | None = None
+        #: The action index of the ledger record it started or reused (-1: none).
+        self.record = -1
+        self.match: str | None = None
+        #: Started early, but its bundle position now points at this other record (-1: none).
+        self.reused = -1
+        #: Why an action accepted while streaming was dropped (``REPLACED``, ``SINGLE_ONLY``).
+        self.why = ""
 
     def finish(self, verdict: str, code: str | None = None, extra: Any = None) -> None:
         self.verdict, self.code, self.extra, self.why = verdict, code, extra, ""
@@ -262,30 +269,13 @@ def _is_mapping(value: Any) -> bool:
 def run(spec: RoundSpec, policy: RoundPolicy, multi: bool) -> Round:
     """What the runtime does with the round (see the module docstring)."""
     facts = policy.__dict__.get(_FACTS_ATTRIBUTE) or _facts(policy)
-    tools = facts.tools
-    result = Round(spec, policy, multi, facts.resolve)
-    steps, rows = result.steps, result.rows
+    result = Round(facts.resolve, spec.max_actions)
+    result.spec, result.policy, result.multi = spec, policy, multi
+    result.steps, result.rows, result.ledger = [], [], None
+    stream = result.stream
     for actions in spec.attempts:
-        if rows:
-            # The stream before was replaced by this one: only its early starts ran.
-            for row in rows[-1]:
-                if row.verdict == ACCEPTED:
-                    row.verdict, row.why = DROPPED, REPLACED
-        attempt: list[Step] = []
-        for index, action in enumerate(actions):
-            # A plain call's kept step, found by the action's raw fields (an id found as it
-            # stands is a known, stripped id); anything else is worked out by ``_step``.
-            step = None
-            if action.action == "call_tool":
-                fact = tools.get(action.tool_id)  # type: ignore[arg-type]
-                if fact is not None and fact.plain:
-                    params = action.params
-                    if params is None or type(params) is dict:
-                        step = fact.steps.get(index)
-            attempt.append(step or _step(index, action, facts))
-        steps.append(attempt)
-        rows.append(result.stream(attempt, actions))
-    result.post_generation(rows[-1])
+        stream(actions, facts)
+    result.post_generation()
     return result
 
 
@@ -296,31 +286,52 @@ class Round(Overseer):
     call: the overseer's state and rules, :meth:`Overseer.judge`), with the ledger and the last
     stream. (One object per round: the answer is the run itself.)"""
 
-    __slots__ = ("actions", "completed", "ledger", "multi", "policy", "rows", "spec", "steps")
+    __slots__ = ("actions", "ledger", "multi", "policy", "rows", "spec", "steps", "stop")
 
-    def __init__(
-        self, spec: RoundSpec, policy: RoundPolicy, multi: bool, resolve: Resolver
-    ) -> None:
-        self.spec = spec
-        self.policy = policy
-        self.multi = multi
-        Overseer.__init__(self, resolve, spec.max_actions)
-        self.steps: list[list[Step]] = []
-        self.rows: list[list[Row]] = []
-        # Made when the first call starts early (most rounds have none).
-        self.ledger: RoundLedger | None = None
-        # The last streamed attempt (set by :meth:`stream`, which every round runs first): its
-        # actions, and its completed actions' steps by index.
-        self.actions: Sequence[Action]
-        self.completed: dict[int, Step]
+    # Made by :func:`run`: the overseer's own ``__init__`` (no second call per round), then the
+    # round's fields, set there.
+    spec: RoundSpec
+    policy: RoundPolicy
+    multi: bool
+    steps: list[list[Step]]
+    rows: list[list[Row]]
+    #: Made when the first call starts early (most rounds have none).
+    ledger: RoundLedger | None
+    # The last streamed attempt (set by :meth:`stream`, which every round runs first): its
+    # actions, and where its stream stopped (the actions before ``stop`` completed: the online
+    # rejection's index, else the attempt's length).
+    actions: Sequence[Action]
+    stop: int
 
-    def stream(self, steps: list[Step], actions: Sequence[Action]) -> list[Row]:
+    def stream(self, actions: Sequence[Action], facts: _Facts) -> None:
+        """One attempt: each action's step (a plain call's kept step, found by the action's raw
+        fields — an id found as it stands is a known, stripped id; anything else is worked out
+        by ``_step``), the overseer's verdict as it is identified, and the early listener and
+        the ledger as it completes."""
+        every = self.rows
+        if every:
+            # The stream before was replaced by this one: only its early starts ran.
+            for row in every[-1]:
+                if row.verdict == ACCEPTED:
+                    row.verdict, row.why = DROPPED, REPLACED
+        steps: list[Step] = []
         rows: list[Row] = []
-        completed: dict[int, Step] = {}
-        self.completed = completed
+        self.steps.append(steps)
+        every.append(rows)
         self.actions = actions
-        accepted_at = self.accepted_at
-        for index, step in enumerate(steps):
+        self.stop = len(actions)
+        tools = facts.tools
+        for index, action in enumerate(actions):
+            step = None
+            if action.action == "call_tool":
+                fact = tools.get(action.tool_id)  # type: ignore[arg-type]
+                if fact is not None and fact.plain:
+                    params = action.params
+                    if params is None or type(params) is dict:
+                        step = fact.steps.get(index)
+            if step is None:
+                step = _step(index, action, facts)
+            steps.append(step)
             row = Row()
             rows.append(row)
             if step.identified:
@@ -328,46 +339,56 @@ class Round(Overseer):
                 if rejection is not None:
                     row.online = Stage(REJECTED, rejection.code, rejection.extra)
                     row.finish(REJECTED, rejection.code, rejection.extra)
-                    # The stream stops here: the rest is never observed.
-                    rows.extend([Row() for _ in range(len(steps) - index - 1)])
-                    break
+                    # The stream stops here: the rest is never observed (its steps are still
+                    # worked out: the dry-run shows each action's strategy).
+                    self.stop = index
+                    for later in range(index + 1, len(actions)):
+                        steps.append(_step(later, actions[later], facts))
+                        rows.append(Row())
+                    return
                 row.online = _ONLINE_ACCEPTED
                 row.verdict = ACCEPTED
-            completed[index] = step
             if not step.call:
                 continue
             # The early listener, as the call's JSON completes: a call the ledger holds is a
             # dedup; else an eligible call starts now (the dry-run executes nothing).
             ledger = self.ledger
             if ledger is not None:
-                hit = ledger.lookup(index, step.tool, actions[index].params)
+                hit = ledger.lookup(index, step.tool, action.params)
                 if hit is not None:
                     row.reuse(hit)
                     continue
             # (Most calls' traits are not early: ``starts_early``'s first condition, asked first.)
-            if step.early_traits and starts_early(step, accepted_at.get(index)):
+            if step.early_traits and starts_early(step, self.accepted.get(index)):
                 if ledger is None:
                     ledger = self.ledger = RoundLedger()
-                ledger.record(index, step.tool, actions[index].params)
+                ledger.record(index, step.tool, action.params)
                 row.early, row.ledger, row.record = True, "started", index
-        return rows
 
-    def post_generation(self, rows: list[Row]) -> None:
-        for row in rows:
-            if row.verdict == ACCEPTED:
-                row.verdict, row.why = DROPPED, SINGLE_ONLY
-        completed = self.completed
+    def post_generation(self) -> None:
+        """After the last attempt: what runs of the decision the runtime received. Every action
+        accepted while streaming is in ``sources``; all but the one that runs are dropped when
+        the bundle is not checked as a bundle."""
+        rows = self.rows[-1]
+        stop = self.stop
         if self.rejected:
-            sources = [seen.index for seen in self.accepted if seen.index in completed]
+            # In the order accepted (a re-stream may have accepted a later index first).
+            sources = [index for index in self.accepted if index < stop]
         else:
-            sources = list(completed)  # filled in stream order
+            sources = list(range(stop))
         if not sources:
             return  # nothing usable was accepted: the runtime retries; nothing runs
-        if len(sources) > 1 and self.multi:
-            self.bundle(sources, rows)
-            return
+        if len(sources) > 1:
+            if self.multi:
+                # Every source gets the backstop's verdict.
+                self.bundle(sources, rows)
+                return
+            for later in sources[1:]:
+                row = rows[later]
+                if row.verdict == ACCEPTED:
+                    row.verdict, row.why = DROPPED, SINGLE_ONLY
         source = sources[0]
-        step = completed[source]
+        step = self.steps[-1][source]
         row = rows[source]
         if step.decision_error is not None:
             row.verdict, row.code, row.why = REJECTED, step.decision_error, ""
@@ -387,8 +408,8 @@ class Round(Overseer):
             self.execute(0, step, action.params, row)
 
     def bundle(self, sources: list[int], rows: list[Row]) -> None:
-        completed, stream = self.completed, self.actions
-        bundle = [completed[i] for i in sources]
+        steps, stream = self.steps[-1], self.actions
+        bundle = [steps[i] for i in sources]
         actions = [stream[i] for i in sources]
         ledger = self.ledger
         # A call the ledger already holds at its bundle position was checked when it started

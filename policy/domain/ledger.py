@@ -64,9 +64,33 @@ def _canonical(tool: str, params: Any) -> str:
     return _encode(body)
 
 
-# ``json.dumps`` with these options builds an encoder per call; one is kept instead (the same
-# class and options: the same text).
-_encode: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_ENCODER: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# ``json.dumps`` with these options makes the C encoder anew for every call (``iterencode``'s
+# one-shot path); it is made once here with the same arguments — no circular check: params come
+# from parsed JSON — so the text is ``json.dumps``'s (``test_ledger`` holds it to it). Without
+# the C module, the encoder's own ``encode``.
+_MAKE_C_ENCODER: Final = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODER: Final = (
+    _MAKE_C_ENCODER(
+        None,
+        _ENCODER.default,
+        json.encoder.encode_basestring,
+        None,
+        _ENCODER.key_separator,
+        _ENCODER.item_separator,
+        True,
+        False,
+        True,
+    )
+    if _MAKE_C_ENCODER is not None
+    else None
+)
+
+
+def _encode(body: dict[str, Any]) -> str:
+    if _C_ENCODER is None:
+        return _ENCODER.encode(body)
+    return "".join(_C_ENCODER(body, 0))
 
 
 @dataclass(frozen=True, slots=True)

@@ -171,7 +171,7 @@ class Overseer:
     re-stream of the same round (a later attempt) is judged against what earlier attempts had
     accepted, and an index it already accepted is accepted again without a check."""
 
-    __slots__ = ("accepted", "accepted_at", "cap", "rejected", "resolve")
+    __slots__ = ("accepted", "cap", "rejected", "resolve")
 
     def __init__(self, resolve: Resolver, max_actions: int | None = None) -> None:
         self.resolve = resolve
@@ -181,9 +181,8 @@ class Overseer:
             if len(_CAPS) < 64:
                 _CAPS[max_actions] = cap
         self.cap = cap
-        #: What it accepted, in the order accepted, and by stream index.
-        self.accepted: list[Seen] = []
-        self.accepted_at: dict[int, Seen] = {}
+        #: What it accepted by stream index, in the order accepted.
+        self.accepted: dict[int, Seen] = {}
         #: Whether it rejected anything in this decision call.
         self.rejected = False
 
@@ -192,10 +191,10 @@ class Overseer:
         ``None`` accepts (and remembers) the action. An index accepted before passes unchecked.
         (The rules and the bookkeeping are one function: it runs for every streamed action.)"""
         index = candidate.index
-        accepted_at = self.accepted_at
-        if index in accepted_at:
+        accepted = self.accepted
+        if index in accepted:
             return None
-        name, accepted = candidate.name, self.accepted
+        name = candidate.name
         if name not in SUPPORTED_ACTIONS:
             return self._reject(MIXED_ACTIONS, {"index": index, "action": name})
         if accepted:
@@ -206,7 +205,7 @@ class Overseer:
                     {"index": index, "action": name, "tool_id": candidate.tool, "max_actions": cap},
                 )
             if candidate.final:
-                for earlier in accepted:
+                for earlier in accepted.values():
                     if not earlier.final and not earlier.neutral:
                         return self._reject(
                             FINAL_AFTER_NON_NEUTRAL,
@@ -214,7 +213,7 @@ class Overseer:
                         )
             else:
                 strategy = candidate.strategy
-                for earlier in accepted:
+                for earlier in accepted.values():
                     if earlier.final:
                         if not candidate.neutral:
                             return self._reject(
@@ -238,8 +237,7 @@ class Overseer:
                                 **_first_fields(earlier),
                             },
                         )
-        accepted.append(candidate)
-        accepted_at[index] = candidate
+        accepted[index] = candidate
         return None
 
     def _reject(self, code: str, extra: dict[str, Any]) -> Rejection:

@@ -5,9 +5,12 @@ import json
 import threading
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from policy.domain.ledger import (
     Ledger,
+    _canonical,
     action_key,
     fingerprint,
     slot_id,
@@ -53,6 +56,25 @@ def test_it_keeps_non_ascii_params_as_is_in_the_fingerprint() -> None:
     assert fingerprint("react.delegate", params) == hashlib.sha256(text.encode()).hexdigest()
     escaped = json.dumps({"params": params, "tool_id": "react.delegate"}, sort_keys=True)
     assert fingerprint("react.delegate", params) != hashlib.sha256(escaped.encode()).hexdigest()
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(tool=st.text(max_size=8), params=st.dictionaries(st.text(), _JSON, max_size=5))
+def test_the_canonical_text_is_json_dumps_with_the_runtime_options(
+    tool: str, params: dict[str, object]
+) -> None:
+    # The ledger keeps one C encoder instead of making one per call: the same text, NaN,
+    # infinities, non-ASCII and control characters included.
+    body = {"params": params, "tool_id": tool}
+    assert _canonical(tool, params) == json.dumps(
+        body, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
 
 
 @pytest.mark.parametrize("params", [None, ["charter"], "charter=A"])
