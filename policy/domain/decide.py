@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from policy.domain.backstop import multi_action_enabled
-from policy.domain.engine import Row, run
+from policy.domain.engine import ACCEPTED, DROPPED, NOT_OBSERVED, REJECTED, Row, run
 from policy.domain.round_policy import RoundPolicy
 from policy.domain.round_spec import RoundSpec
 
@@ -64,6 +64,12 @@ def outcome_of(row: Row) -> Outcome:
     return found
 
 
+#: The outcome of a row with no code, no early start and no ledger record (most rows), by verdict.
+_PLAIN: Final = {
+    verdict: _outcome(verdict, None, False, False)
+    for verdict in (ACCEPTED, REJECTED, NOT_OBSERVED, DROPPED)
+}
+
 #: The runtime's reading of each mode string seen (a handful recur).
 _ENABLED: dict[str, bool] = {}
 _BY_ROW: dict[tuple[str, str | None, bool, str | None], Outcome] = {}
@@ -83,16 +89,17 @@ def decide(spec: RoundSpec, policy: RoundPolicy, *, multi_action_mode: str = "of
         multi = multi_action_enabled(multi_action_mode)
         if len(_ENABLED) < _MAX_SHARED:
             _ENABLED[multi_action_mode] = multi
-    result = run(spec, policy, multi)
     return tuple(
         [
             tuple(
                 [
-                    _BY_ROW.get((row.verdict, row.code, row.early, row.ledger)) or outcome_of(row)
+                    _PLAIN[row.verdict]
+                    if row.code is None and row.ledger is None and not row.early
+                    else outcome_of(row)
                     for row in rows
                 ]
             )
-            for rows in result.rows
+            for rows in run(spec, policy, multi).rows
         ]
     )
 

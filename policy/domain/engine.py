@@ -337,8 +337,10 @@ class Round(Overseer):
             if step.identified:
                 rejection = self.judge(step)
                 if rejection is not None:
-                    row.online = Stage(REJECTED, rejection.code, rejection.extra)
-                    row.finish(REJECTED, rejection.code, rejection.extra)
+                    # (The rejection is its own extra fields, worked out when read.)
+                    code = rejection.code
+                    row.online = Stage(REJECTED, code, rejection)
+                    row.verdict, row.code, row.extra = REJECTED, code, rejection
                     # The stream stops here: the rest is never observed (its steps are still
                     # worked out: the dry-run shows each action's strategy).
                     self.stop = index

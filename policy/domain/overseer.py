@@ -7,7 +7,7 @@ predict the runtime, and explains each rejection in plain words.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Final
@@ -143,14 +143,71 @@ class Seen:
     neutral: bool
 
 
-class Rejection:
-    """A rule's rejection: the runtime's code and its extra fields."""
+class Rejection(Mapping[str, Any]):
+    """A rule's rejection: the runtime's code (``code``) and, as a mapping, its extra fields
+    (``extra`` is the rejection itself). The fields are worked out when first read, by
+    :func:`_fields`: the verdicts-only path (impact replay, drift, suites) reads only the code."""
 
-    __slots__ = ("code", "extra")
+    __slots__ = ("_cap", "_fields", "candidate", "code", "earlier")
 
-    def __init__(self, code: str, extra: dict[str, Any]) -> None:
+    def __init__(
+        self, code: str, candidate: Seen, earlier: Seen | None = None, cap: int = 0
+    ) -> None:
         self.code = code
-        self.extra = extra
+        #: The rejected action, and the accepted one the rule compared it with (if any).
+        self.candidate = candidate
+        self.earlier = earlier
+        self._cap = cap
+        self._fields: dict[str, Any] | None = None
+
+    @property
+    def extra(self) -> Mapping[str, Any]:
+        return self
+
+    def _read(self) -> dict[str, Any]:
+        fields = self._fields
+        if fields is None:
+            fields = self._fields = _fields(self.code, self.candidate, self.earlier, self._cap)
+        return fields
+
+    def __getitem__(self, key: str) -> Any:
+        return self._read()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    def __repr__(self) -> str:
+        return f"Rejection({self.code!r}, {self._read()!r})"
+
+
+def _fields(code: str, candidate: Seen, earlier: Seen | None, cap: int) -> dict[str, Any]:
+    """The extra fields the runtime reports with each online rejection (its own keys and order;
+    strategies as sorted lists)."""
+    index, name = candidate.index, candidate.name
+    if code == MIXED_ACTIONS:
+        return {"index": index, "action": name}
+    if code == TOO_MANY_ACTIONS:
+        return {"index": index, "action": name, "tool_id": candidate.tool, "max_actions": cap}
+    assert earlier is not None
+    if code == FINAL_AFTER_NON_NEUTRAL:
+        return {"index": index, "action": name, **_first_fields(earlier)}
+    if code == NON_NEUTRAL_AFTER_FINAL:
+        return {
+            "index": index,
+            "tool_id": candidate.tool,
+            "strategy": sorted(set(candidate.strategy)),
+            "first_index": earlier.index,
+            "first_action": earlier.name,
+        }
+    return {
+        "index": index,
+        "tool_id": candidate.tool,
+        "strategy": sorted(set(candidate.strategy)),
+        **_first_fields(earlier),
+    }
 
 
 def seen(index: int, action: Action, strategy: tuple[str, ...]) -> Seen:
@@ -196,53 +253,31 @@ class Overseer:
             return None
         name = candidate.name
         if name not in SUPPORTED_ACTIONS:
-            return self._reject(MIXED_ACTIONS, {"index": index, "action": name})
+            self.rejected = True
+            return Rejection(MIXED_ACTIONS, candidate)
         if accepted:
             cap = self.cap
             if len(accepted) >= cap:
-                return self._reject(
-                    TOO_MANY_ACTIONS,
-                    {"index": index, "action": name, "tool_id": candidate.tool, "max_actions": cap},
-                )
+                self.rejected = True
+                return Rejection(TOO_MANY_ACTIONS, candidate, None, cap)
             if candidate.final:
                 for earlier in accepted.values():
                     if not earlier.final and not earlier.neutral:
-                        return self._reject(
-                            FINAL_AFTER_NON_NEUTRAL,
-                            {"index": index, "action": name, **_first_fields(earlier)},
-                        )
+                        self.rejected = True
+                        return Rejection(FINAL_AFTER_NON_NEUTRAL, candidate, earlier)
             else:
                 strategy = candidate.strategy
                 for earlier in accepted.values():
                     if earlier.final:
                         if not candidate.neutral:
-                            return self._reject(
-                                NON_NEUTRAL_AFTER_FINAL,
-                                {
-                                    "index": index,
-                                    "tool_id": candidate.tool,
-                                    "strategy": sorted(set(strategy)),
-                                    "first_index": earlier.index,
-                                    "first_action": earlier.name,
-                                },
-                            )
+                            self.rejected = True
+                            return Rejection(NON_NEUTRAL_AFTER_FINAL, candidate, earlier)
                         continue
                     if not compatible_strategies(earlier.strategy, strategy):
-                        return self._reject(
-                            STRATEGY_INCOMPATIBLE,
-                            {
-                                "index": index,
-                                "tool_id": candidate.tool,
-                                "strategy": sorted(set(strategy)),
-                                **_first_fields(earlier),
-                            },
-                        )
+                        self.rejected = True
+                        return Rejection(STRATEGY_INCOMPATIBLE, candidate, earlier)
         accepted[index] = candidate
         return None
-
-    def _reject(self, code: str, extra: dict[str, Any]) -> Rejection:
-        self.rejected = True
-        return Rejection(code, extra)
 
     def observe(self, index: int, action: Action) -> Verdict:
         strategy = strategy_of(action, self.resolve)
