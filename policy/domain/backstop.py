@@ -389,9 +389,11 @@ def backstop(
     if len(accepted) > 1:
         values = {index: _strategy(bundle, policy, checked, index) for index in accepted}
         dropped: set[int] = set()
-        for position, index in enumerate(accepted):
+        for index in accepted:
             mine = values[index]
-            for earlier in accepted[:position]:
+            for earlier in accepted:
+                if earlier >= index:
+                    break  # (positions are accepted in bundle order)
                 if earlier in dropped:
                     continue
                 theirs = values[earlier]

@@ -272,9 +272,8 @@ def run(spec: RoundSpec, policy: RoundPolicy, multi: bool) -> Round:
     result = Round(facts.resolve, spec.max_actions)
     result.spec, result.policy, result.multi = spec, policy, multi
     result.steps, result.rows, result.ledger = [], [], None
-    stream = result.stream
     for actions in spec.attempts:
-        stream(actions, facts)
+        result.stream(actions, facts)
     result.post_generation()
     return result
 
@@ -375,9 +374,9 @@ class Round(Overseer):
         stop = self.stop
         if self.rejected:
             # In the order accepted (a re-stream may have accepted a later index first).
-            sources = [index for index in self.accepted if index < stop]
+            sources: Sequence[int] = [index for index in self.accepted if index < stop]
         else:
-            sources = list(range(stop))
+            sources = range(stop)
         if not sources:
             return  # nothing usable was accepted: the runtime retries; nothing runs
         if len(sources) > 1:
@@ -409,10 +408,16 @@ class Round(Overseer):
         if ledger is not None:
             self.execute(0, step, action.params, row)
 
-    def bundle(self, sources: list[int], rows: list[Row]) -> None:
+    def bundle(self, sources: Sequence[int], rows: list[Row]) -> None:
         steps, stream = self.steps[-1], self.actions
-        bundle = [steps[i] for i in sources]
-        actions = [stream[i] for i in sources]
+        bundle: Sequence[Step]
+        actions: Sequence[Action]
+        if self.rejected:
+            bundle = [steps[i] for i in sources]
+            actions = [stream[i] for i in sources]
+        else:
+            # Nothing was rejected: the bundle is the whole stream, in stream order.
+            bundle, actions = steps, stream
         ledger = self.ledger
         # A call the ledger already holds at its bundle position was checked when it started
         # (asked only of calls that fail the check: for the others it changes nothing).

@@ -8,8 +8,7 @@ predict the runtime, and explains each rejection in plain words.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from policy.domain.traits import (
@@ -54,10 +53,15 @@ def rule_words(code: str | None) -> str:
     return RULE_WORDS.get(code or "", code or "")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Action:
     """One streamed action. ``has_params`` is False when the action carried no ``params`` key;
-    ``final_answer`` and ``notes`` are the decision's text fields (``None`` when absent)."""
+    ``final_answer`` and ``notes`` are the decision's text fields (``None`` when absent).
+
+    ``name``, ``tool``, ``is_final`` and ``identified`` are worked out as the action is made (the
+    overseer, the ledger and the backstop read them many times per action); they are not compared.
+    (Slotted: a read of a field with a default on a plain dataclass — ``params`` — takes the
+    interpreter's slow path, and the engine reads them for every streamed action.)"""
 
     action: str
     tool_id: str | None
@@ -65,29 +69,23 @@ class Action:
     has_params: bool = False
     final_answer: str | None = None
     notes: str | None = None
+    #: The action word as the runtime compares it (stripped).
+    name: str = field(init=False, repr=False, compare=False)
+    #: The tool id as the runtime compares it (stripped, ``""`` when absent).
+    tool: str = field(init=False, repr=False, compare=False)
+    is_final: bool = field(init=False, repr=False, compare=False)
+    #: Whether the runtime's stream parser ever reports this action to the overseer: it does
+    #: once the action word (and, for ``call_tool``, the tool id) has streamed.
+    identified: bool = field(init=False, repr=False, compare=False)
 
-    # The derived values below are read many times per action (overseer, ledger, backstop):
-    # computed once per action (the fields never change; equality still compares fields only).
-
-    @cached_property
-    def is_final(self) -> bool:
-        return self.name in FINAL_ACTIONS
-
-    @cached_property
-    def name(self) -> str:
-        """The action word as the runtime compares it (stripped)."""
-        return self.action.strip()
-
-    @cached_property
-    def tool(self) -> str:
-        """The tool id as the runtime compares it (stripped, ``""`` when absent)."""
-        return (self.tool_id or "").strip()
-
-    @cached_property
-    def identified(self) -> bool:
-        """Whether the runtime's stream parser ever reports this action to the overseer: it does
-        once the action word (and, for ``call_tool``, the tool id) has streamed."""
-        return bool(self.name) and not (self.name == "call_tool" and not self.tool)
+    def __post_init__(self) -> None:
+        name = self.action.strip()
+        tool = (self.tool_id or "").strip()
+        set_field = object.__setattr__
+        set_field(self, "name", name)
+        set_field(self, "tool", tool)
+        set_field(self, "is_final", name in FINAL_ACTIONS)
+        set_field(self, "identified", bool(name) and not (name == "call_tool" and not tool))
 
 
 @dataclass(frozen=True)
