@@ -23,8 +23,8 @@ from policy.domain.engine import (
     Step,
     run,
 )
-from policy.domain.ledger import fingerprint, tool_call_id
-from policy.domain.overseer import Action, explain_rejection
+from policy.domain.ledger import RoundLedger, tool_call_id
+from policy.domain.overseer import Action, Rejection, explain_rejection
 from policy.domain.round_policy import RoundPolicy
 from policy.domain.round_spec import RoundSpec, RoundSpecError, parse_round_spec
 
@@ -59,7 +59,7 @@ def dry_run(
             {
                 "multi_action_mode": effective,
                 "actions": [
-                    _render(spec, index, action, step, row)
+                    _render(spec, result.ledger, index, action, step, row)
                     for index, (action, step, row) in enumerate(
                         zip(actions, steps, rows, strict=True)
                     )
@@ -90,11 +90,19 @@ _NOT_OBSERVED_STAGE: Final[Mapping[str, Any]] = {
 }
 
 
+def _fields(extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A fresh dict of a stage's extra fields (an online rejection's are worked out here)."""
+    if extra is None:
+        return {}
+    if type(extra) is Rejection:
+        return extra.fields()
+    return dict(extra)
+
+
 def _stage(stage: Stage | None) -> dict[str, Any]:
     if stage is None:
         return {"verdict": "not_observed", "code": None, "extra": {}}
-    extra = stage.extra
-    return {"verdict": stage.verdict, "code": stage.code, "extra": dict(extra) if extra else {}}
+    return {"verdict": stage.verdict, "code": stage.code, "extra": _fields(stage.extra)}
 
 
 _SORTED: dict[tuple[str, ...], list[str]] = {}
@@ -110,20 +118,24 @@ def _sorted(strategy: tuple[str, ...]) -> list[str]:
     return list(found)
 
 
-def _render(spec: RoundSpec, index: int, action: Action, step: Step, row: Row) -> dict[str, Any]:
-    """One action's row of the dry-run JSON: the engine's outcome, with its words."""
+def _render(
+    spec: RoundSpec, ledger: RoundLedger | None, index: int, action: Action, step: Step, row: Row
+) -> dict[str, Any]:
+    """One action's row of the dry-run JSON: the engine's outcome, with its words (``ledger``:
+    the round's, which holds every row with a ledger record)."""
+    online = _stage(row.online)
     out: dict[str, Any] = {
         "index": index,
         "action": action.action,
         "tool_id": None if action.is_final else action.tool_id,
         "strategy": _sorted(step.with_params),
-        "online": _stage(row.online),
+        "online": online,
         "backstop": None if row.backstop is None else _stage(row.backstop),
         "verdict": row.verdict,
     }
     if row.verdict == REJECTED:
         out["code"] = row.code
-        out["extra"] = dict(row.extra) if row.extra else None
+        out["extra"] = _fields(row.extra) or None
     out["early"] = row.early
     out["ledger"] = row.ledger
     out["tool_call_id"] = (
@@ -133,14 +145,14 @@ def _render(spec: RoundSpec, index: int, action: Action, step: Step, row: Row) -
         out["match"] = row.match
         out["original_action_index"] = row.record
     if row.ledger is not None:
-        out["fingerprint"] = fingerprint(action.tool, action.params)
+        assert ledger is not None
+        out["fingerprint"] = ledger.fingerprint(action.tool, action.params)
     if row.reused >= 0:
         out["ledger_reused"] = tool_call_id(spec.turn_id, spec.iteration, row.reused)
-    online = row.online
-    if online is not None and online.verdict == REJECTED:
+    if online["verdict"] == REJECTED:
         out["explanation"] = explain_rejection(
-            str(online.code),
-            online.extra,
+            str(online["code"]),
+            online["extra"],
             action=action.action,
             tool_id=action.tool_id,
             strategy=step.strategy,

@@ -149,6 +149,10 @@ class RoundLedger:
         texts[id(params)] = (params, tool, text)
         return text
 
+    def fingerprint(self, tool: str, params: Any) -> str:
+        """:func:`fingerprint` of a call (``tool`` stripped), from the text a lookup worked out."""
+        return hashlib.sha256(self._text(tool, params).encode("utf-8")).hexdigest()
+
     def record(self, index: int, tool: str, params: Any) -> None:
         """Record a call that starts now; ``ValueError`` when its slot is taken."""
         if index in self.calls:
