@@ -387,18 +387,23 @@ def backstop(
         accepted.append(index)
 
     if len(accepted) > 1:
-        values = {index: _strategy(bundle, policy, checked, index) for index in accepted}
-        dropped: set[int] = set()
+        if checked is not None:  # (what ``_strategy`` reads, without a call per position)
+            values = {index: checked[index].with_params for index in accepted}
+        else:
+            values = {index: _strategy(bundle, policy, None, index) for index in accepted}
+        dropped: set[int] | None = None  # (made at the first drop)
         for index in accepted:
             mine = values[index]
             for earlier in accepted:
                 if earlier >= index:
                     break  # (positions are accepted in bundle order)
-                if earlier in dropped:
+                if dropped is not None and earlier in dropped:
                     continue
                 theirs = values[earlier]
                 if compatible_strategies(theirs, mine):
                     continue
+                if dropped is None:
+                    dropped = set()
                 dropped.add(index)
                 rejected[index] = (
                     STRATEGY_INCOMPATIBLE,

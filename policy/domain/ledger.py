@@ -101,8 +101,9 @@ class LedgerHit:
     match: Match
 
 
-#: Slot hits of the first action indexes, made once (a hit is never changed).
+#: Hits of the first action indexes, made once (a hit is never changed).
 _SLOT_HITS: Final = tuple(LedgerHit(index, "slot") for index in range(32))
+_FINGERPRINT_HITS: Final = tuple(LedgerHit(index, "fingerprint") for index in range(32))
 
 
 class RoundLedger:
@@ -137,6 +138,8 @@ class RoundLedger:
             if text is None:
                 text = self._text(tool, params)
             if self._text(recorded_tool, recorded_params) == text:
+                if recorded < len(_FINGERPRINT_HITS):
+                    return _FINGERPRINT_HITS[recorded]
                 return LedgerHit(recorded, "fingerprint")
         return None
 
