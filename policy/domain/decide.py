@@ -89,17 +89,19 @@ def decide(spec: RoundSpec, policy: RoundPolicy, *, multi_action_mode: str = "of
         multi = multi_action_enabled(multi_action_mode)
         if len(_ENABLED) < _MAX_SHARED:
             _ENABLED[multi_action_mode] = multi
+    attempts = run(spec, policy, multi).rows
+    if len(attempts) == 1:  # (most rounds: no tuple of a list of attempts)
+        return (_outcomes(attempts[0]),)
+    return tuple([_outcomes(rows) for rows in attempts])
+
+
+def _outcomes(rows: list[Row]) -> tuple[Outcome, ...]:
     return tuple(
         [
-            tuple(
-                [
-                    _PLAIN[row.verdict]
-                    if row.code is None and row.ledger is None and not row.early
-                    else outcome_of(row)
-                    for row in rows
-                ]
-            )
-            for rows in run(spec, policy, multi).rows
+            _PLAIN[row.verdict]
+            if row.code is None and row.ledger is None and not row.early
+            else outcome_of(row)
+            for row in rows
         ]
     )
 
