@@ -69,15 +69,8 @@ def tool_health_forget(*, rounds: Iterable[tuple[str, Assembly]]) -> None:
         for slot in state.get("slots", {}).values():
             slot_counts(agent, slot, flat, -1)
     change = grouped(flat)
-    if not change:
-        return
-    _apply(change)
-    # A row with nothing left counts nothing (readers skip it): delete those it touched.
-    ToolHealthBucket.objects.filter(
-        agent__in={agent for agent, _, _ in change},
-        bucket__in={bucket_time(bucket) for _, _, bucket in change},
-        tally={},
-    ).delete()
+    if change:
+        _apply(change)
 
 
 def _json(value: Any) -> Any:
@@ -101,7 +94,9 @@ def _db_time(value: Any) -> datetime:
 
 
 def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
-    """One read of the touched rows, one UPDATE and one INSERT statement (``executemany``)."""
+    """One read of the touched rows, one UPDATE, one INSERT (``executemany``) and one DELETE
+    statement. A row left counting nothing is deleted — a call moved to another bucket by a
+    later event, or a pruned round's — so no stored row is ever empty."""
     agents = {agent for agent, _, _ in change}
     buckets = {bucket_time(bucket) for _, _, bucket in change}
     held: dict[TallyKey, tuple[int, dict[str, int]]] = {}
@@ -127,7 +122,7 @@ def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
                 else tally_field.from_db_value(tally, None, connection)  # type: ignore[arg-type]
             )
             held[(agent, tool_id, bucket_name(_db_time(bucket), span))] = (pk, value)
-    updates, inserts = [], []
+    updates, inserts, emptied = [], [], []
     for key, delta in change.items():
         found = held.get(key)
         if found is None:
@@ -142,7 +137,10 @@ def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
                 tally[name] = total
             else:
                 tally.pop(name, None)
-        updates.append((_json(tally), found[0]))
+        if tally:
+            updates.append((_json(tally), found[0]))
+        else:
+            emptied.append(found[0])
     with connection.cursor() as cursor:
         if updates:
             cursor.executemany(
@@ -153,6 +151,11 @@ def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
             columns = ", ".join(quote(name) for name in names)
             marks = ", ".join(["%s"] * len(names))
             cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", inserts)
+        if emptied:
+            cursor.execute(
+                f"DELETE FROM {table} WHERE {quote('id')} IN ({', '.join(['%s'] * len(emptied))})",
+                emptied,
+            )
 
 
 def stored_tallies() -> dict[TallyKey, dict[str, int]]:

@@ -114,6 +114,8 @@ def test_it_keeps_the_tallies_a_recompute_gives_after_repeats_and_any_order(
             assert not result.rejected, result.rejected
     kept = stored_tallies()
     assert kept == recomputed_tallies()
+    # A call that moved to another bucket leaves no row behind counting nothing.
+    assert not ToolHealthBucket.objects.filter(tally={}).exists()
     # The definition, counted directly from the events: a slot that finished or timed out.
     slots = {
         (e["turn_id"], e["attempt"], e["action_index"])
