@@ -49,6 +49,8 @@ PAGES: dict[str, dict[str, str]] = {
     "no-role": {"GET": ANY_USER},
     "login": {"*": PUBLIC},
     "favicon": {"GET": PUBLIC},
+    "history-shortcut": {"GET": VIEWER},
+    "tools-shortcut": {"GET": VIEWER},
     "logout": {"*": PUBLIC},
     "password_change": {"*": VIEWER},
     "password_change_done": {"GET": VIEWER},

@@ -29,6 +29,17 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("policy/", include("pages.policy_urls")),
     path("live/", include("observe.urls")),
+    # The menu's History and Tools live under /live/; the addresses a user types lead there.
+    path(
+        "history/",
+        RedirectView.as_view(pattern_name="observe:history", query_string=True),
+        name="history-shortcut",
+    ),
+    path(
+        "tools/",
+        RedirectView.as_view(pattern_name="observe:tools", query_string=True),
+        name="tools-shortcut",
+    ),
     path("audit/", include("pages.audit_urls")),
     path("tokens/", include("accounts.urls")),
     path("api/", api.urls),

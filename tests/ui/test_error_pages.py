@@ -70,3 +70,26 @@ def test_favicon_ico_leads_to_the_svg_icon_without_a_login() -> None:
     response = Client().get("/favicon.ico")
     assert response.status_code == 301
     assert response["Location"].endswith("/favicon.svg")
+
+
+@pytest.mark.parametrize(
+    ("typed", "page"),
+    [
+        ("/tools/", "/live/tools/"),
+        ("/tools/?agent=main&window=1h", "/live/tools/?agent=main&window=1h"),
+        ("/history/?has=rejection", "/live/history/?has=rejection"),
+    ],
+)
+def test_the_menus_pages_answer_at_the_address_a_user_types(
+    viewer: Client, typed: str, page: str
+) -> None:
+    """History and Tools live under /live/; /tools/ was a 404 in the new-user walkthrough."""
+    response = viewer.get(typed, follow=True)
+    assert response.redirect_chain == [(page, 302)]
+    assert response.status_code == 200
+
+
+def test_a_shortcut_asks_an_anonymous_user_to_log_in_first() -> None:
+    response = Client().get("/tools/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
