@@ -54,9 +54,7 @@ def tool_health_record(*, rounds: Sequence[RoundMerge]) -> None:
     flat: dict[FlatKey, int] = {}
     for agent, before, state in rounds:
         round_change(agent, before, state, flat)
-    change = grouped(flat)
-    if change:
-        _apply(change)
+    _apply(grouped(flat))
 
 
 def tool_health_forget(*, rounds: Iterable[tuple[str, Assembly]]) -> None:
@@ -68,9 +66,7 @@ def tool_health_forget(*, rounds: Iterable[tuple[str, Assembly]]) -> None:
     for agent, state in rounds:
         for slot in state.get("slots", {}).values():
             slot_counts(agent, slot, flat, -1)
-    change = grouped(flat)
-    if change:
-        _apply(change)
+    _apply(grouped(flat))
 
 
 def _json(value: Any) -> Any:
@@ -96,7 +92,9 @@ def _db_time(value: Any) -> datetime:
 def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
     """One read of the touched rows, one UPDATE, one INSERT (``executemany``) and one DELETE
     statement. A row left counting nothing is deleted — a call moved to another bucket by a
-    later event, or a pruned round's — so no stored row is ever empty."""
+    later event, or a pruned round's — so no stored row is ever empty. No change, no query."""
+    if not change:
+        return
     agents = {agent for agent, _, _ in change}
     buckets = {bucket_time(bucket) for _, _, bucket in change}
     held: dict[TallyKey, tuple[int, dict[str, int]]] = {}
