@@ -23,6 +23,7 @@ __all__ = [
     "multi_action_mode",
     "profile_mode",
     "react_blocks",
+    "react_config_blocks",
 ]
 
 
@@ -58,23 +59,39 @@ def _get(data: Any, *path: str) -> Any:
     return cur
 
 
-def react_blocks(data: Any, agent: str) -> list[Mapping[str, Any]]:
-    """The agent's ``react`` config blocks in the runtime's precedence."""
-    name = agent.strip()
+def react_config_blocks(data: Any, agent: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """The agent's ``react`` config blocks in the order the runtime walks them, each with the key
+    path it sits at (``base_workflow._iter_react_config_blocks``): over ``react`` then
+    ``config.react``, for each key (the agent id as given, its normalized form, ``default_agent``,
+    ``default``) the block ``root.K`` then ``root.agents.K``, and after the keys the root itself.
+    A lookup takes the first block where its key is not null."""
+    name = agent.strip() or "default"
     safe = re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_")
     keys: list[str] = []
     for key in (name, safe, "default_agent", "default"):
         if key and key not in keys:
             keys.append(key)
-    blocks: list[Mapping[str, Any]] = []
-    for root in (_get(data, "react"), _get(data, "config", "react")):
+    blocks: list[tuple[str, Mapping[str, Any]]] = []
+    for root_path in ("react", "config.react"):
+        root = _get(data, *root_path.split("."))
         if not isinstance(root, Mapping):
             continue
+        agents = root.get("agents")
         for key in keys:
-            block = root.get(key)
-            if isinstance(block, Mapping):
-                blocks.append(block)
+            direct = root.get(key)
+            if isinstance(direct, Mapping):
+                blocks.append((f"{root_path}.{key}", direct))
+            nested = agents.get(key) if isinstance(agents, Mapping) else None
+            if isinstance(nested, Mapping):
+                blocks.append((f"{root_path}.agents.{key}", nested))
+        blocks.append((root_path, root))
     return blocks
+
+
+def react_blocks(data: Any, agent: str) -> list[Mapping[str, Any]]:
+    """The agent's ``react`` config blocks in the runtime's precedence (:func:`react_config_blocks`
+    without their paths)."""
+    return [block for _path, block in react_config_blocks(data, agent)]
 
 
 def profile_mode(data: Any, agent: str, profile: str | None = None) -> str | None:
