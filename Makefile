@@ -64,6 +64,7 @@ conformance: venv
 	@scripts/ensure-system-deps redis
 	KDCUBE_SRC=$(KDCUBE_SRC) PYTHONPATH=$(CURDIR) $(KVENV)/bin/python -m conformance.record
 	KDCUBE_SRC=$(KDCUBE_SRC) PYTHONPATH=$(CURDIR) $(KVENV)/bin/python -m conformance.kdcube_props
+	KDCUBE_SRC=$(KDCUBE_SRC) $(PY) -m conformance.kdcube_compose
 	$(PY) -m conformance.compare
 
 test-django: venv
