@@ -8,17 +8,17 @@ DOMAIN_TESTS := tests/core tests/policy/domain tests/observe/domain
 # Hypothesis over every door and schemathesis over the whole API: minutes, so a group of their own.
 HARDENING_TESTS := tests/hardening/test_fuzz.py tests/hardening/test_schema.py
 # test-scale also runs the hardening tests, on PostgreSQL (a NUL character was a 500 only there).
-NOT_DJANGO_SCALE := --ignore=tests/e2e --ignore=tests/conformance --ignore=tests/scale $(foreach d,$(DOMAIN_TESTS),--ignore=$(d))
+NOT_DJANGO_SCALE := --ignore=tests/e2e --ignore=tests/conformance --ignore=tests/scale --ignore=tests/container $(foreach d,$(DOMAIN_TESTS),--ignore=$(d))
 NOT_DJANGO := $(NOT_DJANGO_SCALE) $(foreach f,$(HARDENING_TESTS),--ignore=$(f))
 # The runtime's package root (…/app/ai-app/src/kdcube-ai-app of a kdcube/kdcube-ai-app checkout).
 KDCUBE_SRC ?=
 KVENV := .venv-kdcube
 
-.PHONY: help venv demo test lint test-unit test-conformance test-django test-async test-hardening test-scale test-browser system-deps bench clean conformance
+.PHONY: help venv demo test lint test-unit test-conformance test-django test-async test-hardening test-scale test-container test-browser system-deps bench clean conformance
 
 help:
 	@echo "make demo   - install, migrate, load the sample policy, serve http://$(HOST):$(PORT)/ and run the simulator"
-	@echo "make test   - lint, then the unit, conformance, django, async, hardening (fuzzing), scale (PostgreSQL + Redis) and browser test groups"
+	@echo "make test   - lint, then the unit, conformance, django, async, hardening (fuzzing), scale (PostgreSQL + Redis), container (podman) and browser test groups"
 	@echo "make bench  - measure speed targets"
 	@echo "make conformance KDCUBE_SRC=...  - re-record the runtime's answers, print the agreement table"
 
@@ -64,6 +64,7 @@ conformance: venv
 	@scripts/ensure-system-deps redis
 	KDCUBE_SRC=$(KDCUBE_SRC) PYTHONPATH=$(CURDIR) $(KVENV)/bin/python -m conformance.record
 	KDCUBE_SRC=$(KDCUBE_SRC) PYTHONPATH=$(CURDIR) $(KVENV)/bin/python -m conformance.kdcube_props
+	KDCUBE_SRC=$(KDCUBE_SRC) $(PY) -m conformance.kdcube_compose
 	$(PY) -m conformance.compare
 
 test-django: venv
@@ -81,6 +82,13 @@ test-hardening: venv
 test-scale: venv
 	@scripts/ensure-system-deps scale
 	@scripts/test-scale $(NOT_DJANGO_SCALE)
+
+# The Containerfile's image built with podman (from a local Debian trixie base kept between runs:
+# scripts/container-base) and its containers (migrate, web, bridge) run on a throw-away PostgreSQL
+# and redis-server (started by scripts/test-scale). Skips outside CI where podman cannot run.
+test-container: venv
+	@scripts/ensure-system-deps container
+	@SCALE_GROUPS=container scripts/test-scale
 
 test-browser: venv
 	@scripts/ensure-system-deps browser

@@ -158,6 +158,7 @@ API: dict[tuple[str, str], str] = {
     ("POST", "/api/v1/policy/impact"): VIEWER,
     ("GET", "/api/v1/rounds/{agent}/{turn_id_and_iteration}"): VIEWER,
     ("GET", "/api/v1/audit"): PUBLISHER,
+    ("GET", "/api/v1/metrics"): TOKEN,
 }
 
 #: Any runtime token (whatever its scopes).
@@ -176,4 +177,6 @@ TOKENS: dict[tuple[str, str], str] = {
     ("GET", "/api/v1/rounds/export.jsonl"): "events:read",
     ("GET", "/api/v1/rounds/{agent}/{turn_id_and_iteration}"): "events:read",
     ("GET", "/api/v1/tools/health"): "events:read",
+    # Prometheus scrapes with a token of its own that can read nothing else.
+    ("GET", "/api/v1/metrics"): "metrics:read",
 }

@@ -9,6 +9,7 @@ class Scope(models.TextChoices):
     CONFIG_READ = "config:read", "Read the published policy"
     EVENTS_WRITE = "events:write", "Post round events"
     EVENTS_READ = "events:read", "Read rounds and events"
+    METRICS_READ = "metrics:read", "Read the Prometheus metrics"
 
 
 class RuntimeToken(models.Model):

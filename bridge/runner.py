@@ -228,7 +228,8 @@ class Bridge:
         body = {
             "name": self.o.name,
             "last_envelope_ms": self.counts.last_envelope_ms,
-            "counts": self.counts.report(),
+            # The events held (buffered, being posted, unmapped): a gauge on /api/v1/metrics.
+            "counts": {**self.counts.report(), "buffered": self.waiting()},
         }
         try:
             response = self.http.post(STATUS_PATH, json=body)

@@ -21,6 +21,8 @@ COUNT_NAMES = (
     "refused",
     "dropped_rounds",
     "dropped_events",
+    # Not a count: the events the bridge held when it reported (its buffer's depth).
+    "buffered",
 )
 MAX_REASONS = 20
 #: A bridge that has not reported for this long is shown as silent.

@@ -20,6 +20,7 @@ from config.api_schema import declare_shared_errors
 from observe.api import router as observe_router
 from observe.api_health import router as health_router
 from observe.selectors import BadCursor
+from pages.metrics import router as metrics_router
 from policy.api import router as policy_router
 from policy.api_discovery import router as discovery_router
 from policy.api_edit import router as policy_edit_router
@@ -182,6 +183,7 @@ api.add_router("/v1", runtime_router)
 api.add_router("/v1", bridge_router)
 api.add_router("/v1", discovery_router)
 api.add_router("/v1", kdcube_router)
+api.add_router("/v1", metrics_router)
 
 
 class HealthOut(Schema):

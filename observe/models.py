@@ -144,3 +144,15 @@ class ToolHealthBucket(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent}/{self.tool_id}@{self.bucket:%Y-%m-%d %H:%M}"
+
+
+class IngestCount(models.Model):
+    """Events posted to ingest since the database was made, by what became of them (``name``:
+    one of :data:`observe.store.INGEST_RESULTS`). Only ever added to, one UPDATE per batch in the
+    batch's transaction, so every worker reads the same totals (``GET /api/v1/metrics``)."""
+
+    name = models.CharField(max_length=16, primary_key=True)
+    value = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.value}"

@@ -304,6 +304,13 @@ def events_ingest(
                     # Per-batch aggregates of other features are computed here, inside the
                     # transaction, from ``merged`` (its rounds and events), before the commit.
                 result.accepted = len(fresh)
+                store.ingest_count(
+                    {
+                        "accepted": result.accepted,
+                        "duplicate": result.duplicates,
+                        "refused": len(result.rejected),
+                    }
+                )
         except IntegrityError:
             # A concurrent batch stored one of these event_ids first: triage again, once.
             if attempt == 2:

@@ -24,7 +24,7 @@ from observe.domain.facts import RoundFacts
 from observe.domain.kinds import COUNT_KEYS, ROUND_KINDS
 from observe.domain.rounds import Assembly, AssemblySummary
 from observe.models import Event as StoredEvent
-from observe.models import Round, RoundTool, StreamCounter
+from observe.models import IngestCount, Round, RoundTool, StreamCounter
 
 
 def hold_ingest_lock() -> None:
@@ -53,6 +53,28 @@ def next_versions(count: int) -> list[int]:
         return next_versions(count)
     last = int(row[0])
     return list(range(last - count + 1, last + 1))
+
+
+#: What becomes of a posted event: stored, a repeat of a stored one, or refused (by its index).
+INGEST_RESULTS = ("accepted", "duplicate", "refused")
+
+
+def ingest_count(counts: Mapping[str, int]) -> None:
+    """Add a batch's ``counts`` (by :data:`INGEST_RESULTS` name) to the stored totals, inside
+    the batch's transaction: one upsert (``INSERT … ON CONFLICT … DO UPDATE``, SQLite and
+    PostgreSQL alike) of the names that change."""
+    changed = [(name, amount) for name, amount in counts.items() if amount]
+    if not changed:
+        return
+    quote = connection.ops.quote_name
+    table = quote(IngestCount._meta.db_table)
+    name, value = quote("name"), quote("value")
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {table} ({name}, {value}) VALUES (%s, %s) ON CONFLICT ({name})"
+            f" DO UPDATE SET {value} = {table}.{value} + excluded.{value}",
+            changed,
+        )
 
 
 #: Ids per ``IN (…)`` list: well under every database's limit on statement parameters.

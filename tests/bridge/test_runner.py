@@ -86,3 +86,15 @@ def test_envelopes_wait_unmapped_until_the_server_names_the_policy_agents() -> N
     assert b.unmapped == []
     agents = {event["agent"] for event in b.buffer.take(1000)}
     assert agents == {"main"}  # helper.bot fell back to the policy's default agent
+
+
+def test_the_heartbeat_reports_the_events_the_bridge_holds() -> None:
+    """What ``traitdeck_bridge_buffered_events`` shows (GET /api/v1/metrics)."""
+    import json
+
+    seen: list[Any] = []
+    b, _ = bridge([httpx.Response(200, json={"agents": ["main"]})], seen)
+    b.heartbeat()
+    body = json.loads(seen[0].content)
+    assert body["counts"]["buffered"] == 3
+    assert body["counts"]["dropped_rounds"] == 0
