@@ -142,6 +142,45 @@ SCENARIOS: list[dict[str, Any]] = [
         ],
         "turn_ends": True,
     },
+    {
+        # A re-stream that ends in a final answer (issue 35): the first stream started
+        # launch_background_job early at slot 0 and broke; the second decided complete at 0.
+        "id": "restream-final-answer",
+        "agent_id": "main",
+        "turn_id": "turn-d",
+        "iteration": 0,
+        "mode": "on",
+        "attempts": [
+            [{"action": "call_tool", "tool_id": J + "launch_background_job", "params": {}}],
+            [{"action": "complete", "final_answer": "done"}],
+        ],
+        "turn_ends": True,
+    },
+    {
+        # The decision node raises a provider error, which the runtime's retry_with_compaction
+        # does not retry (not a context-limit error): the turn fails with chat.error (issue 35).
+        "id": "decision-provider-error",
+        "agent_id": "main",
+        "turn_id": "turn-e",
+        "iteration": 0,
+        "mode": "off",
+        "actions": [{"action": "call_tool", "tool_id": J + "search", "params": {"query": "p"}}],
+        "fails": "provider",
+    },
+    {
+        # A context-limit error: retry_with_compaction's retry itself crashes (force_sanitize is
+        # passed twice) and the turn fails with chat.error (issue 35).
+        "id": "decision-context-limit-retry-crashes",
+        "agent_id": "main",
+        "turn_id": "turn-f",
+        "iteration": 1,
+        "mode": "on",
+        "actions": [
+            {"action": "call_tool", "tool_id": J + "launch_background_job", "params": {}},
+            {"action": "call_tool", "tool_id": J + "search", "params": {"query": "c"}},
+        ],
+        "fails": "context_limit",
+    },
 ]
 
 
@@ -235,6 +274,9 @@ async def _play(
             if early and early["started"]:
                 decision = round_driver.decision_of(action)
                 await execute(decision, row["index"], early["tool_call_id"])
+    if scenario.get("fails"):
+        await _fail_decision(rt, comm, scenario["fails"])
+        return capture.published
     rows, actions = attempts[-1], attempts_of(scenario)[-1]
     single = scenario["mode"] == "off" or len(actions) == 1
     accepted: list[tuple[int, dict[str, Any]]] = []
@@ -300,6 +342,69 @@ async def _play(
     return capture.published
 
 
+#: What the decision node passes ``retry_with_compaction`` as ``render_params``
+#: (``ReactSolverV2``'s decision call, ``v3/runtime.py``; no compaction was asked for).
+DECISION_RENDER_PARAMS: dict[str, Any] = {
+    "cache_last": True,
+    "include_sources": True,
+    "include_announce": True,
+    "force_sanitize": False,
+}
+#: The provider errors of the failing scenarios (``ServiceError`` fields as the model service
+#: fills them): a rate limit (not retried) and a context-limit error (retried with compaction).
+PROVIDER_ERRORS: dict[str, dict[str, Any]] = {
+    "provider": {
+        "error_type": "RateLimitError",
+        "message": "Provider rate limit reached (429): retry after 20 s",
+        "http_status": 429,
+        "retryable": True,
+    },
+    "context_limit": {
+        "error_type": "BadRequestError",
+        "message": "prompt too long: 212000 tokens > 200000 maximum",
+        "http_status": 400,
+        "code": "context_length_exceeded",
+    },
+}
+
+
+async def _fail_decision(rt: harness.Runtime, comm: Any, kind: str) -> None:
+    """The decision node's model call fails: the runtime's own ``retry_with_compaction`` runs it
+    (the decision agent raising the provider's ``ServiceException``), and what it raises goes
+    to the entrypoint's ``report_turn_error``, which publishes ``chat.error``."""
+    errors = importlib.import_module("kdcube_ai_app.infra.service_hub.errors")
+    retry = importlib.import_module(f"{harness.SDK}.solutions.chatbot.agent_retry")
+    entrypoint = importlib.import_module(f"{harness.SDK}.solutions.chatbot.entrypoint")
+
+    class Timeline:
+        async def render(self, **params: Any) -> list[dict[str, Any]]:
+            return [{"type": "text", "text": "timeline"}]
+
+    async def decision_agent(**kwargs: Any) -> Any:
+        err = errors.ServiceError(
+            kind="llm",
+            service_name="ModelServiceBase",
+            provider="anthropic",
+            model_name="claude-sonnet-4",
+            **PROVIDER_ERRORS[kind],
+        )
+        raise errors.ServiceException(err)
+
+    node = object.__new__(entrypoint.BaseEntrypoint)
+    node.logger = SimpleNamespace(log=lambda *args, **kwargs: None)
+    node._comm = comm
+    node.comm_context = None
+    try:
+        await retry.retry_with_compaction(
+            ctx_browser=SimpleNamespace(timeline=Timeline()),
+            system_text_fn=lambda: "system",
+            render_params=dict(DECISION_RENDER_PARAMS),
+            agent_fn=decision_agent,
+        )
+    except Exception as exc:
+        await entrypoint.BaseEntrypoint.report_turn_error(node, state={}, exc=exc)
+
+
 def record(rt: harness.Runtime) -> list[dict[str, Any]]:
     from conformance import round_driver, round_policies, runtime_policy
     from conformance.families.rounds import answer_from_rows
@@ -326,6 +431,9 @@ def record(rt: harness.Runtime) -> list[dict[str, Any]]:
                     "round": spec,
                     "multi_action_mode": scenario["mode"],
                     "tool_errors": {str(k): v for k, v in scenario.get("errors", {}).items()},
+                    # The decision's model call fails: no decision step, the turn ends in
+                    # chat.error (the runtime's own verdicts are those of the stream).
+                    **({"fails": scenario["fails"]} if scenario.get("fails") else {}),
                 },
                 # The last stream's actions (the one post-generation ran), and every stream's.
                 "runtime": answer_from_rows(attempts[-1]),

@@ -16,7 +16,7 @@ import importlib.util
 import sys
 import types
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 #: Packages always loaded for real (a stand-in for them would hide a broken harness).
 REAL_PREFIXES = ("kdcube_ai_app", "policy", "conformance", "yaml", "pydantic", "pytest", "_pytest")
@@ -93,6 +93,11 @@ class _StandInLoader(importlib.abc.Loader):
         return None
 
 
+#: Optional imports probed with try/except ImportError whose stand-in breaks the prober: requests
+#: reads ``chardet.__version__`` and redis ``hiredis.__version__`` as text when the import succeeds.
+OPTIONAL: Final = frozenset({"chardet", "hiredis"})
+
+
 class StandInFinder(importlib.abc.MetaPathFinder):
     """Last on ``sys.meta_path``: only asked after every real finder said no."""
 
@@ -105,7 +110,12 @@ class StandInFinder(importlib.abc.MetaPathFinder):
         top = fullname.split(".", 1)[0]
         # Standard-library and private modules that are missing on this platform (``_winreg``)
         # must stay missing: code probes for them with try/except ImportError.
-        if top.startswith(REAL_PREFIXES) or top in sys.stdlib_module_names or top.startswith("_"):
+        if (
+            top.startswith(REAL_PREFIXES)
+            or top in sys.stdlib_module_names
+            or top.startswith("_")
+            or top in OPTIONAL
+        ):
             return None
         self.stood_in.add(top)
         return importlib.machinery.ModuleSpec(fullname, _StandInLoader(), is_package=True)

@@ -51,16 +51,18 @@ def actions_of(detail: dict[str, Any]) -> list[list[tuple[int, str, str | None, 
 
 
 def decided(case: dict[str, Any]) -> list[list[tuple[int, str, str | None, bool]]]:
-    """What the runtime decided, stream by stream, as the bridge can show it: a replaced stream
-    shows only through its early starts (accepted, started early)."""
+    """What the runtime decided, stream by stream, as the bridge can show it: a replaced stream,
+    or one whose decision failed (``chat.error``), shows only through its early starts
+    (accepted, started early)."""
     streams = case["runtime_attempts"]
     out = []
     for number, stream in enumerate(streams):
-        if number < len(streams) - 1:
+        if number < len(streams) - 1 or case["input"].get("fails"):
             out.append([(i, "accepted", None, True) for i, a in enumerate(stream) if a["early"]])
         else:
             out.append([(i, a["verdict"], a["code"], a["early"]) for i, a in enumerate(stream)])
-    return out
+    # A stream that shows nothing (a failed decision with no early start) is no attempt at all.
+    return [stream for stream in out if stream]
 
 
 def test_bridged_rounds_are_the_rounds_the_runtime_decided(
@@ -89,6 +91,11 @@ def test_bridged_rounds_are_the_rounds_the_runtime_decided(
         assert all(e.get("inferred") or e["type"] == "action.rejected" for e in detail["events"])
         early = sum(a["early"] for stream in case["runtime_attempts"] for a in stream)
         assert detail["counts"]["early_starts"] == early
+        if case["input"].get("fails"):
+            # The failed turn ended its round, with the error KDCube sent.
+            assert detail["outcome"] == "failed", case["id"]
+            assert detail["error_code"] in ("ServiceException", "TypeError")
+            assert detail["error_message"]
 
     # A replay of the same envelopes is stored once (event ids come from the envelopes).
     before = stored_round(traitdeck, token, "turn-a", 1)
