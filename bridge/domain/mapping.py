@@ -721,8 +721,12 @@ def _error_field(value: Any) -> str | None:
 
 
 def _tool_error_message(error: Any) -> str | None:
-    """The message of a tool result's ``error`` (the runtime's ``_tool_error_payload``)."""
+    """The message of a tool result's ``error`` (the runtime's ``_tool_error_payload``: the
+    handler's error, or ``{"items": [...]}`` with the result rows' errors, the first one told)."""
     if isinstance(error, Mapping):
+        items = error.get("items")
+        if "message" not in error and isinstance(items, list) and items:
+            return _tool_error_message(items[0])
         return _error_field(error.get("message"))
     return _error_field(error)
 

@@ -222,6 +222,46 @@ def test_a_chat_error_escapes_control_characters_and_bounds_the_message() -> Non
     assert mapper.feed(sent).skipped == "chat.error with no open round of the turn"
 
 
+ISOLATED = next(c for c in RECORDED["cases"] if c["id"] == "isolated-tool-killed-at-limit")
+
+
+def _isolated_events(limit_s: float) -> list[dict[str, Any]]:
+    mapper = Mapper(POLICY_AGENTS, isolation_timeout_s=limit_s)
+    return [e for m in ISOLATED["published"] for e in mapper.feed(m["payload"]["data"]).events]
+
+
+def test_an_isolated_call_killed_at_its_limit_is_a_timeout_not_an_error() -> None:
+    # The runtime's subprocess runner killed the child at the limit; the runtime then found the
+    # reserved result file missing and published missing_tool_output, dropping its timeout.
+    limit_s = ISOLATED["input"]["isolation_limit_s"]
+    result = next(
+        m["payload"]["data"]
+        for m in ISOLATED["published"]
+        if m["payload"]["data"]["type"] == "react.tool.result"
+    )
+    assert result["data"]["error_code"] == "missing_tool_output"
+    assert result["data"]["duration_ms"] >= limit_s * 1000
+    events = _isolated_events(limit_s)
+    assert [e for e in events if e["type"] == "tool.finished"] == []  # never both
+    (timeout,) = [e for e in events if e["type"] == "tool.timeout"]
+    assert timeout["inferred"] is True
+    assert timeout["limit_ms"] == limit_s * 1000
+    assert timeout["elapsed_ms"] == result["data"]["duration_ms"]
+    assert timeout["runtime_error_code"] == "missing_tool_output"
+    assert (timeout["action_index"], timeout["tool_id"]) == (0, "workspace_jobs.export_report")
+    assert "missing_tool_output" in timeout["inferred_from"]
+    parse_event(timeout)
+
+
+def test_a_missing_output_before_the_limit_stays_an_error() -> None:
+    # The runtime's own limit is 240 s: a missing result after 12.6 s is no timeout.
+    events = _isolated_events(240)
+    assert [e for e in events if e["type"] == "tool.timeout"] == []
+    (finished,) = [e for e in events if e["type"] == "tool.finished"]
+    assert (finished["status"], finished["error_code"]) == ("error", "missing_tool_output")
+    assert finished["error_message"] == "No output found for tool 'workspace_jobs.export_report'"
+
+
 def test_a_rejection_without_index_is_held_until_the_round_ends_without_a_decision() -> None:
     case = next(c for c in RECORDED["cases"] if c["id"] == "protocol-rejected-single")
     mapper = Mapper(POLICY_AGENTS)
