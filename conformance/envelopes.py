@@ -444,8 +444,12 @@ tools = _Tools()
 """
 #: The repository (``conformance`` importable from the child).
 ROOT = Path(__file__).resolve().parent.parent
-#: Loaded first by the child's Python: the same stand-ins for the runtime's unused imports.
-CHILD_SITE = "import os\nfrom conformance import stubs\nstubs.install(os.environ['KDCUBE_SRC'])\n"
+#: Loaded first by the child's Python: the same stand-ins for the runtime's unused imports, with
+#: the real semantic-kernel (``io_tools.tool_call`` is a ``kernel_function``).
+CHILD_SITE = (
+    "import os\nfrom conformance import stubs\n"
+    "stubs.install(os.environ['KDCUBE_SRC'], real_semantic_kernel=True)\n"
+)
 
 
 async def _run_isolated(decision: dict[str, Any]) -> dict[str, Any]:

@@ -123,10 +123,34 @@ class StandInFinder(importlib.abc.MetaPathFinder):
 
 FINDER = StandInFinder()
 
+#: Stood in even when installed, unless asked for: the recorder's venv has semantic-kernel for
+#: the isolated tool child (its ``io_tools.tool_call`` must be the real function, which a
+#: stand-in ``kernel_function`` decorator would swallow), while every family recorded in the
+#: recorder's own process keeps the answers it was recorded with under the stand-in.
+STOOD_IN_WHEN_INSTALLED: Final = frozenset({"semantic_kernel"})
 
-def install(kdcube_src: str) -> None:
-    """Put the runtime's package root first on ``sys.path`` and the stand-in finder last."""
+
+class _StandInFirst(importlib.abc.MetaPathFinder):
+    """First on ``sys.meta_path``: stands in for :data:`STOOD_IN_WHEN_INSTALLED`."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname.split(".", 1)[0] not in STOOD_IN_WHEN_INSTALLED:
+            return None
+        FINDER.stood_in.add(fullname.split(".", 1)[0])
+        return importlib.machinery.ModuleSpec(fullname, _StandInLoader(), is_package=True)
+
+
+FIRST = _StandInFirst()
+
+
+def install(kdcube_src: str, *, real_semantic_kernel: bool = False) -> None:
+    """Put the runtime's package root first on ``sys.path`` and the stand-in finder last (and,
+    unless ``real_semantic_kernel``, the one for :data:`STOOD_IN_WHEN_INSTALLED` first)."""
     if kdcube_src not in sys.path:
         sys.path.insert(0, kdcube_src)
+    if not real_semantic_kernel and FIRST not in sys.meta_path:
+        sys.meta_path.insert(0, FIRST)
     if FINDER not in sys.meta_path:
         sys.meta_path.append(FINDER)

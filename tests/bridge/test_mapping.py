@@ -254,7 +254,7 @@ def test_an_isolated_call_killed_at_its_limit_is_a_timeout_not_an_error() -> Non
 
 
 def test_a_missing_output_before_the_limit_stays_an_error() -> None:
-    # The runtime's own limit is 240 s: a missing result after 12.6 s is no timeout.
+    # The runtime's own limit is 240 s: a missing result after 12.8 s is no timeout.
     events = _isolated_events(240)
     assert [e for e in events if e["type"] == "tool.timeout"] == []
     (finished,) = [e for e in events if e["type"] == "tool.finished"]
