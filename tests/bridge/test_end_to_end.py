@@ -70,7 +70,9 @@ def test_bridged_rounds_are_the_rounds_the_runtime_decided(
 ) -> None:
     token = traitdeck.token("bridge", "events:write", "events:read")
     log = tmp_path / "bridge.log"
-    bridge = start_bridge(traitdeck, redis_server.url, token, log)
+    # The recorded isolated call was killed at a 12 s limit: the setting tells the bridge so.
+    limit = {"TRAITDECK_KDCUBE_ISOLATION_TIMEOUT_S": "12"}
+    bridge = start_bridge(traitdeck, redis_server.url, token, log, settings=limit)
     wait_until(lambda: subscribed(redis_server), what="the bridge to subscribe")
 
     publish_all(redis_server, RECORDED["cases"])
@@ -91,6 +93,13 @@ def test_bridged_rounds_are_the_rounds_the_runtime_decided(
         assert all(e.get("inferred") or e["type"] == "action.rejected" for e in detail["events"])
         early = sum(a["early"] for stream in case["runtime_attempts"] for a in stream)
         assert detail["counts"]["early_starts"] == early
+        if case["input"].get("isolation_limit_s"):
+            # Killed at its limit: a timeout (inferred), not an error.
+            (call,) = detail["attempts"][0]["actions"]
+            assert call["status"] == "timeout", case["id"]
+            assert call["timeout"]["limit_ms"] == 12_000
+            assert call["timeout"]["runtime_error_code"] == "missing_tool_output"
+            assert detail["counts"]["timeouts"] == 1
         if case["input"].get("fails"):
             # The failed turn ended its round, with the error KDCube sent.
             assert detail["outcome"] == "failed", case["id"]
