@@ -29,7 +29,7 @@ import httpx
 import redis
 
 from bridge.domain.buffer import RoundBuffer
-from bridge.domain.mapping import DEFAULT_PATTERN, Mapper
+from bridge.domain.mapping import DEFAULT_PATTERN, ISOLATION_TIMEOUT_S, Mapper
 from bridge.subscription import Subscription, redacted, redis_retry_wait
 
 logger = logging.getLogger("bridge")
@@ -87,6 +87,8 @@ class Options:
     agents: frozenset[str] | None = None  # fixed agent list (else the server's)
     #: Events held while Traitdeck does not take them; past it the oldest rounds are dropped.
     buffer_events: int = MAX_PENDING
+    #: The runtime's isolated-call limit (``TRAITDECK_KDCUBE_ISOLATION_TIMEOUT_S``).
+    isolation_timeout_s: float = ISOLATION_TIMEOUT_S
 
 
 def traitdeck_client(
@@ -122,7 +124,7 @@ class Bridge:
         self.o = options
         self.stop = stop or threading.Event()
         self.say = say
-        self.mapper = Mapper(options.agents or ())
+        self.mapper = Mapper(options.agents or (), isolation_timeout_s=options.isolation_timeout_s)
         self.counts = Counts()
         self.buffer = RoundBuffer(options.buffer_events)
         #: The batch being posted (kept until Traitdeck takes it or refuses it for good).

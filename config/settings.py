@@ -323,6 +323,16 @@ ROUND_RETENTION_DAYS = int(os.environ.get("TRAITDECK_ROUND_RETENTION_DAYS", "30"
 # name no mode of their own and no instruction profile that declares one (DESIGN §2.10 item 6).
 TRAITDECK_MULTI_ACTION_MODE = os.environ.get("TRAITDECK_MULTI_ACTION_MODE", "off")
 
+#: The KDCube runtime's limit for an isolated tool call (``execute_tool_in_isolation`` passes
+#: ``timeout_s=240``): the KDCube bridge reads a ``missing_tool_output`` error at or past it as
+#: the timeout it is (docs/kdcube-events.md). Whole seconds, at least 1.
+TRAITDECK_KDCUBE_ISOLATION_TIMEOUT_S = env_int("TRAITDECK_KDCUBE_ISOLATION_TIMEOUT_S", 240)
+if TRAITDECK_KDCUBE_ISOLATION_TIMEOUT_S < 1:
+    raise ImproperlyConfigured(
+        "TRAITDECK_KDCUBE_ISOLATION_TIMEOUT_S must be at least 1 (seconds), not "
+        f"{TRAITDECK_KDCUBE_ISOLATION_TIMEOUT_S}."
+    )
+
 # --- input checks, login throttling and the web's caps (hardening) ------------------------------
 #: Events whose ``ts`` is later than now plus this many seconds are rejected (by index).
 TRAITDECK_CLOCK_SKEW_S = int(os.environ.get("TRAITDECK_CLOCK_SKEW_S", "600"))

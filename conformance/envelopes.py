@@ -29,7 +29,11 @@ import asyncio
 import copy
 import importlib
 import json
+import os
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -142,7 +146,65 @@ SCENARIOS: list[dict[str, Any]] = [
         ],
         "turn_ends": True,
     },
+    {
+        # A re-stream that ends in a final answer (issue 35): the first stream started
+        # launch_background_job early at slot 0 and broke; the second decided complete at 0.
+        "id": "restream-final-answer",
+        "agent_id": "main",
+        "turn_id": "turn-d",
+        "iteration": 0,
+        "mode": "on",
+        "attempts": [
+            [{"action": "call_tool", "tool_id": J + "launch_background_job", "params": {}}],
+            [{"action": "complete", "final_answer": "done"}],
+        ],
+        "turn_ends": True,
+    },
+    {
+        # The decision node raises a provider error, which the runtime's retry_with_compaction
+        # does not retry (not a context-limit error): the turn fails with chat.error (issue 35).
+        "id": "decision-provider-error",
+        "agent_id": "main",
+        "turn_id": "turn-e",
+        "iteration": 0,
+        "mode": "off",
+        "actions": [{"action": "call_tool", "tool_id": J + "search", "params": {"query": "p"}}],
+        "fails": "provider",
+    },
+    {
+        # A context-limit error: retry_with_compaction's retry itself crashes (force_sanitize is
+        # passed twice) and the turn fails with chat.error (issue 35).
+        "id": "decision-context-limit-retry-crashes",
+        "agent_id": "main",
+        "turn_id": "turn-f",
+        "iteration": 1,
+        "mode": "on",
+        "actions": [
+            {"action": "call_tool", "tool_id": J + "launch_background_job", "params": {}},
+            {"action": "call_tool", "tool_id": J + "search", "params": {"query": "c"}},
+        ],
+        "fails": "context_limit",
+    },
+    {
+        # An isolated tool that runs past its limit (issue 35): the runtime's own
+        # execute_tool_in_isolation runs it in a real child process, its subprocess runner kills
+        # the child at ISOLATION_LIMIT_S, and the result file the child reserved is missing.
+        "id": "isolated-tool-killed-at-limit",
+        "agent_id": "main",
+        "turn_id": "turn-g",
+        "iteration": 0,
+        "mode": "off",
+        "actions": [
+            {"action": "call_tool", "tool_id": J + "export_report", "params": {"fmt": "pdf"}}
+        ],
+        "isolated": True,
+        "turn_ends": True,
+    },
 ]
+#: The isolation limit of the recorded isolated call, in seconds (the runtime's is 240, which
+#: ``execute_tool_in_isolation`` passes as ``timeout_s``; the recorder passes this one instead).
+#: Long enough for the child to start and reserve its result file on a busy machine.
+ISOLATION_LIMIT_S = 12
 
 
 def attempts_of(scenario: dict[str, Any]) -> list[list[dict[str, Any]]]:
@@ -205,6 +267,8 @@ async def _play(
     current: dict[str, int] = {"index": -1}
 
     async def tool(**kwargs: Any) -> dict[str, Any]:
+        if scenario.get("isolated"):
+            return await _run_isolated(kwargs["state"]["last_decision"])
         code = errors.get(current["index"])
         if code:
             return {"last_tool_result": [{"error": {"code": code, "message": code}}]}
@@ -235,6 +299,9 @@ async def _play(
             if early and early["started"]:
                 decision = round_driver.decision_of(action)
                 await execute(decision, row["index"], early["tool_call_id"])
+    if scenario.get("fails"):
+        await _fail_decision(rt, comm, scenario["fails"])
+        return capture.published
     rows, actions = attempts[-1], attempts_of(scenario)[-1]
     single = scenario["mode"] == "off" or len(actions) == 1
     accepted: list[tuple[int, dict[str, Any]]] = []
@@ -300,6 +367,156 @@ async def _play(
     return capture.published
 
 
+#: What the decision node passes ``retry_with_compaction`` as ``render_params``
+#: (``ReactSolverV2``'s decision call, ``v3/runtime.py``; no compaction was asked for).
+DECISION_RENDER_PARAMS: dict[str, Any] = {
+    "cache_last": True,
+    "include_sources": True,
+    "include_announce": True,
+    "force_sanitize": False,
+}
+#: The provider errors of the failing scenarios (``ServiceError`` fields as the model service
+#: fills them): a rate limit (not retried) and a context-limit error (retried with compaction).
+PROVIDER_ERRORS: dict[str, dict[str, Any]] = {
+    "provider": {
+        "error_type": "RateLimitError",
+        "message": "Provider rate limit reached (429): retry after 20 s",
+        "http_status": 429,
+        "retryable": True,
+    },
+    "context_limit": {
+        "error_type": "BadRequestError",
+        "message": "prompt too long: 212000 tokens > 200000 maximum",
+        "http_status": 400,
+        "code": "context_length_exceeded",
+    },
+}
+
+
+async def _fail_decision(rt: harness.Runtime, comm: Any, kind: str) -> None:
+    """The decision node's model call fails: the runtime's own ``retry_with_compaction`` runs it
+    (the decision agent raising the provider's ``ServiceException``), and what it raises goes
+    to the entrypoint's ``report_turn_error``, which publishes ``chat.error``."""
+    errors = importlib.import_module("kdcube_ai_app.infra.service_hub.errors")
+    retry = importlib.import_module(f"{harness.SDK}.solutions.chatbot.agent_retry")
+    entrypoint = importlib.import_module(f"{harness.SDK}.solutions.chatbot.entrypoint")
+
+    class Timeline:
+        async def render(self, **params: Any) -> list[dict[str, Any]]:
+            return [{"type": "text", "text": "timeline"}]
+
+    async def decision_agent(**kwargs: Any) -> Any:
+        err = errors.ServiceError(
+            kind="llm",
+            service_name="ModelServiceBase",
+            provider="anthropic",
+            model_name="claude-sonnet-4",
+            **PROVIDER_ERRORS[kind],
+        )
+        raise errors.ServiceException(err)
+
+    node = object.__new__(entrypoint.BaseEntrypoint)
+    node.logger = SimpleNamespace(log=lambda *args, **kwargs: None)
+    node._comm = comm
+    node.comm_context = None
+    try:
+        await retry.retry_with_compaction(
+            ctx_browser=SimpleNamespace(timeline=Timeline()),
+            system_text_fn=lambda: "system",
+            render_params=dict(DECISION_RENDER_PARAMS),
+            agent_fn=decision_agent,
+        )
+    except Exception as exc:
+        await entrypoint.BaseEntrypoint.report_turn_error(node, state={}, exc=exc)
+
+
+#: The slow tool the isolated child runs (the module the ``workspace_jobs`` alias names).
+SLOW_TOOLS = """import asyncio
+
+
+class _Tools:
+    async def export_report(self, **params):
+        await asyncio.sleep(600)
+        return {"ok": True}
+
+
+tools = _Tools()
+"""
+#: The repository (``conformance`` importable from the child).
+ROOT = Path(__file__).resolve().parent.parent
+#: Loaded first by the child's Python: the same stand-ins for the runtime's unused imports, with
+#: the real semantic-kernel (``io_tools.tool_call`` is a ``kernel_function``).
+CHILD_SITE = (
+    "import os\nfrom conformance import stubs\n"
+    "stubs.install(os.environ['KDCUBE_SRC'], real_semantic_kernel=True)\n"
+)
+
+
+async def _run_isolated(decision: dict[str, Any]) -> dict[str, Any]:
+    """Run the decision's call as the runtime runs an isolated tool: its own
+    ``execute_tool_in_isolation`` (the child's ``main.py``, bootstrap and ``io_tools.tool_call``,
+    which reserves the result file before the tool runs), through ``_InProcessRuntime`` and
+    ``_run_subprocess``, with :data:`ISOLATION_LIMIT_S` as the limit. The tool handler's result
+    row (``last_tool_result``) carries the error it returns, as the external tool handler's does."""
+    execution = importlib.import_module(f"{harness.SDK}.runtime.execution")
+    iso = importlib.import_module(f"{harness.SDK}.runtime.iso_runtime")
+    proto = importlib.import_module(f"{harness.SDK}.solutions.react.proto")
+    portable = importlib.import_module(f"{harness.SDK}.runtime.portable_spec")
+    base = Path(tempfile.mkdtemp(prefix="kdcube-iso-"))
+    try:
+        (base / "mods").mkdir()
+        (base / "mods" / "slow_jobs.py").write_text(SLOW_TOOLS, encoding="utf-8")
+        (base / "site").mkdir()
+        (base / "site" / "sitecustomize.py").write_text(CHILD_SITE, encoding="utf-8")
+        sys.path.insert(0, str(base / "mods"))
+        slow_jobs = importlib.import_module("slow_jobs")
+        alias = decision["tool_call"]["tool_id"].split(".", 1)[0]
+        manager = SimpleNamespace(
+            tool_modules_tuple_list=lambda: [("slow_jobs", slow_jobs)],
+            export_runtime_globals=lambda: {
+                "TOOL_ALIAS_MAP": {alias: "slow_jobs"},
+                "TOOL_MODULE_FILES": {alias: str(base / "mods" / "slow_jobs.py")},
+            },
+            build_portable_spec=lambda: portable.PortableSpec(
+                model_config=portable.ModelConfigSpec()
+            ),
+            comm=None,
+            bundle_root=str(base),
+        )
+        run = iso._InProcessRuntime.run_tool_in_isolation
+
+        async def with_limit(self: Any, **kwargs: Any) -> Any:
+            return await run(self, **{**kwargs, "timeout_s": ISOLATION_LIMIT_S})
+
+        old_path = os.environ.get("PYTHONPATH", "")
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(base / "site"), str(ROOT), old_path])
+        iso._InProcessRuntime.run_tool_in_isolation = with_limit
+        try:
+            response = await execution.execute_tool_in_isolation(
+                runtime_ctx=proto.RuntimeCtx(conversation_id="conv-1", turn_id="turn-g"),
+                tool_execution_context={
+                    "tool_id": decision["tool_call"]["tool_id"],
+                    "params": decision["tool_call"].get("params") or {},
+                },
+                workdir=base / "work",
+                outdir=base / "out",
+                tool_manager=manager,
+                logger=SimpleNamespace(log=lambda *args, **kwargs: None),
+            )
+        finally:
+            iso._InProcessRuntime.run_tool_in_isolation = run
+            os.environ["PYTHONPATH"] = old_path
+            sys.path.remove(str(base / "mods"))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    error = response.get("error") or {}
+    return {
+        "last_tool_result": [
+            {"error": {"code": error.get("code"), "message": error.get("message")}}
+        ]
+    }
+
+
 def record(rt: harness.Runtime) -> list[dict[str, Any]]:
     from conformance import round_driver, round_policies, runtime_policy
     from conformance.families.rounds import answer_from_rows
@@ -326,6 +543,13 @@ def record(rt: harness.Runtime) -> list[dict[str, Any]]:
                     "round": spec,
                     "multi_action_mode": scenario["mode"],
                     "tool_errors": {str(k): v for k, v in scenario.get("errors", {}).items()},
+                    # The decision's model call fails: no decision step, the turn ends in
+                    # chat.error (the runtime's own verdicts are those of the stream).
+                    **({"fails": scenario["fails"]} if scenario.get("fails") else {}),
+                    # The limit the runtime's subprocess runner had for an isolated call.
+                    **(
+                        {"isolation_limit_s": ISOLATION_LIMIT_S} if scenario.get("isolated") else {}
+                    ),
                 },
                 # The last stream's actions (the one post-generation ran), and every stream's.
                 "runtime": answer_from_rows(attempts[-1]),

@@ -16,7 +16,7 @@ import importlib.util
 import sys
 import types
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 #: Packages always loaded for real (a stand-in for them would hide a broken harness).
 REAL_PREFIXES = ("kdcube_ai_app", "policy", "conformance", "yaml", "pydantic", "pytest", "_pytest")
@@ -93,6 +93,11 @@ class _StandInLoader(importlib.abc.Loader):
         return None
 
 
+#: Optional imports probed with try/except ImportError whose stand-in breaks the prober: requests
+#: reads ``chardet.__version__`` and redis ``hiredis.__version__`` as text when the import succeeds.
+OPTIONAL: Final = frozenset({"chardet", "hiredis"})
+
+
 class StandInFinder(importlib.abc.MetaPathFinder):
     """Last on ``sys.meta_path``: only asked after every real finder said no."""
 
@@ -105,7 +110,12 @@ class StandInFinder(importlib.abc.MetaPathFinder):
         top = fullname.split(".", 1)[0]
         # Standard-library and private modules that are missing on this platform (``_winreg``)
         # must stay missing: code probes for them with try/except ImportError.
-        if top.startswith(REAL_PREFIXES) or top in sys.stdlib_module_names or top.startswith("_"):
+        if (
+            top.startswith(REAL_PREFIXES)
+            or top in sys.stdlib_module_names
+            or top.startswith("_")
+            or top in OPTIONAL
+        ):
             return None
         self.stood_in.add(top)
         return importlib.machinery.ModuleSpec(fullname, _StandInLoader(), is_package=True)
@@ -113,10 +123,34 @@ class StandInFinder(importlib.abc.MetaPathFinder):
 
 FINDER = StandInFinder()
 
+#: Stood in even when installed, unless asked for: the recorder's venv has semantic-kernel for
+#: the isolated tool child (its ``io_tools.tool_call`` must be the real function, which a
+#: stand-in ``kernel_function`` decorator would swallow), while every family recorded in the
+#: recorder's own process keeps the answers it was recorded with under the stand-in.
+STOOD_IN_WHEN_INSTALLED: Final = frozenset({"semantic_kernel"})
 
-def install(kdcube_src: str) -> None:
-    """Put the runtime's package root first on ``sys.path`` and the stand-in finder last."""
+
+class _StandInFirst(importlib.abc.MetaPathFinder):
+    """First on ``sys.meta_path``: stands in for :data:`STOOD_IN_WHEN_INSTALLED`."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname.split(".", 1)[0] not in STOOD_IN_WHEN_INSTALLED:
+            return None
+        FINDER.stood_in.add(fullname.split(".", 1)[0])
+        return importlib.machinery.ModuleSpec(fullname, _StandInLoader(), is_package=True)
+
+
+FIRST = _StandInFirst()
+
+
+def install(kdcube_src: str, *, real_semantic_kernel: bool = False) -> None:
+    """Put the runtime's package root first on ``sys.path`` and the stand-in finder last (and,
+    unless ``real_semantic_kernel``, the one for :data:`STOOD_IN_WHEN_INSTALLED` first)."""
     if kdcube_src not in sys.path:
         sys.path.insert(0, kdcube_src)
+    if not real_semantic_kernel and FIRST not in sys.meta_path:
+        sys.meta_path.insert(0, FIRST)
     if FINDER not in sys.meta_path:
         sys.meta_path.append(FINDER)

@@ -10,7 +10,11 @@ something about a round (docs/kdcube-events.md has the table):
   the slot hash arriving before the decision step) or ``tool.started``, and ``tool.finished``;
 - ``react.tool.rejected`` → ``action.rejected`` (code, extra, the index when the runtime gives it);
 - the ``solver.react.decision`` step → ``generation.finished`` and the accepted actions;
-- the next round of the turn, or ``chat.complete`` → ``round.finished``.
+- the next round of the turn, or ``chat.complete`` → ``round.finished``;
+- ``chat.error`` (the turn failed: the decision node raised) → ``round.finished`` ``failed`` of the
+  turn's open rounds, with the error KDCube sent;
+- an isolated call's ``missing_tool_output`` error at or past the isolation limit (the runtime's
+  subprocess runner killed it) → an inferred ``tool.timeout`` instead of ``tool.finished``.
 
 Everything the runtime did not publish as such carries ``"inferred": true``; a field with no
 signal is null (``max_actions``, ``fingerprint``, ``outcome``, ``action_index``) — never made up.
@@ -49,6 +53,14 @@ MAX_SLOTS: Final = 32
 #: Rounds remembered for inference (oldest forgotten first).
 MAX_ROUNDS: Final = 5000
 MAX_TEXT: Final = 200
+#: The longest error text an event carries (the protocol's bound for ``error_message``).
+MAX_ERROR_TEXT: Final = 2000
+#: KDCube's limit for an isolated tool call (``execute_tool_in_isolation``: ``timeout_s=240``).
+ISOLATION_TIMEOUT_S: Final = 240.0
+#: The error code KDCube publishes for an isolated call its subprocess runner killed at the limit
+#: (the result file the child reserved is missing; the timeout error itself is dropped).
+MISSING_OUTPUT: Final = "missing_tool_output"
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 #: The emit points proposed to the runtime (docs/kdcube-events.md): when a runtime publishes them
 #: the bridge maps them as they are (not inferred) and stops inferring what they cover.
 EXACT: Final[Mapping[str, tuple[str, tuple[str, ...]]]] = {
@@ -216,8 +228,13 @@ def _iteration(value: Any) -> int:
 class Mapper:
     """Maps envelopes one at a time, remembering what the round needs for inference."""
 
-    def __init__(self, agents: Collection[str] = ()) -> None:
+    def __init__(
+        self, agents: Collection[str] = (), *, isolation_timeout_s: float = ISOLATION_TIMEOUT_S
+    ) -> None:
         self.agents = frozenset(agents)
+        #: The runtime's isolated-call limit, in ms (``TRAITDECK_KDCUBE_ISOLATION_TIMEOUT_S``).
+        limit = isolation_timeout_s * 1000
+        self.isolation_limit_ms: float = int(limit) if float(limit).is_integer() else limit
         self.rounds: OrderedDict[tuple[str, str, int], _Round] = OrderedDict()
         #: Each call's round, action index and stream, for its result.
         self.calls: dict[str, tuple[tuple[str, str, int], int | None, int]] = {}
@@ -272,18 +289,24 @@ class Mapper:
             out.append(env.make(made, "round.started", max_actions=None, policy_hash=None))
         return made
 
-    def _finish(self, env: _Env, rnd: _Round) -> list[dict[str, Any]]:
+    def _finish(
+        self, env: _Env, rnd: _Round, failed: Mapping[str, str] | None = None
+    ) -> list[dict[str, Any]]:
         """The round's end, after the rejections still waiting for an index (none came: the
-        decision step never did)."""
+        decision step never did). ``failed``: the turn's error (``chat.error``), which makes the
+        outcome ``failed`` and is carried as ``error_code`` / ``error_message``."""
         held = [event for pair in rnd.unindexed for event in pair[1:]]
         rnd.unindexed.clear()
         rnd.finished = True
         outcome = None
-        if rnd.accepted:
+        if failed is not None:
+            outcome = "failed"
+        elif rnd.accepted:
             outcome = "ok"
         elif rnd.decided and (rnd.rejected or rnd.rejected_whole):
             outcome = "retried"
-        return [*held, env.make(rnd, "round.finished", outcome=outcome)]
+        reason: dict[str, Any] = dict(failed or {})
+        return [*held, env.make(rnd, "round.finished", outcome=outcome, **reason)]
 
     def _map(self, env: _Env) -> Outcome:
         out: list[dict[str, Any]] = []
@@ -306,16 +329,17 @@ class Mapper:
             self._rejected(env, out)
         elif kind == "solver.react.decision":
             self._decision(env, out)
-        elif kind == "chat.complete":
+        elif kind in ("chat.complete", "chat.error"):
             open_rounds = [
                 r
                 for r in self.rounds.values()
                 if r.agent == env.agent and r.turn_id == env.turn_id and not r.finished
             ]
             if not open_rounds:
-                raise _Skip("chat.complete with no open round of the turn")
+                raise _Skip(f"{kind} with no open round of the turn")
+            failed = _turn_error(env.data) if kind == "chat.error" else None
             for rnd in open_rounds:
-                out.extend(self._finish(env, rnd))
+                out.extend(self._finish(env, rnd, failed))
         else:
             raise _Skip(f"{kind[:60]}: no round signal")
         return Outcome(events=out)
@@ -448,9 +472,16 @@ class Mapper:
         if isinstance(duration, bool) or not isinstance(duration, int | float) or duration < 0:
             duration = 0
         status = "error" if str(env.event.get("status")) == "error" else "ok"
+        code = _error_field(data.get("error_code")) if status == "error" else None
+        if code == MISSING_OUTPUT and duration >= self.isolation_limit_ms:
+            out.append(self._inferred_timeout(env, rnd, attempt, index, tool_id, call_id, duration))
+            return
         extra: dict[str, Any] = {}
-        if isinstance(data.get("error_code"), str):
-            extra["error_code"] = data["error_code"][:MAX_TEXT]
+        if code is not None:
+            extra["error_code"] = code
+        message = _tool_error_message(data.get("error")) if status == "error" else None
+        if message is not None:
+            extra["error_message"] = message
         out.append(
             env.make(
                 rnd,
@@ -464,6 +495,39 @@ class Mapper:
                 duration_ms=duration,
                 **extra,
             )
+        )
+
+    def _inferred_timeout(
+        self,
+        env: _Env,
+        rnd: _Round,
+        attempt: int | None,
+        index: int | None,
+        tool_id: str,
+        call_id: str,
+        duration: float,
+    ) -> dict[str, Any]:
+        """An isolated call KDCube's subprocess runner killed at its limit: the runtime then
+        finds no result file and publishes ``missing_tool_output`` (dropping its own timeout
+        error), so a ``missing_tool_output`` at or past the limit is the timeout. It replaces
+        the error ``tool.finished`` (never both: tool health would count the call twice)."""
+        limit = self.isolation_limit_ms
+        return env.make(
+            rnd,
+            "tool.timeout",
+            attempt=attempt,
+            action_index=index,
+            tool_id=tool_id,
+            tool_call_id=call_id,
+            limit_ms=limit,
+            elapsed_ms=duration,
+            async_alternative=None,
+            runtime_error_code=MISSING_OUTPUT,
+            inferred_from=(
+                f"timeout: the runtime reported {MISSING_OUTPUT} after {duration:g} ms, at or "
+                f"past its isolation limit of {limit:g} ms (its subprocess runner kills the call "
+                "there and the result file is then missing)"
+            ),
         )
 
     def _rejected(self, env: _Env, out: list[dict[str, Any]]) -> None:
@@ -548,8 +612,7 @@ class Mapper:
         rnd.bundle = items
         free = (i for i in range(MAX_SLOTS + len(items)) if i not in rnd.rejected)
         rnd.positions = [next(free) for _ in items]
-        if "actions" not in rnd.exact:
-            self._restream(env, rnd, out)
+        restream = self._restream(env, rnd, out) if "actions" not in rnd.exact else None
         if "generation" not in rnd.exact:
             out.append(env.make(rnd, "generation.finished"))
         # A bundle's rejection without index: the index stays unknown.
@@ -566,7 +629,8 @@ class Mapper:
                 continue
             index = rnd.positions[position]
             rnd.used_positions.add(position)
-            out.extend(self._observe(env, rnd, index, action[:MAX_TEXT], None))
+            notes = {"inferred_from": restream} if restream else {}
+            out.extend(self._observe(env, rnd, index, action[:MAX_TEXT], None, **notes))
 
     def _place_unindexed(self, rnd: _Round, out: list[dict[str, Any]]) -> None:
         note = (
@@ -583,24 +647,17 @@ class Mapper:
         rnd.rejected.add(0)
         rnd.observed.add(0)
 
-    def _restream(self, env: _Env, rnd: _Round, out: list[dict[str, Any]]) -> None:
-        """A decision that puts another tool on a slot an early start took came from a later
-        stream of the round (a provider re-stream, which publishes nothing of its own): its
-        actions are placed in attempt 1, each observed and accepted, so none is hidden behind
-        the early start."""
-        clash = None
-        for position, item in enumerate(rnd.bundle):
-            index = rnd.positions[position]
-            early_tool = rnd.early_tools.get(index)
-            tool_id = _bundle_tool(item)
-            if early_tool is not None and tool_id is not None and tool_id != early_tool:
-                clash = (index, tool_id, early_tool)
-                break
+    def _restream(self, env: _Env, rnd: _Round, out: list[dict[str, Any]]) -> str | None:
+        """A decision that puts another tool (or a final answer) on a slot an early start took
+        came from a later stream of the round (a provider re-stream, which publishes nothing of
+        its own): its actions are placed in attempt 1, each observed and accepted, so none is
+        hidden behind the early start. The note saying so, or None (no re-stream)."""
+        clash = _clash(rnd)
         if clash is None:
-            return
-        index, tool_id, early_tool = clash
+            return None
+        index, what, early_tool = clash
         note = (
-            f"re-stream: the decision step puts {tool_id} at action {index}, where "
+            f"re-stream: the decision step puts {what} at action {index}, where "
             f"{early_tool} had started early, so the decision came from a later stream; "
             "its actions are shown as attempt 1 (the attempt number is inferred)"
         )
@@ -633,6 +690,59 @@ class Mapper:
                     inferred_from=note,
                 )
             )
+        return note
+
+
+def _clash(rnd: _Round) -> tuple[int, str, str] | None:
+    """The first action of the decision that contradicts an early start at its slot: another
+    tool, or an action that is no tool call at all (a final answer; with no bundle the decision
+    is one action at index 0). Its index, what it is, and the tool that started early there."""
+    for position, item in enumerate(rnd.bundle):
+        index = rnd.positions[position]
+        early_tool = rnd.early_tools.get(index)
+        if early_tool is None:
+            continue
+        action = str(item.get("action") or "").strip()
+        tool_id = _bundle_tool(item)
+        if action != "call_tool" and action:
+            return index, f"a final answer ({action[:MAX_TEXT]})", early_tool
+        if tool_id is not None and tool_id != early_tool:
+            return index, tool_id, early_tool
+    return None
+
+
+def _error_field(value: Any) -> str | None:
+    """An error text as the protocol carries it: a non-empty string, control characters shown
+    escaped (``\\n``), at most :data:`MAX_ERROR_TEXT` characters; else None."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), value)
+    return text[: MAX_ERROR_TEXT - 1] + "…" if len(text) > MAX_ERROR_TEXT else text
+
+
+def _tool_error_message(error: Any) -> str | None:
+    """The message of a tool result's ``error`` (the runtime's ``_tool_error_payload``: the
+    handler's error, or ``{"items": [...]}`` with the result rows' errors, the first one told)."""
+    if isinstance(error, Mapping):
+        items = error.get("items")
+        if "message" not in error and isinstance(items, list) and items:
+            return _tool_error_message(items[0])
+        return _error_field(error.get("message"))
+    return _error_field(error)
+
+
+def _turn_error(data: Mapping[str, Any]) -> dict[str, str]:
+    """What a ``chat.error`` says about why the turn failed (``ChatCommunicator.error``:
+    ``data.error`` the message; the workflow's handlers add ``error_type``, the exception's
+    class or the phase error's code)."""
+    found: dict[str, str] = {}
+    code = _error_field(data.get("error_type"))
+    message = _error_field(data.get("error")) or _error_field(data.get("error_message"))
+    if code is not None:
+        found["error_code"] = code
+    if message is not None:
+        found["error_message"] = message
+    return found
 
 
 def _bundle_tool(item: Mapping[str, Any]) -> str | None:

@@ -52,6 +52,9 @@ OUTCOMES: Final = ("ok", "retried", "failed")
 
 #: Bounds that keep a stored event small and indexable; the runtime never comes near them.
 MAX_TEXT: Final = 200
+#: The longest ``error_code`` / ``error_message`` a failed round or call may carry (a runtime's
+#: error text, not a log: longer is refused, never cut).
+MAX_ERROR_TEXT: Final = 2000
 MAX_INT: Final = 2**31 - 1
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
@@ -349,14 +352,19 @@ def _identifier(value: str, name: str) -> str:
     """``agent``, ``turn_id`` and ``tool_id`` name things people open and filter by: a control
     character (a line break, a tab, DEL…) would make them unreadable and unusable in a URL, and
     ``.``/``..`` are not names but path steps a browser resolves (DESIGN §4 field rules)."""
+    _no_control(value, name)
+    if value in (".", ".."):
+        raise EventError(f"{name} must not be {value!r} (a '.' or '..' path segment)")
+    return value
+
+
+def _no_control(value: str, name: str) -> str:
     found = _CONTROL.search(value)
     if found is not None:
         raise EventError(
             f"{name} must not contain control characters (U+{ord(found.group()):04X} at"
             f" position {found.start()})"
         )
-    if value in (".", ".."):
-        raise EventError(f"{name} must not be {value!r} (a '.' or '..' path segment)")
     return value
 
 
@@ -447,6 +455,29 @@ def _optional_text(raw: Mapping[str, Any], data: dict[str, Any], name: str) -> N
     data[name] = None if value is None else _check_text(value, name)
 
 
+def _error_text(raw: Mapping[str, Any], data: dict[str, Any], name: str) -> None:
+    """An optional error field (``error_code``, ``error_message``, ``runtime_error_code``): a
+    non-empty string of at most :data:`MAX_ERROR_TEXT` characters without control characters
+    (it is shown on the round page and the live card as text, like an id). Null and absent are
+    the same and stored as absent, so events stored before the field existed keep their content."""
+    value = raw.get(name)
+    if value is None:
+        data.pop(name, None)
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise EventError(f"{name} must be a non-empty string or null, got {_show(value)}")
+    if len(value) > MAX_ERROR_TEXT:
+        raise EventError(f"{name} must be at most {MAX_ERROR_TEXT} characters, got {len(value)}")
+    data[name] = _no_control(value, name)
+
+
+#: The optional error fields of ``tool.finished`` and ``round.finished`` (why a call or a round
+#: failed, as the runtime said it).
+_ERROR: Final[tuple[tuple[str, _Check], ...]] = (
+    ("error_code", _error_text),
+    ("error_message", _error_text),
+)
+
 _CALL: Final[tuple[tuple[str, _Check], ...]] = (
     ("action_index", _count_field),
     ("tool_id", _tool_id),
@@ -474,7 +505,12 @@ _FIELDS: Final[Mapping[str, tuple[tuple[str, _Check], ...]]] = {
     ),
     TOOL_EARLY_STARTED: (*_CALL, ("fingerprint", _fingerprint)),
     TOOL_STARTED: _CALL,
-    TOOL_FINISHED: (*_CALL, ("status", _choice(TOOL_STATUSES)), ("duration_ms", _duration)),
+    TOOL_FINISHED: (
+        *_CALL,
+        ("status", _choice(TOOL_STATUSES)),
+        ("duration_ms", _duration),
+        *_ERROR,
+    ),
     LEDGER_DEDUP: (
         *_CALL,
         ("original_action_index", _count_field),
@@ -486,9 +522,11 @@ _FIELDS: Final[Mapping[str, tuple[tuple[str, _Check], ...]]] = {
         ("limit_ms", _number),
         ("elapsed_ms", _duration),
         ("async_alternative", _optional_text),
+        # A bridge's inferred timeout: the error code the runtime published instead.
+        ("runtime_error_code", _error_text),
     ),
     GENERATION_FINISHED: (),
-    ROUND_FINISHED: (("outcome", _choice(OUTCOMES)),),
+    ROUND_FINISHED: (("outcome", _choice(OUTCOMES)), *_ERROR),
 }
 
 #: Fields an event marked ``"inferred": true`` may leave null (DESIGN §4): a bridge that reads a

@@ -61,6 +61,9 @@ class Timeout:
     limit_ms: float
     elapsed_ms: float
     async_alternative: str | None
+    #: A bridge's inferred timeout: the error code the runtime published instead (KDCube's
+    #: ``missing_tool_output`` for an isolated tool killed at its limit).
+    runtime_error_code: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,9 @@ class RoundAction:
     tool_call_id: str | None = None
     dedup: Dedup | None = None
     timeout: Timeout | None = None
+    #: Why the call failed, as its ``tool.finished`` said (optional fields, DESIGN §4).
+    error_code: str | None = None
+    error_message: str | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,9 @@ class Round:
     tool_ids: frozenset[str]
     attempts: tuple[Attempt, ...]
     events: tuple[Event, ...] = field(repr=False)
+    #: Why the round failed, as its ``round.finished`` said (optional fields, DESIGN §4).
+    error_code: str | None = None
+    error_message: str | None = None
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -165,8 +174,14 @@ _SLOT_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     TOOL_EARLY_STARTED: ("tool_call_id",),
     LEDGER_DEDUP: ("tool_call_id", "original_action_index", "match", "fingerprint"),
     TOOL_STARTED: ("tool_call_id",),
-    TOOL_FINISHED: ("tool_call_id", "status", "duration_ms"),
-    TOOL_TIMEOUT: ("tool_call_id", "limit_ms", "elapsed_ms", "async_alternative"),
+    TOOL_FINISHED: ("tool_call_id", "status", "duration_ms", "error_code", "error_message"),
+    TOOL_TIMEOUT: (
+        "tool_call_id",
+        "limit_ms",
+        "elapsed_ms",
+        "async_alternative",
+        "runtime_error_code",
+    ),
 }
 assert set(_SLOT_FIELDS) == set(ACTION_EVENT_TYPES)
 #: Slot keys besides the event types: the earliest named tool, the earliest observed params.
@@ -175,7 +190,9 @@ _TOOL, _PARAMS = "tool", "params"
 #: One kept event: ``[ts, event_id, *fields]``, ``ts`` as the event sent it (RFC 3339 text, so
 #: that ``(ts, event_id)`` orders marks as it orders events), then the fields its type keeps
 #: (:data:`_SLOT_FIELDS`; ``round.started``: max_actions, policy_hash, multi_action_mode;
-#: ``round.finished``: outcome; ``tool``: tool_id; ``params``: None, the params as JSON text).
+#: ``round.finished``: outcome, error_code, error_message; ``tool``: tool_id; ``params``: None,
+#: the params as JSON text). A mark stored before a field was added is shorter: the missing
+#: fields read as None.
 #: A list, not a tuple: it is stored as JSON and read back as a list.
 Mark = list[Any]
 #: One action slot, ``"{attempt}:{index}"`` in :class:`Assembly`: per action-level event type
@@ -277,7 +294,10 @@ def assembly_merge(state: Assembly, events: Iterable[Event]) -> Assembly:
             mark = [ts, event_id, data["max_actions"], data.get("policy_hash"), mode]
             _keep(top, "start", mark, latest=False)
         elif event_type == ROUND_FINISHED:
-            _keep(top, "end", [ts, event_id, data["outcome"]], latest=True)
+            mark = [ts, event_id, data["outcome"]]
+            if data.get("error_code") is not None or data.get("error_message") is not None:
+                mark += [data.get("error_code"), data.get("error_message")]
+            _keep(top, "end", mark, latest=True)
         elif event_type == GENERATION_FINISHED:
             _keep(generation, str(event.attempt), [ts, event_id], latest=True)
     state["tools"] = sorted(tools)
@@ -300,6 +320,9 @@ class AssemblySummary:
     max_actions: int | None
     counts: Mapping[str, int]
     tool_ids: frozenset[str]
+    #: Why the round failed (its ``round.finished``'s optional fields), else None.
+    error_code: str | None = None
+    error_message: str | None = None
 
 
 def assembly_summary(state: Assembly) -> AssemblySummary:
@@ -326,6 +349,8 @@ def assembly_summary(state: Assembly) -> AssemblySummary:
         max_actions=start[2] if start is not None else None,
         counts=counts,
         tool_ids=frozenset(state["tools"]),
+        error_code=end[3] if end is not None and len(end) > 3 else None,
+        error_message=end[4] if end is not None and len(end) > 4 else None,
     )
 
 
@@ -346,7 +371,9 @@ def assembly_actions(state: Assembly) -> dict[tuple[int, int], RoundAction]:
         )
         action = RoundAction(index=index)
         for ts, _, event_type, mark in marks:
-            fields = dict(zip(_SLOT_FIELDS[event_type], mark[2:], strict=True))
+            names, values = _SLOT_FIELDS[event_type], mark[2:]
+            # A mark stored before a field was added is shorter: the missing fields are None.
+            fields = {name: values[i] if i < len(values) else None for i, name in enumerate(names)}
             action = _apply(action, event_type, _time(ts), fields)
         # The observed action names the tool (or none); until it arrives, the earliest event
         # that names one does.
@@ -504,6 +531,8 @@ def assembly_round(
         tool_ids=summary.tool_ids,
         attempts=attempts,
         events=events,
+        error_code=summary.error_code,
+        error_message=summary.error_message,
     )
 
 
@@ -582,9 +611,16 @@ def _apply(
             status=data["status"],
             duration_ms=data["duration_ms"],
             tool_call_id=data["tool_call_id"],
+            error_code=data.get("error_code"),
+            error_message=data.get("error_message"),
         )
     if event_type == TOOL_TIMEOUT:
-        timeout = Timeout(data["limit_ms"], data["elapsed_ms"], data.get("async_alternative"))
+        timeout = Timeout(
+            data["limit_ms"],
+            data["elapsed_ms"],
+            data.get("async_alternative"),
+            data.get("runtime_error_code"),
+        )
         if action.status is not None and action.status != "timeout":
             # A tool.finished already told how the call ended; the timeout adds the detail.
             return replace(action, timeout=timeout)
@@ -637,6 +673,8 @@ def round_to_dict(
         "started_at": _ts(round_.started_at),
         "finished_at": _ts(round_.finished_at),
         "outcome": round_.outcome,
+        "error_code": round_.error_code,
+        "error_message": round_.error_message,
         "policy_hash": round_.policy_hash,
         "agent_in_policy": agent_in_policy,
         "counts": dict(round_.counts),
@@ -681,6 +719,8 @@ def action_to_dict(action: RoundAction) -> dict[str, Any]:
         "finished_at": _ts(action.finished_at),
         "status": action.status,
         "duration_ms": action.duration_ms,
+        "error_code": action.error_code,
+        "error_message": action.error_message,
         "ledger": action.ledger,
         "tool_call_id": action.tool_call_id,
         "dedup": (
@@ -697,6 +737,7 @@ def action_to_dict(action: RoundAction) -> dict[str, Any]:
                 "limit_ms": action.timeout.limit_ms,
                 "elapsed_ms": action.timeout.elapsed_ms,
                 "async_alternative": action.timeout.async_alternative,
+                "runtime_error_code": action.timeout.runtime_error_code,
             }
             if action.timeout is not None
             else None

@@ -57,6 +57,16 @@ from policy.domain.round_policy import RoundPolicy
 
 #: The runtime's cap, declared by every simulated round.
 MAX_ACTIONS: Final = 2
+#: The errors a simulated call fails with (code, message; ``{tool}`` is the tool's id), the kinds
+#: a KDCube tool reports: picked by the call id's hash, so a seed replays the same ones and the
+#: random stream is not drawn from (the rounds of a seed stay as they were).
+TOOL_ERRORS: Final = (
+    ("upstream_unavailable", "HTTP 503 from {tool}'s backend: Service Unavailable"),
+    ("rate_limited", "HTTP 429 Too Many Requests from {tool}: retry after 20 s"),
+    ("invalid_params", "{tool}: params.query is required and was missing"),
+    ("permission_denied", "{tool}: the workspace token lacks the jobs:write scope"),
+    ("malformed_tool_result", "{tool} returned no JSON: Expecting value: line 1 column 1 (char 0)"),
+)
 #: A turn continues with another decision (the next iteration) this often, up to this many.
 NEXT_ITERATION_CHANCE: Final = 0.4
 MAX_ITERATIONS: Final = 4
@@ -155,6 +165,8 @@ class _Round:
     latency: Latency = field(default_factory=Latency)
     events: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
     failed: bool = False
+    #: Why the round failed: the first failed call's error (``error_code``, ``error_message``).
+    failure: dict[str, str] = field(default_factory=dict)
 
     def run(self, policy_hash: str | None) -> list[dict[str, Any]]:
         policy = RoundPolicy.of(self.resolution.tools)
@@ -189,7 +201,7 @@ class _Round:
         end = max(moment for moment, _, _ in self.events) + self.ms(10, 120)
         accepted_any = any(row["verdict"] == "accepted" for row in rows)
         outcome = "failed" if self.failed else ("ok" if accepted_any else "retried")
-        self.emit(end, 0, ROUND_FINISHED, outcome=outcome)
+        self.emit(end, 0, ROUND_FINISHED, outcome=outcome, **(self.failure if self.failed else {}))
         # Stable sort: events at the same millisecond keep the order they were caused in.
         return [event for _, _, event in sorted(self.events, key=lambda item: item[:2])]
 
@@ -337,6 +349,10 @@ class _Round:
             # The runtime notices the deadline a little late.
             elapsed = limit_ms + self.ms(1, 60)
             self.failed = True
+            self.failure = self.failure or {
+                "error_code": "tool_timeout",
+                "error_message": f"{tool_id} ran past its limit of {limit_ms / 1000:g} s",
+            }
             self.emit(
                 started + elapsed,
                 attempt,
@@ -348,9 +364,20 @@ class _Round:
             )
             return started + elapsed, "timeout"
         status = "error" if self.rng.random() < ERROR_CHANCE else "ok"
-        self.failed = self.failed or status == "error"
+        error: dict[str, str] = {}
+        if status == "error":
+            code, message = TOOL_ERRORS[zlib.crc32(tool_call_id.encode()) % len(TOOL_ERRORS)]
+            error = {"error_code": code, "error_message": message.format(tool=tool_id)}
+            self.failed = True
+            self.failure = self.failure or error
         self.emit(
-            started + duration, attempt, TOOL_FINISHED, **base, status=status, duration_ms=duration
+            started + duration,
+            attempt,
+            TOOL_FINISHED,
+            **base,
+            status=status,
+            duration_ms=duration,
+            **error,
         )
         return started + duration, status
 

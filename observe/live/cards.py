@@ -67,6 +67,9 @@ class Card:
     drift: bool | None = None
     #: The first disagreement in words (the round page lists them all).
     drift_note: str | None = None
+    #: Why a failed round failed, as its ``round.finished`` said: "code: message" (either part
+    #: alone when only one came); empty when it said nothing.
+    error: str = ""
 
     @property
     def multi_attempt(self) -> bool:
@@ -114,10 +117,13 @@ def _timeout(action: RoundAction, attempt: Attempt) -> tuple[str, str] | None:
     timeout = action.timeout
     if timeout is None:
         return None
+    hints = [f"try {timeout.async_alternative}" if timeout.async_alternative else ""]
+    if timeout.runtime_error_code:
+        hints.append(f"inferred: the runtime reported {timeout.runtime_error_code}")
     return (
         # Milliseconds matter here: a call stopped just past its limit.
         f"after {seconds(timeout.elapsed_ms, digits=3)}, limit {seconds(timeout.limit_ms)}",
-        f"try {timeout.async_alternative}" if timeout.async_alternative else "",
+        "; ".join(hint for hint in hints if hint),
     )
 
 
@@ -146,8 +152,13 @@ def action_chips(action: RoundAction, attempt: Attempt) -> tuple[Chip, ...]:
         if found is not None:
             chips.append(Chip(kind.chip, kind.action_chip, *found))
     if action.timeout is None and action.status == "error":
-        chips.append(Chip("error", "error"))
+        chips.append(Chip("error", "error", error_text(action.error_code, action.error_message)))
     return tuple(chips)
+
+
+def error_text(code: str | None, message: str | None) -> str:
+    """A failed call's or round's reason in words: ``code: message``, either alone."""
+    return ": ".join(part for part in (code, message) if part)
 
 
 def early_lead(action: RoundAction, attempt: Attempt) -> str:
@@ -204,6 +215,7 @@ def card_for(row: Round) -> Card:
         attempts=attempts,
         drift=row.drift,
         drift_note=row.drift_notes[0]["what"] if row.drift and row.drift_notes else None,
+        error=error_text(assembled.error_code, assembled.error_message),
     )
 
 

@@ -53,7 +53,7 @@ class ActionDetail:
 
 #: Fields of a ``tool.finished`` event that carry a failed call's error (a bridge maps the
 #: runtime's ``error_code``; a runtime may send ``error`` or ``message``).
-ERROR_FIELDS = ("error", "error_code", "message")
+ERROR_FIELDS = ("error", "error_code", "error_message", "message")
 #: Params longer than this are shown indented, one key a line.
 PARAMS_INLINE = 60
 

@@ -147,8 +147,14 @@ def traitdeck(tmp_path: Path) -> Iterator[Traitdeck]:
 
 
 def start_bridge(
-    traitdeck: Traitdeck, redis_url: str, token: str, log: Path
+    traitdeck: Traitdeck,
+    redis_url: str,
+    token: str,
+    log: Path,
+    settings: dict[str, str] | None = None,
 ) -> subprocess.Popen[str]:
+    """The ``kdcube_bridge`` command in its own process (``settings``: environment variables
+    added to the server's, e.g. ``TRAITDECK_KDCUBE_ISOLATION_TIMEOUT_S``)."""
     process = subprocess.Popen(
         [
             PYTHON,
@@ -168,7 +174,7 @@ def start_bridge(
             "0.2",
         ],
         cwd=ROOT,
-        env=traitdeck.env,
+        env={**traitdeck.env, **(settings or {})},
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
         text=True,

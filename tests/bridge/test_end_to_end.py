@@ -51,16 +51,18 @@ def actions_of(detail: dict[str, Any]) -> list[list[tuple[int, str, str | None, 
 
 
 def decided(case: dict[str, Any]) -> list[list[tuple[int, str, str | None, bool]]]:
-    """What the runtime decided, stream by stream, as the bridge can show it: a replaced stream
-    shows only through its early starts (accepted, started early)."""
+    """What the runtime decided, stream by stream, as the bridge can show it: a replaced stream,
+    or one whose decision failed (``chat.error``), shows only through its early starts
+    (accepted, started early)."""
     streams = case["runtime_attempts"]
     out = []
     for number, stream in enumerate(streams):
-        if number < len(streams) - 1:
+        if number < len(streams) - 1 or case["input"].get("fails"):
             out.append([(i, "accepted", None, True) for i, a in enumerate(stream) if a["early"]])
         else:
             out.append([(i, a["verdict"], a["code"], a["early"]) for i, a in enumerate(stream)])
-    return out
+    # A stream that shows nothing (a failed decision with no early start) is no attempt at all.
+    return [stream for stream in out if stream]
 
 
 def test_bridged_rounds_are_the_rounds_the_runtime_decided(
@@ -68,7 +70,9 @@ def test_bridged_rounds_are_the_rounds_the_runtime_decided(
 ) -> None:
     token = traitdeck.token("bridge", "events:write", "events:read")
     log = tmp_path / "bridge.log"
-    bridge = start_bridge(traitdeck, redis_server.url, token, log)
+    # The recorded isolated call was killed at a 12 s limit: the setting tells the bridge so.
+    limit = {"TRAITDECK_KDCUBE_ISOLATION_TIMEOUT_S": "12"}
+    bridge = start_bridge(traitdeck, redis_server.url, token, log, settings=limit)
     wait_until(lambda: subscribed(redis_server), what="the bridge to subscribe")
 
     publish_all(redis_server, RECORDED["cases"])
@@ -89,6 +93,18 @@ def test_bridged_rounds_are_the_rounds_the_runtime_decided(
         assert all(e.get("inferred") or e["type"] == "action.rejected" for e in detail["events"])
         early = sum(a["early"] for stream in case["runtime_attempts"] for a in stream)
         assert detail["counts"]["early_starts"] == early
+        if case["input"].get("isolation_limit_s"):
+            # Killed at its limit: a timeout (inferred), not an error.
+            (call,) = detail["attempts"][0]["actions"]
+            assert call["status"] == "timeout", case["id"]
+            assert call["timeout"]["limit_ms"] == 12_000
+            assert call["timeout"]["runtime_error_code"] == "missing_tool_output"
+            assert detail["counts"]["timeouts"] == 1
+        if case["input"].get("fails"):
+            # The failed turn ended its round, with the error KDCube sent.
+            assert detail["outcome"] == "failed", case["id"]
+            assert detail["error_code"] in ("ServiceException", "TypeError")
+            assert detail["error_message"]
 
     # A replay of the same envelopes is stored once (event ids come from the envelopes).
     before = stored_round(traitdeck, token, "turn-a", 1)

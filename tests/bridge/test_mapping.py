@@ -70,12 +70,13 @@ def test_rejections_and_early_starts_are_those_the_runtime_decided() -> None:
                 i: a["code"] for i, a in enumerate(runtime) if a["verdict"] == "rejected"
             }, where
             assert early == {i for i, a in enumerate(runtime) if a["early"]}, where
-            if attempt == len(streams) - 1:
+            if attempt == len(streams) - 1 and not case["input"].get("fails"):
                 assert accepted == {
                     i for i, a in enumerate(runtime) if a["verdict"] == "accepted"
                 }, where
             else:
-                # A replaced stream shows only through its early starts.
+                # A replaced stream, or one whose decision failed, shows only through its
+                # early starts.
                 assert accepted == early, where
 
 
@@ -142,6 +143,123 @@ def test_a_restream_that_moves_another_tool_onto_an_early_slot_shows_every_actio
     }
     notes = {e["inferred_from"] for e in events if "inferred_from" in e}
     assert any(note.startswith("re-stream") for note in notes)
+
+
+def test_a_restream_that_ends_in_a_final_answer_keeps_the_answer() -> None:
+    # Stream 1 started launch_background_job early at slot 0 and broke; stream 2 decided
+    # complete at index 0 (one action, no bundle): the answer lands in attempt 1.
+    events = _case_events("restream-final-answer")
+    observed = {
+        (e.get("attempt", 0), e["action_index"], e["action"], e["tool_id"])
+        for e in events
+        if e["type"] == "action.observed"
+    }
+    assert observed == {
+        (0, 0, "call_tool", "workspace_jobs.launch_background_job"),
+        (1, 0, "complete", None),
+    }
+    accepted = {
+        (e.get("attempt", 0), e["action_index"]) for e in events if e["type"] == "action.accepted"
+    }
+    assert accepted == {(0, 0), (1, 0)}
+    early = [e for e in events if e["type"] == "tool.early_started"]
+    assert [(e.get("attempt", 0), e["action_index"]) for e in early] == [(0, 0)]
+    (note,) = {e["inferred_from"] for e in events if "inferred_from" in e}
+    assert note.startswith(
+        "re-stream: the decision step puts a final answer (complete) at action 0"
+    )
+    (finished,) = [e for e in events if e["type"] == "round.finished"]
+    assert finished["outcome"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("case_id", "code", "message"),
+    [
+        (
+            "decision-provider-error",
+            "ServiceException",
+            "Provider rate limit reached (429): retry after 20 s",
+        ),
+        # The context-limit retry crashes in retry_with_compaction (force_sanitize twice).
+        (
+            "decision-context-limit-retry-crashes",
+            "TypeError",
+            "got multiple values for keyword argument 'force_sanitize'",
+        ),
+    ],
+)
+def test_a_failed_turn_ends_its_rounds_as_failed_with_the_runtime_error(
+    case_id: str, code: str, message: str
+) -> None:
+    events = _case_events(case_id)
+    (finished,) = [e for e in events if e["type"] == "round.finished"]
+    assert finished["outcome"] == "failed"
+    assert finished["error_code"] == code
+    assert message in finished["error_message"]
+    assert parse_event(finished).data["error_message"] == finished["error_message"]
+    # An early start of the failed round stays what it was.
+    case = next(c for c in RECORDED["cases"] if c["id"] == case_id)
+    early = {i for i, row in enumerate(case["runtime"]) if row["early"]}
+    assert {e["action_index"] for e in events if e["type"] == "tool.early_started"} == early
+
+
+def test_a_chat_error_escapes_control_characters_and_bounds_the_message() -> None:
+    case = next(c for c in RECORDED["cases"] if c["id"] == "decision-provider-error")
+    envelopes = [m["payload"]["data"] for m in case["published"]]
+    mapper = Mapper(POLICY_AGENTS)
+    for envelope in envelopes[:-1]:
+        mapper.feed(envelope)
+    error = envelopes[-1]
+    assert error["type"] == "chat.error"
+    long = "line one\nline\ttwo\x00" + "x" * 5000
+    sent = {**error, "data": {**error["data"], "error": long, "error_type": "Boom\r\n"}}
+    (finished,) = mapper.feed(sent).events
+    assert finished["error_code"] == "Boom\\r\\n"
+    assert finished["error_message"].startswith("line one\\nline\\ttwo\\x00xx")
+    assert len(finished["error_message"]) == 2000
+    parse_event(finished)  # valid: nothing the protocol refuses
+    # The turn's rounds are closed: a second chat.error (or chat.complete) has nothing to end.
+    assert mapper.feed(sent).skipped == "chat.error with no open round of the turn"
+
+
+ISOLATED = next(c for c in RECORDED["cases"] if c["id"] == "isolated-tool-killed-at-limit")
+
+
+def _isolated_events(limit_s: float) -> list[dict[str, Any]]:
+    mapper = Mapper(POLICY_AGENTS, isolation_timeout_s=limit_s)
+    return [e for m in ISOLATED["published"] for e in mapper.feed(m["payload"]["data"]).events]
+
+
+def test_an_isolated_call_killed_at_its_limit_is_a_timeout_not_an_error() -> None:
+    # The runtime's subprocess runner killed the child at the limit; the runtime then found the
+    # reserved result file missing and published missing_tool_output, dropping its timeout.
+    limit_s = ISOLATED["input"]["isolation_limit_s"]
+    result = next(
+        m["payload"]["data"]
+        for m in ISOLATED["published"]
+        if m["payload"]["data"]["type"] == "react.tool.result"
+    )
+    assert result["data"]["error_code"] == "missing_tool_output"
+    assert result["data"]["duration_ms"] >= limit_s * 1000
+    events = _isolated_events(limit_s)
+    assert [e for e in events if e["type"] == "tool.finished"] == []  # never both
+    (timeout,) = [e for e in events if e["type"] == "tool.timeout"]
+    assert timeout["inferred"] is True
+    assert timeout["limit_ms"] == limit_s * 1000
+    assert timeout["elapsed_ms"] == result["data"]["duration_ms"]
+    assert timeout["runtime_error_code"] == "missing_tool_output"
+    assert (timeout["action_index"], timeout["tool_id"]) == (0, "workspace_jobs.export_report")
+    assert "missing_tool_output" in timeout["inferred_from"]
+    parse_event(timeout)
+
+
+def test_a_missing_output_before_the_limit_stays_an_error() -> None:
+    # The runtime's own limit is 240 s: a missing result after 12.8 s is no timeout.
+    events = _isolated_events(240)
+    assert [e for e in events if e["type"] == "tool.timeout"] == []
+    (finished,) = [e for e in events if e["type"] == "tool.finished"]
+    assert (finished["status"], finished["error_code"]) == ("error", "missing_tool_output")
+    assert finished["error_message"] == "No output found for tool 'workspace_jobs.export_report'"
 
 
 def test_a_rejection_without_index_is_held_until_the_round_ends_without_a_decision() -> None:

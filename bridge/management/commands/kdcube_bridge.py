@@ -16,6 +16,7 @@ import threading
 from types import FrameType
 from typing import Any, Final
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bridge.domain.mapping import DEFAULT_PATTERN
@@ -89,6 +90,7 @@ class Command(BaseCommand):
                 stats_s=o["stats_interval"],
                 agents=agents,
                 buffer_events=o["buffer_events"],
+                isolation_timeout_s=settings.TRAITDECK_KDCUBE_ISOLATION_TIMEOUT_S,
             ),
             stop=stop,
             say=say,

@@ -407,3 +407,42 @@ def test_it_refuses_a_duration_beyond_a_day(event_type: str, field: str, value: 
 )
 def test_it_accepts_a_duration_from_zero_to_a_day(event_type: str, field: str, value: Any) -> None:
     assert parse_event(raw(event_type, **{field: value})).data[field] == value
+
+
+ERROR_FIELDS = [
+    ("round.finished", "error_code"),
+    ("round.finished", "error_message"),
+    ("tool.finished", "error_code"),
+    ("tool.finished", "error_message"),
+    ("tool.timeout", "runtime_error_code"),
+]
+
+
+@pytest.mark.parametrize(("event_type", "name"), ERROR_FIELDS)
+def test_it_keeps_a_failure_reason_of_up_to_2000_characters(event_type: str, name: str) -> None:
+    text = "HTTP 503 from the backend: <Service Unavailable> " + "é" * 1951
+    assert len(text) == 2000
+    assert parse_event(raw(event_type, **{name: text})).data[name] == text
+    assert error_of(raw(event_type, **{name: text + "x"})) == (
+        f"{name} must be at most 2000 characters, got 2001"
+    )
+
+
+@pytest.mark.parametrize(("event_type", "name"), ERROR_FIELDS)
+def test_it_refuses_control_characters_in_a_failure_reason(event_type: str, name: str) -> None:
+    assert error_of(raw(event_type, **{name: "line one\nline two"})) == (
+        f"{name} must not contain control characters (U+000A at position 8)"
+    )
+    for bad in ("", "  ", 503, ["x"]):
+        assert f"{name} must be a non-empty string or null" in error_of(
+            raw(event_type, **{name: bad})
+        )
+
+
+@pytest.mark.parametrize(("event_type", "name"), ERROR_FIELDS)
+def test_an_absent_failure_reason_stays_absent_as_before(event_type: str, name: str) -> None:
+    # Absent and null are the same content, and neither adds the key: an event stored before
+    # the field existed keeps exactly its content.
+    absent, null = parse_event(raw(event_type)), parse_event(raw(event_type, **{name: None}))
+    assert name not in absent.data
+    assert same_content(absent, null)

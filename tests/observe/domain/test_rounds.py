@@ -327,6 +327,8 @@ def test_it_gives_the_api_round_object() -> None:
         "started_at": "2026-11-29T18:00:00.100Z",
         "finished_at": "2026-11-29T18:00:00.900Z",
         "outcome": "ok",
+        "error_code": None,
+        "error_message": None,
         "policy_hash": HASH,
         "agent_in_policy": False,
         "counts": {"actions": 2, "rejections": 1, "early_starts": 0, "dedups": 0, "timeouts": 0},
@@ -354,6 +356,7 @@ def test_it_gives_the_detail_with_attempts_and_events() -> None:
         "limit_ms": 2000,
         "elapsed_ms": 2012,
         "async_alternative": "a.export_async",
+        "runtime_error_code": None,
     }
     assert detail["max_actions"] == 2
     assert detail["counts"]["timeouts"] == 1

@@ -389,6 +389,39 @@ def test_it_fails_exactly_the_rounds_with_a_timeout_or_an_error() -> None:
         assert (r.outcome == "failed") == broken
 
 
+def test_a_failed_round_and_its_failed_call_say_why() -> None:
+    failed = [r for r in ASSEMBLED if r.outcome == "failed"]
+    assert failed
+    codes = set()
+    for r in failed:
+        calls = [action for attempt in r.attempts for action in attempt.actions]
+        assert r.error_code, r.key
+        assert r.error_message, r.key
+        for action in calls:
+            if action.status == "error":
+                assert action.error_code
+                assert action.error_message
+                assert action.tool_id in action.error_message
+                codes.add(action.error_code)
+        first = next(a for a in calls if a.status in ("timeout", "error"))
+        if first.status == "timeout":
+            assert r.error_code == "tool_timeout"
+    # Not one reason for every failure: the demo shows timeouts and errors of several kinds.
+    assert len(codes | {r.error_code for r in failed}) >= 2
+    many = {
+        event["error_code"]
+        for seed in range(2, 6)
+        for events in rounds(seed)
+        for event in events
+        if event["type"] == "tool.finished" and event["status"] == "error"
+    }
+    assert len(many) >= 3
+    for r in ASSEMBLED:
+        if r.outcome != "failed":
+            assert r.error_code is None
+            assert r.error_message is None
+
+
 def test_it_retries_a_round_in_which_nothing_was_accepted() -> None:
     outcomes = set()
     for seed in range(10):
