@@ -12,10 +12,13 @@ from policy.discovery.mcp_list import (
     Allowlist,
     DiscoveryError,
     Limits,
+    StdioCommand,
     Target,
     list_tools,
     manifest_entries,
     parse_commands,
+    parse_credentials,
+    parse_hosts,
     refusal,
 )
 from policy.domain.manifest import parse_manifest
@@ -112,21 +115,54 @@ def test_it_says_why_a_server_is_not_contacted() -> None:
     nothing = Allowlist()
     assert "TRAITDECK_MCP_STDIO_COMMANDS" in (refusal(Target("stdio", argv=argv), nothing) or "")
     # Exact argv match: the interpreter alone, or other arguments, are not enough.
-    only_python = Allowlist(commands=((argv[0],),))
+    only_python = Allowlist(commands=(StdioCommand((argv[0],)),))
     assert refusal(Target("stdio", argv=argv), only_python) is not None
-    assert refusal(Target("stdio", argv=argv), Allowlist(commands=(argv,))) is None
+    exact = Allowlist(commands=(StdioCommand(argv),))
+    assert refusal(Target("stdio", argv=argv), exact) is None
+    # The policy's env may set only the names the operator's entry lists.
+    with_env = Target("stdio", argv=argv, env={"LD_PRELOAD": "/tmp/x.so"})
+    assert "env sets LD_PRELOAD" in (refusal(with_env, exact) or "")
+    allowing = Allowlist(commands=(StdioCommand(argv, frozenset({"LD_PRELOAD"})),))
+    assert refusal(with_env, allowing) is None
     loopback = Target("http", url="http://127.0.0.1:9/mcp")
     assert "TRAITDECK_MCP_HTTP_HOSTS" in (refusal(loopback, Allowlist(hosts=frozenset())) or "")
     assert refusal(loopback, Allowlist(hosts=frozenset({"127.0.0.1"}))) is None
+    assert refusal(loopback, Allowlist(hosts=parse_hosts("http://127.0.0.1:9"))) is None
+    assert refusal(loopback, Allowlist(hosts=parse_hosts("https://127.0.0.1:9"))) is not None
+    assert refusal(loopback, Allowlist(hosts=parse_hosts("http://127.0.0.1"))) is not None
     assert refusal(Target("http", url="file:///etc/passwd"), Allowlist()) is not None
 
 
 def test_it_reads_the_command_allowlist_as_argv_arrays() -> None:
     assert parse_commands('[["/usr/bin/python3", "/srv/mcp/files.py"]]') == (
-        ("/usr/bin/python3", "/srv/mcp/files.py"),
+        StdioCommand(("/usr/bin/python3", "/srv/mcp/files.py")),
     )
-    with pytest.raises(ValueError, match="argv arrays"):
-        parse_commands('["/usr/bin/python3 /srv/mcp/files.py"]')
+    assert parse_commands('[{"argv": ["/usr/bin/node", "s.js"], "env": ["ROOT"]}]') == (
+        StdioCommand(("/usr/bin/node", "s.js"), frozenset({"ROOT"})),
+    )
+    for bad in (
+        '["/usr/bin/python3 /srv/mcp/files.py"]',
+        '[{"argv": ["x"], "env": "ROOT"}]',
+        '[{"argv": [], "env": []}]',
+        '[{"argv": ["x"], "shell": true}]',
+    ):
+        with pytest.raises(ValueError, match="argv arrays"):
+            parse_commands(bad)
+
+
+def test_it_reads_origins_and_credentials() -> None:
+    assert parse_hosts("Example.org, https://API.example.org, http://127.0.0.1:8000/") == {
+        "example.org",
+        "https://api.example.org:443",
+        "http://127.0.0.1:8000",
+    }
+    assert parse_credentials('{"https://api.example.org": ["A"], "http://h:81": ["B"]}') == {
+        ("https", "api.example.org", 443): frozenset({"A"}),
+        ("http", "h", 81): frozenset({"B"}),
+    }
+    for bad in ('{"api.example.org": ["A"]}', '{"https://h/path": ["A"]}', '["A"]'):
+        with pytest.raises(ValueError, match="TRAITDECK_MCP_CREDENTIALS"):
+            parse_credentials(bad)
 
 
 def test_its_entries_are_a_valid_manifest_with_provenance_and_no_traits() -> None:
@@ -150,7 +186,7 @@ def test_its_entries_are_a_valid_manifest_with_provenance_and_no_traits() -> Non
     assert "annotations" not in entries["mcp.fs.stat"]
 
 
-LOOPBACK = frozenset({"127.0.0.1"})
+LOOPBACK = Allowlist(hosts=frozenset({"127.0.0.1"}))
 
 
 @pytest.mark.parametrize("status", [307, 308, 302])
