@@ -15,8 +15,8 @@ from channels.testing import WebsocketCommunicator
 from django.test import override_settings
 
 from observe import consumers
-from observe.health import live as health_live
 from observe.consumers import TOO_MANY_STREAMS, UNSUPPORTED_DATA, LiveRoundsConsumer
+from observe.health import live as health_live
 from tests.conftest import make_user
 from tests.markup import find_all
 from tests.observe.live_support import HandRound, ingest
