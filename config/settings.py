@@ -368,6 +368,8 @@ TRAITDECK_MCP_MAX_BYTES = env_int("TRAITDECK_MCP_MAX_BYTES", 16 * 1024 * 1024)
 TRAITDECK_MCP_STDIO_COMMANDS = os.environ.get("TRAITDECK_MCP_STDIO_COMMANDS", "")
 TRAITDECK_MCP_HTTP_HOSTS = os.environ.get("TRAITDECK_MCP_HTTP_HOSTS", "")
 TRAITDECK_MCP_CREDENTIALS = os.environ.get("TRAITDECK_MCP_CREDENTIALS", "")
+# Discoveries one worker runs at once (one per server id); more are refused, not queued.
+TRAITDECK_MCP_CONCURRENT = env_int("TRAITDECK_MCP_CONCURRENT", 2)
 
 # Tool health (docs/tool-health.md): advice needs this many calls; a timeout rate above this is
 # too high (also the live bar's alarm); a synchronous tool with a p95 past this many seconds

@@ -13,7 +13,9 @@ refused or failed too, is one audit entry: who, which server, how many tools, ho
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -88,6 +90,34 @@ def discovery_allowlist() -> Allowlist:
         )
     except ValueError as exc:
         raise DiscoveryRefused(f"A discovery setting cannot be read: {exc}") from None
+
+
+#: Discoveries running in this process, by server id, under one lock (issue 34: three 40 MB
+#: listings at once took a worker to 650 MiB).
+_running: set[str] = set()
+_running_lock = threading.Lock()
+
+
+@contextmanager
+def _one_at_a_time(server_id: str) -> Iterator[None]:
+    """One discovery per server at a time, at most ``TRAITDECK_MCP_CONCURRENT`` in all (per
+    worker process); refused with a sentence, never queued (a listing may take its time limit)."""
+    with _running_lock:
+        if server_id in _running:
+            raise DiscoveryRefused(
+                f"A discovery of {server_id!r} is already running: try again when it has ended."
+            )
+        if len(_running) >= settings.TRAITDECK_MCP_CONCURRENT:
+            raise DiscoveryRefused(
+                f"{len(_running)} discoveries are running (TRAITDECK_MCP_CONCURRENT): try again "
+                "in a moment."
+            )
+        _running.add(server_id)
+    try:
+        yield
+    finally:
+        with _running_lock:
+            _running.discard(server_id)
 
 
 def discovery_limits() -> Limits:
@@ -185,7 +215,8 @@ def mcp_discover(*, agent: str, server_id: str, user: Any = None) -> Discovered:
         if why is not None:
             raise DiscoveryRefused(f"Traitdeck will not list {server_id!r}: {why}")
         target, origin = discovery_target(state, server_id, allowlist)
-        listing = anyio.run(list_tools, target, discovery_limits(), allowlist)
+        with _one_at_a_time(server_id):
+            listing = anyio.run(list_tools, target, discovery_limits(), allowlist)
     except (DiscoveryRefused, DiscoveryError) as exc:
         _audit_run(user, agent, server_id, error=str(exc))
         raise DiscoveryRefused(str(exc)) from None

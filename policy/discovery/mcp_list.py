@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from importlib.metadata import version
@@ -207,7 +207,10 @@ async def list_tools(target: Target, limits: Limits, allowlist: Allowlist = Allo
                 client = await stack.enter_async_context(
                     Client(
                         await _transport(
-                            target, limits, stack, _HostGuard(target, allowlist, stop)
+                            target,
+                            limits,
+                            stack,
+                            _HostGuard(target, allowlist, stop, limits.max_bytes),
                         ),
                         cache=None,
                         # The runtime's v1 client does the initialize handshake: so do we
@@ -284,7 +287,13 @@ class _HostGuard:
       this endpoint, and the page says which server it lists.
     """
 
-    def __init__(self, target: Target, allowlist: Allowlist, stop: _Stop) -> None:
+    def __init__(
+        self, target: Target, allowlist: Allowlist, stop: _Stop, max_bytes: int = 0
+    ) -> None:
+        #: Bytes received over HTTP so far, counted as they arrive (``TRAITDECK_MCP_MAX_BYTES``
+        #: bounds them too: a 40 MB page was read and parsed whole before the cap was checked).
+        self.received = 0
+        self.max_bytes = max_bytes
         self.origin = httpx2.URL(target.url) if target.url else None
         own = {self.origin.host.lower()} if self.origin is not None else set()
         self.allowlist = Allowlist(hosts=allowlist.hosts | own)
@@ -302,7 +311,19 @@ class _HostGuard:
         ``McpHttpClientFactory`` for ``sse_client``."""
         client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
         client.event_hooks = {"request": [self._on_request], "response": [self._on_response]}
+        if self.max_bytes:
+            # httpx2 has no public hook on a response's bytes: its transport is wrapped.
+            client._transport = _CountingTransport(client._transport, self)
         return client
+
+    def count(self, size: int) -> None:
+        """``size`` more bytes arrived: stop the run as soon as the total passes the cap."""
+        self.received += size
+        if self.received > self.max_bytes:
+            self._refuse(
+                f"The server sent more than {self.max_bytes} bytes (TRAITDECK_MCP_MAX_BYTES); "
+                "Traitdeck stopped reading, nothing was stored."
+            )
 
     async def _on_request(self, request: httpx2.Request) -> None:
         if self.only is not None and url_origin(request.url) != self.only:
@@ -338,6 +359,34 @@ class _HostGuard:
     def _refuse(self, reason: str) -> NoReturn:
         self.stop(reason)
         raise _Refused(reason)
+
+
+class _CountingTransport(httpx2.AsyncBaseTransport):
+    """The SDK client's transport, each response's body counted chunk by chunk as it arrives."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, guard: _HostGuard) -> None:
+        self.inner, self.guard = inner, guard
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        response.stream = _CountedStream(response.stream, self.guard)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _CountedStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: Any, guard: _HostGuard) -> None:
+        self.inner, self.guard = inner, guard
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self.inner:
+            self.guard.count(len(chunk))
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 def _shown(url: httpx2.URL) -> str:

@@ -105,6 +105,21 @@ def test_it_refuses_a_listing_over_the_byte_cap() -> None:
         )
 
 
+def test_it_stops_reading_over_http_as_soon_as_the_bytes_pass_the_cap(
+    http_server: Callable[[str], str],
+) -> None:
+    # Issue 34, item 7: the cap was checked after a whole page was read and parsed (a 40 MB page
+    # took 17 s and kept 161 MiB); now the HTTP client counts the bytes as they arrive.
+    url = http_server("many")
+    with pytest.raises(DiscoveryError, match="sent more than 20000 bytes.*stopped reading"):
+        anyio.run(
+            list_tools,
+            Target("http", url=url),
+            Limits(timeout_s=TIME_LIMIT_S, max_bytes=20_000),
+            LOOPBACK,
+        )
+
+
 def test_it_lists_5000_tools_under_the_default_caps() -> None:
     listing = _list(Target("stdio", argv=stdio_argv("many")), Limits(timeout_s=TIME_LIMIT_S))
     assert len(listing.tools) == 5000

@@ -227,3 +227,24 @@ def test_a_deeply_nested_source_command_is_refused_never_a_500(
     )
     assert response.status_code == 422
     assert "must be a JSON array of strings" in response.content.decode()
+
+
+@ALLOW
+def test_one_discovery_per_server_at_a_time_and_a_global_limit(
+    editor_client: Client, draft: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 34, item 7: three 40 MB listings at once took a worker to 650 MiB.
+    from policy import services_discovery
+
+    monkeypatch.setattr(services_discovery, "_running", {"files"})
+    response = editor_client.post(DISCOVER)
+    assert response.status_code == 422
+    assert "A discovery of 'files' is already running" in response.json()["error"]
+    monkeypatch.setattr(services_discovery, "_running", {"a", "b"})
+    response = editor_client.post(DISCOVER)
+    assert response.status_code == 422
+    assert "TRAITDECK_MCP_CONCURRENT" in response.json()["error"]
+    assert not AgentManifest.objects.exists()
+    monkeypatch.setattr(services_discovery, "_running", set())
+    assert editor_client.post(DISCOVER).status_code == 200
+    assert services_discovery._running == set()  # released after the run
