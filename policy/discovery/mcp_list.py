@@ -194,7 +194,7 @@ def env_refusal(command: StdioCommand, names: Iterable[str]) -> str | None:
 async def list_tools(target: Target, limits: Limits, allowlist: Allowlist = Allowlist()) -> Listing:
     """Every page of ``tools/list``; raises :class:`DiscoveryError` past a limit or on any
     failure (nothing partial is returned). Over HTTP and SSE every request goes only where
-    ``allowlist`` allows (besides the target's own host), and a request carrying a credential
+    ``allowlist`` allows (besides the target's own origin), and a request carrying a credential
     only to the target's own origin, whatever the server answers (:class:`_HostGuard`)."""
     started = time.perf_counter()
     stop = _Stop(anyio.CancelScope())
@@ -295,7 +295,8 @@ class _HostGuard:
         self.received = 0
         self.max_bytes = max_bytes
         self.origin = httpx2.URL(target.url) if target.url else None
-        own = {self.origin.host.lower()} if self.origin is not None else set()
+        # The target's own origin (not its whole host: an origin entry allows that port only).
+        own = {origin_text(url_origin(self.origin))} if self.origin is not None else set()
         self.allowlist = Allowlist(hosts=allowlist.hosts | own)
         #: With a credential in the headers, every request stays on the endpoint's origin.
         self.only = url_origin(self.origin) if self.origin and target.headers else None
