@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AsyncExitStack
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import Any, Final, NoReturn
@@ -22,6 +23,8 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx2
+import mcp.client.stdio as mcp_stdio
+from anyio.streams.text import TextReceiveStream
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -201,6 +204,8 @@ async def list_tools(target: Target, limits: Limits, allowlist: Allowlist = Allo
     garbage = _GarbageWatch(stop)
     watched = logging.getLogger("mcp.client.stdio")
     watched.addHandler(garbage)
+    guard = _HostGuard(target, allowlist, stop, limits.max_bytes)
+    counting = _RUN.set(guard)  # the stdio reader's tasks inherit it (_CountedText)
     try:
         with anyio.fail_after(limits.timeout_s), stop.scope:
             async with AsyncExitStack() as stack:
@@ -210,7 +215,7 @@ async def list_tools(target: Target, limits: Limits, allowlist: Allowlist = Allo
                             target,
                             limits,
                             stack,
-                            _HostGuard(target, allowlist, stop, limits.max_bytes),
+                            guard,
                         ),
                         cache=None,
                         # The runtime's v1 client does the initialize handshake: so do we
@@ -232,6 +237,7 @@ async def list_tools(target: Target, limits: Limits, allowlist: Allowlist = Allo
             raise DiscoveryError(stop.reason) from exc
         raise DiscoveryError(f"Listing failed: {_first_line(exc)}") from exc
     finally:
+        _RUN.reset(counting)
         watched.removeHandler(garbage)
     return Listing(tuple(tools), pages, time.perf_counter() - started)
 
@@ -317,14 +323,17 @@ class _HostGuard:
             client._transport = _CountingTransport(client._transport, self)
         return client
 
-    def count(self, size: int) -> None:
+    def count(self, size: int, *, raise_: bool = True) -> None:
         """``size`` more bytes arrived: stop the run as soon as the total passes the cap."""
         self.received += size
-        if self.received > self.max_bytes:
-            self._refuse(
+        if self.max_bytes and self.received > self.max_bytes:
+            reason = (
                 f"The server sent more than {self.max_bytes} bytes (TRAITDECK_MCP_MAX_BYTES); "
                 "Traitdeck stopped reading, nothing was stored."
             )
+            if raise_:
+                self._refuse(reason)
+            self.stop(reason)  # the run's scope is cancelled at the reader's next read
 
     async def _on_request(self, request: httpx2.Request) -> None:
         if self.only is not None and url_origin(request.url) != self.only:
@@ -360,6 +369,28 @@ class _HostGuard:
     def _refuse(self, reason: str) -> NoReturn:
         self.stop(reason)
         raise _Refused(reason)
+
+
+#: The run whose stdio reader is counting (each discovery's tasks see their own).
+_RUN: ContextVar[_HostGuard | None] = ContextVar("traitdeck_discovery_run", default=None)
+
+
+class _CountedText(TextReceiveStream):
+    """The SDK's stdio reader stream, each chunk counted as it arrives: the SDK reads a line
+    whole (re-joining its buffer on every chunk) before anything is parsed, so a 40 MB line took
+    17 s and kept 161 MiB before the per-page cap saw it. Installed below as the name the SDK's
+    stdio module reads (``tests/discovery/test_mcp_list.py`` fails if an SDK version stops
+    using it); outside a discovery run it only passes the text on."""
+
+    async def receive(self) -> str:
+        text = await super().receive()
+        run = _RUN.get()
+        if run is not None:
+            run.count(len(text), raise_=False)  # characters: at most the bytes
+        return text
+
+
+mcp_stdio.TextReceiveStream = _CountedText  # type: ignore[attr-defined]
 
 
 class _CountingTransport(httpx2.AsyncBaseTransport):

@@ -14,6 +14,7 @@ from policy.discovery.mcp_list import (
     Limits,
     StdioCommand,
     Target,
+    _CountedText,
     list_tools,
     manifest_entries,
     parse_commands,
@@ -98,11 +99,26 @@ def test_it_refuses_more_tools_than_the_cap_and_returns_nothing() -> None:
 
 
 def test_it_refuses_a_listing_over_the_byte_cap() -> None:
-    with pytest.raises(DiscoveryError, match="over 5000 bytes"):
+    with pytest.raises(DiscoveryError, match="more than 5000 bytes"):
         _list(
             Target("stdio", argv=stdio_argv("many:100")),
             Limits(timeout_s=TIME_LIMIT_S, max_bytes=5000),
         )
+
+
+def test_it_stops_reading_stdio_as_soon_as_the_bytes_pass_the_cap() -> None:
+    # Issue 34, item 7: the SDK reads a whole line (one page) before anything is parsed; the
+    # bytes are counted as they arrive, so a page far over the cap is not read to its end.
+    from mcp.client import stdio
+
+    assert stdio.TextReceiveStream is _CountedText  # the SDK still reads through this name
+    started = time.perf_counter()
+    with pytest.raises(DiscoveryError, match="sent more than 20000 bytes.*stopped reading"):
+        _list(
+            Target("stdio", argv=stdio_argv("many")),
+            Limits(timeout_s=TIME_LIMIT_S, max_bytes=20_000),
+        )
+    assert time.perf_counter() - started < TIME_LIMIT_S
 
 
 def test_it_stops_reading_over_http_as_soon_as_the_bytes_pass_the_cap(
