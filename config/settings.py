@@ -369,12 +369,17 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "traitdeck@localhost")
 
 # Tool discovery (docs/discovery.md): a time limit per server and caps on what one listing may
 # bring; the allowlists are empty by default, so nothing is started or contacted until an
-# operator lists it (argv arrays matched exactly; host names, loopback included only when named).
+# operator lists it (argv arrays matched exactly, each with the env names a policy may set; host
+# names or origins, loopback included only when named; which variables may go to which origin).
+# `python manage.py check` refuses settings it cannot read (policy/checks.py).
 TRAITDECK_MCP_TIMEOUT_S = float(os.environ.get("TRAITDECK_MCP_TIMEOUT_S", "") or 20.0)
 TRAITDECK_MCP_MAX_TOOLS = env_int("TRAITDECK_MCP_MAX_TOOLS", 10_000)
 TRAITDECK_MCP_MAX_BYTES = env_int("TRAITDECK_MCP_MAX_BYTES", 16 * 1024 * 1024)
 TRAITDECK_MCP_STDIO_COMMANDS = os.environ.get("TRAITDECK_MCP_STDIO_COMMANDS", "")
 TRAITDECK_MCP_HTTP_HOSTS = os.environ.get("TRAITDECK_MCP_HTTP_HOSTS", "")
+TRAITDECK_MCP_CREDENTIALS = os.environ.get("TRAITDECK_MCP_CREDENTIALS", "")
+# Discoveries one worker runs at once (one per server id); more are refused, not queued.
+TRAITDECK_MCP_CONCURRENT = env_int("TRAITDECK_MCP_CONCURRENT", 2)
 
 # Tool health (docs/tool-health.md): advice needs this many calls; a timeout rate above this is
 # too high (also the live bar's alarm); a synchronous tool with a p95 past this many seconds

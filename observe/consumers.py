@@ -130,6 +130,16 @@ class LiveRoundsConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # chann
         #: The user id this stream is counted against (``None``: not counted).
         self._stream_slot: Any = None
 
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Channels' dispatch loop, which ends in an exception when a handler fails (daphne
+        then closes with 1011 and never calls ``disconnect``): whatever ends this stream stops
+        its tasks and gives its user's slot back, or ten failures would lock a user out of a cap
+        of ten until a restart."""
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._stop()
+
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:

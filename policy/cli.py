@@ -512,7 +512,7 @@ def cmd_replay(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: T
 
 def cmd_test(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
     try:
-        suite = load_suite(_read(args.suite, args.max_bytes, "suite"))
+        suite = load_suite(_read(args.suite, args.max_bytes, "suite"), max_bytes=args.max_bytes)
     except SuiteError as exc:
         raise UsageError(f"suite {args.suite} is malformed: {exc}") from exc
     _, mode = _side(analysis, args)

@@ -77,7 +77,7 @@ def discovery_panel(
                 "contacts any server."
             )
         else:
-            target, _ = discovery_target(state, server)
+            target, _ = discovery_target(state, server, allowlist, read_credential=False)
             reason = refusal(target, allowlist)
     except DiscoveryRefused as exc:
         reason = str(exc)

@@ -2,16 +2,20 @@
 as the agent's manifest (docs/discovery.md); the operator's per-server settings; applying the
 suggested traits to the draft.
 
-Discovery starts processes and opens connections from what a policy says, so it runs only what
-the allowlists name; the auth token is read from the environment variable the config names for
-this run only and never leaves this module (not stored, shown, logged or audited). Every run,
+Discovery starts processes and opens connections from what a policy says, so what it may run,
+pass or read is decided by the operator's settings, never by policy text an editor can write: a
+stdio command runs only when allowlisted, with only the ``env`` names its entry allows; a token
+is read only from a variable ``TRAITDECK_MCP_CREDENTIALS`` allows for the endpoint's origin, for
+this run only, and never leaves this module (not stored, shown, logged or audited). Every run,
 refused or failed too, is one audit entry: who, which server, how many tools, how long.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -28,11 +32,15 @@ from policy.discovery.mcp_list import (
     Limits,
     Listing,
     Target,
+    credential,
+    env_refusal,
     list_tools,
     manifest_entries,
     parse_commands,
+    parse_credentials,
     parse_hosts,
     refusal,
+    url_origin,
 )
 from policy.domain.annotations import suggest
 from policy.domain.connections import Connection
@@ -72,13 +80,44 @@ class Discovered:
 
 
 def discovery_allowlist() -> Allowlist:
+    """The operator's settings as one :class:`Allowlist`; :class:`DiscoveryRefused` when one
+    of them cannot be read (``python manage.py check`` reports the same)."""
     try:
-        commands = parse_commands(settings.TRAITDECK_MCP_STDIO_COMMANDS)
+        return Allowlist(
+            commands=parse_commands(settings.TRAITDECK_MCP_STDIO_COMMANDS),
+            hosts=parse_hosts(settings.TRAITDECK_MCP_HTTP_HOSTS),
+            credentials=parse_credentials(settings.TRAITDECK_MCP_CREDENTIALS),
+        )
     except ValueError as exc:
-        raise DiscoveryRefused(
-            f"TRAITDECK_MCP_STDIO_COMMANDS is not a JSON array of argv arrays ({exc})."
-        ) from None
-    return Allowlist(commands=commands, hosts=parse_hosts(settings.TRAITDECK_MCP_HTTP_HOSTS))
+        raise DiscoveryRefused(f"A discovery setting cannot be read: {exc}") from None
+
+
+#: Discoveries running in this process, by server id, under one lock (issue 34: three 40 MB
+#: listings at once took a worker to 650 MiB).
+_running: set[str] = set()
+_running_lock = threading.Lock()
+
+
+@contextmanager
+def _one_at_a_time(server_id: str) -> Iterator[None]:
+    """One discovery per server at a time, at most ``TRAITDECK_MCP_CONCURRENT`` in all (per
+    worker process); refused with a sentence, never queued (a listing may take its time limit)."""
+    with _running_lock:
+        if server_id in _running:
+            raise DiscoveryRefused(
+                f"A discovery of {server_id!r} is already running: try again when it has ended."
+            )
+        if len(_running) >= settings.TRAITDECK_MCP_CONCURRENT:
+            raise DiscoveryRefused(
+                f"{len(_running)} discoveries are running (TRAITDECK_MCP_CONCURRENT): try again "
+                "in a moment."
+            )
+        _running.add(server_id)
+    try:
+        yield
+    finally:
+        with _running_lock:
+            _running.discard(server_id)
 
 
 def discovery_limits() -> Limits:
@@ -101,12 +140,16 @@ def agent_mcp_aliases(state: DraftState, agent: str, server_id: str) -> tuple[st
     )
 
 
-def discovery_target(state: DraftState, server_id: str) -> tuple[Target, str]:
+def discovery_target(
+    state: DraftState, server_id: str, allowlist: Allowlist, *, read_credential: bool = True
+) -> tuple[Target, str]:
     """Where to list ``server_id`` and a phrase saying where that came from; raises
-    :class:`DiscoveryRefused` when there is nowhere Traitdeck may go."""
+    :class:`DiscoveryRefused` when there is nowhere Traitdeck may go or the config asks for
+    what ``allowlist`` does not allow. ``read_credential=False`` checks without reading it."""
     config = server_config(state.data, server_id, os.environ.get("MCP_SERVICES", ""))
     if config is not None:
-        return _config_target(config), f"the config at {config.where}"
+        target = _config_target(config, allowlist, read_credential=read_credential)
+        return target, f"the config at {config.where}"
     setting = McpServerSetting.objects.filter(server_id=server_id).first()
     if setting is not None and setting.source_command:
         argv = tuple(str(a) for a in setting.source_command)
@@ -120,28 +163,38 @@ def discovery_target(state: DraftState, server_id: str) -> tuple[Target, str]:
     )
 
 
-def _config_target(config: ServerConfig) -> Target:
+def _config_target(
+    config: ServerConfig, allowlist: Allowlist, *, read_credential: bool = True
+) -> Target:
+    """The target a policy's server config names, checked against the operator's settings
+    before anything is read: a stdio child gets only the ``env`` names its allowlist entry
+    allows; a token is read only from a variable allowed for the endpoint's origin."""
+    who = f"MCP server {config.server_id!r}"
     if config.problems:
-        raise DiscoveryRefused(
-            f"MCP server {config.server_id!r} cannot be listed: {'; '.join(config.problems)}."
-        )
+        raise DiscoveryRefused(f"{who} cannot be listed: {'; '.join(config.problems)}.")
+    if config.transport == STDIO:
+        command = allowlist.command(config.argv)
+        why = env_refusal(command, config.env_names) if command is not None else None
+        if why is not None:
+            raise DiscoveryRefused(f"Traitdeck will not list {config.server_id!r}: {why}")
     if config.needs_secret:
         raise DiscoveryRefused(
-            f"MCP server {config.server_id!r} needs a secret Traitdeck cannot read (KDCube's "
-            f"secret store: {', '.join(config.secrets)}); set a discovery source instead."
+            f"{who} needs a secret Traitdeck cannot read (KDCube's secret store: "
+            f"{', '.join(config.secrets)}); set a discovery source instead."
         )
-    headers: dict[str, str] = {}
-    if config.auth_type:
-        token = os.environ.get(config.auth_env) if config.auth_env else None
-        if not token:
-            raise DiscoveryRefused(
-                f"MCP server {config.server_id!r} needs a token from the environment variable "
-                f"{config.auth_env or '(auth.env is not set)'}, which Traitdeck's environment "
-                "does not have."
-            )
-        headers = auth_headers(config, token)
     if config.transport == STDIO:
+        # A stdio child gets no auth header: nothing of the server's environment is read.
         return Target(STDIO, argv=config.argv, env=dict(config.env))
+    headers: dict[str, str] = {}
+    if config.auth_type and auth_headers(config, "-"):
+        if not config.auth_env:
+            raise DiscoveryRefused(f"{who} needs a token, but its auth.env is not set.")
+        try:
+            origin = url_origin(config.url)
+            token = credential(allowlist, origin, config.auth_env) if read_credential else "-"
+        except (DiscoveryError, ValueError) as exc:
+            raise DiscoveryRefused(f"Traitdeck will not list {config.server_id!r}: {exc}") from None
+        headers = auth_headers(config, token)
     return Target(config.transport, url=config.url, headers=headers)
 
 
@@ -155,12 +208,15 @@ def mcp_discover(*, agent: str, server_id: str, user: Any = None) -> Discovered:
     if not aliases:
         raise LookupError(f"Agent {agent!r} has no MCP connection to server {server_id!r}.")
     try:
-        target, origin = discovery_target(state, server_id)
         allowlist = discovery_allowlist()
+        # Checked with the credential unread first: nothing is read for a refused target.
+        target, origin = discovery_target(state, server_id, allowlist, read_credential=False)
         why = refusal(target, allowlist)
         if why is not None:
             raise DiscoveryRefused(f"Traitdeck will not list {server_id!r}: {why}")
-        listing = anyio.run(list_tools, target, discovery_limits(), allowlist.hosts)
+        target, origin = discovery_target(state, server_id, allowlist)
+        with _one_at_a_time(server_id):
+            listing = anyio.run(list_tools, target, discovery_limits(), allowlist)
     except (DiscoveryRefused, DiscoveryError) as exc:
         _audit_run(user, agent, server_id, error=str(exc))
         raise DiscoveryRefused(str(exc)) from None

@@ -23,6 +23,7 @@ from policy.domain.suites import (
     Suite,
     SuiteError,
     case_from_outcomes,
+    case_size_error,
     parse_suite,
     run_suite,
 )
@@ -98,6 +99,9 @@ def case_save(*, agent: str, name: str, round_data: Mapping[str, Any], actor: An
         raise CaseRefused("A case name is at most 200 characters.")
     data = dict(round_data)
     data.pop("agent", None)
+    too_large = case_size_error(data)
+    if too_large is not None:
+        raise CaseRefused(f"The round cannot be a case: {too_large}.")
     try:
         spec = parse_round_spec(data)
     except ValueError as exc:
@@ -109,6 +113,9 @@ def case_save(*, agent: str, name: str, round_data: Mapping[str, Any], actor: An
     decision = decide_any(spec, resolution, multi_action_mode=mode)
     case = case_from_outcomes(name, data, outcomes_by_slot(spec, decision))
     item = case.as_dict()
+    too_large = case_size_error(item)
+    if too_large is not None:
+        raise CaseRefused(f"The round cannot be a case: {too_large}.")
     try:
         with transaction.atomic():
             _store_case(agent, item, actor)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+import web.converters  # noqa: F401  (registers <id:…>, for stored identifiers)
 from policy.views import (
     agents,
     connections,
@@ -23,55 +24,55 @@ app_name = "policy"
 urlpatterns = [
     path("", agents.agent_list, name="agents"),
     path("agents/add/", agents.agent_add, name="agent-add"),
-    path("agents/<str:agent>/", agents.agent_detail, name="agent"),
-    path("agents/<str:agent>/rename/", agents.agent_rename, name="agent-rename"),
-    path("agents/<str:agent>/remove/", agents.agent_remove, name="agent-remove"),
-    path("agents/<str:agent>/manifest/", manifest.manifest_view, name="manifest"),
-    path("agents/<str:agent>/suite/", suites.suite_view, name="suite"),
-    path("agents/<str:agent>/connections/new/", connections.connection_add, name="connection-add"),
+    path("agents/<id:agent>/", agents.agent_detail, name="agent"),
+    path("agents/<id:agent>/rename/", agents.agent_rename, name="agent-rename"),
+    path("agents/<id:agent>/remove/", agents.agent_remove, name="agent-remove"),
+    path("agents/<id:agent>/manifest/", manifest.manifest_view, name="manifest"),
+    path("agents/<id:agent>/suite/", suites.suite_view, name="suite"),
+    path("agents/<id:agent>/connections/new/", connections.connection_add, name="connection-add"),
     path(
-        "agents/<str:agent>/connections/<int:index>/edit/",
+        "agents/<id:agent>/connections/<int:index>/edit/",
         connections.connection_edit,
         name="connection-edit",
     ),
     path(
-        "agents/<str:agent>/connections/<int:index>/remove/",
+        "agents/<id:agent>/connections/<int:index>/remove/",
         connections.connection_remove,
         name="connection-remove",
     ),
     path(
-        "agents/<str:agent>/connections/<int:index>/move/",
+        "agents/<id:agent>/connections/<int:index>/move/",
         connections.connection_move,
         name="connection-move",
     ),
     path(
-        "agents/<str:agent>/connections/<int:index>/tools/<str:key>/",
+        "agents/<id:agent>/connections/<int:index>/tools/<id:key>/",
         tools.tool_edit,
         name="tool-edit",
     ),
     path(
-        "agents/<str:agent>/connections/<int:index>/tools/<str:key>/preview/",
+        "agents/<id:agent>/connections/<int:index>/tools/<id:key>/preview/",
         tools.tool_preview,
         name="tool-preview",
     ),
     path(
-        "agents/<str:agent>/connections/<int:index>/discover/",
+        "agents/<id:agent>/connections/<int:index>/discover/",
         discovery.connection_discover,
         name="connection-discover",
     ),
     path(
-        "agents/<str:agent>/connections/<int:index>/mcp-server/",
+        "agents/<id:agent>/connections/<int:index>/mcp-server/",
         discovery.mcp_server_settings,
         name="mcp-server",
     ),
     path(
-        "agents/<str:agent>/connections/<int:index>/suggestions/",
+        "agents/<id:agent>/connections/<int:index>/suggestions/",
         discovery.connection_suggestions,
         name="connection-suggestions",
     ),
-    path("agents/<str:agent>/effective/", inspect.effective_view, name="effective"),
-    path("agents/<str:agent>/catalog/", inspect.catalog_view, name="catalog"),
-    path("agents/<str:agent>/playground/", inspect.playground, name="playground"),
+    path("agents/<id:agent>/effective/", inspect.effective_view, name="effective"),
+    path("agents/<id:agent>/catalog/", inspect.catalog_view, name="catalog"),
+    path("agents/<id:agent>/playground/", inspect.playground, name="playground"),
     path("import/", transfer.import_view, name="import"),
     path("versions/", versions.versions_view, name="versions"),
     path("versions/<int:number>/", versions.version_view, name="version"),

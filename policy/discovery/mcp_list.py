@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AsyncExitStack
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import Any, Final, NoReturn
@@ -21,6 +23,8 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx2
+import mcp.client.stdio as mcp_stdio
+from anyio.streams.text import TextReceiveStream
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -46,17 +50,73 @@ class Limits:
     max_bytes: int = 16 * 1024 * 1024
 
 
+#: ``(scheme, host, port)``: where a credential may go (the port always written out).
+Origin = tuple[str, str, int]
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True)
+class StdioCommand:
+    """One ``TRAITDECK_MCP_STDIO_COMMANDS`` entry: the argv (matched exactly) and the
+    environment variable names a policy's ``env`` may set for it (none for a bare argv)."""
+
+    argv: tuple[str, ...]
+    env: frozenset[str] = frozenset()
+
+
 @dataclass(frozen=True)
 class Allowlist:
-    """``TRAITDECK_MCP_STDIO_COMMANDS`` (argv lists, matched exactly) and
-    ``TRAITDECK_MCP_HTTP_HOSTS`` (host names; loopback only when listed)."""
+    """What discovery may run, where it may connect and which of the server's environment
+    variables it may send where: ``TRAITDECK_MCP_STDIO_COMMANDS``, ``TRAITDECK_MCP_HTTP_HOSTS``
+    (host names: any port; or origins ``scheme://host:port``; loopback only when listed) and
+    ``TRAITDECK_MCP_CREDENTIALS`` (origin -> variable names). Only the operator sets these:
+    nothing in a policy widens them (docs/security.md)."""
 
-    commands: tuple[tuple[str, ...], ...] = ()
+    commands: tuple[StdioCommand, ...] = ()
     hosts: frozenset[str] = frozenset()
+    credentials: Mapping[Origin, frozenset[str]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
         return not self.commands and not self.hosts
+
+    def command(self, argv: tuple[str, ...]) -> StdioCommand | None:
+        return next((c for c in self.commands if c.argv == tuple(argv)), None)
+
+    def allows_url(self, url: httpx2.URL) -> bool:
+        """A request to ``url`` is allowed: its host is listed bare, or its origin is."""
+        host = (url.host or "").lower()
+        return host in self.hosts or origin_text(url_origin(url)) in self.hosts
+
+
+def url_origin(url: httpx2.URL | str) -> Origin:
+    """``(scheme, host, port)`` of ``url``, the scheme's default port written out."""
+    parsed = httpx2.URL(url) if isinstance(url, str) else url
+    scheme = parsed.scheme.lower()
+    return scheme, (parsed.host or "").lower(), parsed.port or _DEFAULT_PORTS.get(scheme, 0)
+
+
+def origin_text(origin: Origin) -> str:
+    scheme, host, port = origin
+    return f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def credential(allowlist: Allowlist, origin: Origin, name: str) -> str:
+    """The value of the server's environment variable ``name``, to be sent to ``origin``:
+    read only when ``TRAITDECK_MCP_CREDENTIALS`` lists that name for exactly that origin
+    (scheme included: plain http only when the operator wrote ``http://``). The one place
+    discovery reads a variable a policy names; raises :class:`DiscoveryError` otherwise."""
+    if name not in allowlist.credentials.get(origin, frozenset()):
+        raise DiscoveryError(
+            f"The config's auth.env names {name!r}, which TRAITDECK_MCP_CREDENTIALS does not "
+            f"allow to be sent to {origin_text(origin)}; nothing was sent."
+        )
+    value = os.environ.get(name, "")
+    if not value:
+        raise DiscoveryError(
+            f"The config's auth.env names {name!r}, which Traitdeck's environment does not have."
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -100,39 +160,63 @@ def refusal(target: Target, allowlist: Allowlist) -> str | None:
     if target.transport == STDIO:
         if not target.argv:
             return "The server config has no command."
-        if tuple(target.argv) not in allowlist.commands:
+        command = allowlist.command(target.argv)
+        if command is None:
             return (
                 "Its command is not on TRAITDECK_MCP_STDIO_COMMANDS (argv lists matched exactly):"
                 f" {json.dumps(list(target.argv))}."
             )
-        return None
+        return env_refusal(command, target.env)
     if target.transport not in (HTTP, SSE):
         return f"Transport {target.transport!r} is not stdio, streamable HTTP or SSE."
     parts = urlsplit(target.url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return f"{target.url!r} is not an http(s) URL."
-    if parts.hostname.lower() not in allowlist.hosts:
-        return f"Host {parts.hostname!r} is not on TRAITDECK_MCP_HTTP_HOSTS."
+    if not allowlist.allows_url(httpx2.URL(target.url)):
+        return (
+            f"Host {parts.hostname!r} (origin {origin_text(url_origin(target.url))}) is not on "
+            "TRAITDECK_MCP_HTTP_HOSTS."
+        )
     return None
 
 
-async def list_tools(
-    target: Target, limits: Limits, hosts: frozenset[str] = frozenset()
-) -> Listing:
+def env_refusal(command: StdioCommand, names: Iterable[str]) -> str | None:
+    """Why a policy's ``env`` names may not be set for ``command``'s child, or ``None``: only
+    the names its ``TRAITDECK_MCP_STDIO_COMMANDS`` entry lists (``PYTHONWARNINGS``,
+    ``LD_PRELOAD``, ``PYTHONPATH``… run code in the child)."""
+    refused = sorted(set(names) - command.env)
+    if not refused:
+        return None
+    allowed = ", ".join(sorted(command.env)) or "none"
+    return (
+        f"The config's env sets {', '.join(refused)}, which TRAITDECK_MCP_STDIO_COMMANDS does "
+        f"not allow for this command (allowed: {allowed}); nothing was run."
+    )
+
+
+async def list_tools(target: Target, limits: Limits, allowlist: Allowlist = Allowlist()) -> Listing:
     """Every page of ``tools/list``; raises :class:`DiscoveryError` past a limit or on any
-    failure (nothing partial is returned). Over HTTP and SSE every request goes only to a host
-    in ``hosts`` (besides the target's own), whatever the server answers (:class:`_HostGuard`)."""
+    failure (nothing partial is returned). Over HTTP and SSE every request goes only where
+    ``allowlist`` allows (besides the target's own origin), and a request carrying a credential
+    only to the target's own origin, whatever the server answers (:class:`_HostGuard`)."""
     started = time.perf_counter()
     stop = _Stop(anyio.CancelScope())
     garbage = _GarbageWatch(stop)
     watched = logging.getLogger("mcp.client.stdio")
     watched.addHandler(garbage)
+    guard = _HostGuard(target, allowlist, stop, limits.max_bytes)
+    counting = _RUN.set(guard)  # the stdio reader's tasks inherit it (_CountedText)
     try:
         with anyio.fail_after(limits.timeout_s), stop.scope:
             async with AsyncExitStack() as stack:
                 client = await stack.enter_async_context(
                     Client(
-                        await _transport(target, limits, stack, _HostGuard(target, hosts, stop)),
+                        await _transport(
+                            target,
+                            limits,
+                            stack,
+                            guard,
+                        ),
                         cache=None,
                         # The runtime's v1 client does the initialize handshake: so do we
                         # (no server/discover probe first).
@@ -153,6 +237,7 @@ async def list_tools(
             raise DiscoveryError(stop.reason) from exc
         raise DiscoveryError(f"Listing failed: {_first_line(exc)}") from exc
     finally:
+        _RUN.reset(counting)
         watched.removeHandler(garbage)
     return Listing(tuple(tools), pages, time.perf_counter() - started)
 
@@ -208,9 +293,19 @@ class _HostGuard:
       this endpoint, and the page says which server it lists.
     """
 
-    def __init__(self, target: Target, hosts: frozenset[str], stop: _Stop) -> None:
+    def __init__(
+        self, target: Target, allowlist: Allowlist, stop: _Stop, max_bytes: int = 0
+    ) -> None:
+        #: Bytes received over HTTP so far, counted as they arrive (``TRAITDECK_MCP_MAX_BYTES``
+        #: bounds them too: a 40 MB page was read and parsed whole before the cap was checked).
+        self.received = 0
+        self.max_bytes = max_bytes
         self.origin = httpx2.URL(target.url) if target.url else None
-        self.hosts = hosts | {self.origin.host} if self.origin is not None else hosts
+        # The target's own origin (not its whole host: an origin entry allows that port only).
+        own = {origin_text(url_origin(self.origin))} if self.origin is not None else set()
+        self.allowlist = Allowlist(hosts=allowlist.hosts | own)
+        #: With a credential in the headers, every request stays on the endpoint's origin.
+        self.only = url_origin(self.origin) if self.origin and target.headers else None
         self.stop = stop
 
     def client(
@@ -223,10 +318,30 @@ class _HostGuard:
         ``McpHttpClientFactory`` for ``sse_client``."""
         client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
         client.event_hooks = {"request": [self._on_request], "response": [self._on_response]}
+        if self.max_bytes:
+            # httpx2 has no public hook on a response's bytes: its transport is wrapped.
+            client._transport = _CountingTransport(client._transport, self)
         return client
 
+    def count(self, size: int, *, raise_: bool = True) -> None:
+        """``size`` more bytes arrived: stop the run as soon as the total passes the cap."""
+        self.received += size
+        if self.max_bytes and self.received > self.max_bytes:
+            reason = (
+                f"The server sent more than {self.max_bytes} bytes (TRAITDECK_MCP_MAX_BYTES); "
+                "Traitdeck stopped reading, nothing was stored."
+            )
+            if raise_:
+                self._refuse(reason)
+            self.stop(reason)  # the run's scope is cancelled at the reader's next read
+
     async def _on_request(self, request: httpx2.Request) -> None:
-        if request.url.host not in self.hosts:
+        if self.only is not None and url_origin(request.url) != self.only:
+            self._refuse(
+                f"Traitdeck would have sent the credential to {_shown(request.url)}, another "
+                f"origin than {origin_text(self.only)}; nothing was sent there."
+            )
+        if not self.allowlist.allows_url(request.url):
             self._refuse(
                 f"Traitdeck would have sent a request to {_shown(request.url)}: host "
                 f"{request.url.host!r} is not on TRAITDECK_MCP_HTTP_HOSTS; nothing was sent there."
@@ -240,7 +355,7 @@ class _HostGuard:
         if (location.scheme, location.host, location.port) == (sent.scheme, sent.host, sent.port):
             return  # within the origin: the SDK follows it (and _on_request checks it again)
         said = f"The server answered {response.status_code} redirecting to {_shown(location)}"
-        if location.host not in self.hosts:
+        if not self.allowlist.allows_url(location):
             self._refuse(
                 f"{said}: host {location.host!r} is not on TRAITDECK_MCP_HTTP_HOSTS; "
                 "Traitdeck did not follow it."
@@ -254,6 +369,56 @@ class _HostGuard:
     def _refuse(self, reason: str) -> NoReturn:
         self.stop(reason)
         raise _Refused(reason)
+
+
+#: The run whose stdio reader is counting (each discovery's tasks see their own).
+_RUN: ContextVar[_HostGuard | None] = ContextVar("traitdeck_discovery_run", default=None)
+
+
+class _CountedText(TextReceiveStream):
+    """The SDK's stdio reader stream, each chunk counted as it arrives: the SDK reads a line
+    whole (re-joining its buffer on every chunk) before anything is parsed, so a 40 MB line took
+    17 s and kept 161 MiB before the per-page cap saw it. Installed below as the name the SDK's
+    stdio module reads (``tests/discovery/test_mcp_list.py`` fails if an SDK version stops
+    using it); outside a discovery run it only passes the text on."""
+
+    async def receive(self) -> str:
+        text = await super().receive()
+        run = _RUN.get()
+        if run is not None:
+            run.count(len(text), raise_=False)  # characters: at most the bytes
+        return text
+
+
+mcp_stdio.TextReceiveStream = _CountedText  # type: ignore[attr-defined]
+
+
+class _CountingTransport(httpx2.AsyncBaseTransport):
+    """The SDK client's transport, each response's body counted chunk by chunk as it arrives."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, guard: _HostGuard) -> None:
+        self.inner, self.guard = inner, guard
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        response.stream = _CountedStream(response.stream, self.guard)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _CountedStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: Any, guard: _HostGuard) -> None:
+        self.inner, self.guard = inner, guard
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self.inner:
+            self.guard.count(len(chunk))
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 def _shown(url: httpx2.URL) -> str:
@@ -329,20 +494,78 @@ def _first_line(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:300]
 
 
-def parse_commands(raw: str) -> tuple[tuple[str, ...], ...]:
-    """``TRAITDECK_MCP_STDIO_COMMANDS``: a JSON array of argv arrays of strings."""
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(a, str) and a for a in value)
+
+
+def parse_commands(raw: str) -> tuple[StdioCommand, ...]:
+    """``TRAITDECK_MCP_STDIO_COMMANDS``: a JSON array whose entries are argv arrays of strings
+    or ``{"argv": [...], "env": ["NAME", ...]}``; raises ``ValueError`` saying what is wrong."""
     if not raw.strip():
         return ()
     data = json.loads(raw)
-    if not isinstance(data, list) or not all(
-        isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv) for argv in data
-    ):
-        raise ValueError("TRAITDECK_MCP_STDIO_COMMANDS must be a JSON array of argv arrays.")
-    return tuple(tuple(argv) for argv in data)
+    shape = (
+        'TRAITDECK_MCP_STDIO_COMMANDS must be a JSON array of argv arrays or {"argv": [...], '
+        '"env": ["NAME", ...]} objects.'
+    )
+    if not isinstance(data, list):
+        raise ValueError(shape)
+    commands = []
+    for entry in data:
+        if isinstance(entry, dict) and set(entry) <= {"argv", "env"}:
+            argv, env = entry.get("argv"), entry.get("env", [])
+        else:
+            argv, env = entry, []
+        if not _strings(argv) or not argv or not _strings(env):
+            raise ValueError(shape)
+        commands.append(StdioCommand(tuple(argv), frozenset(env)))
+    return tuple(commands)
 
 
 def parse_hosts(raw: str) -> frozenset[str]:
-    return frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
+    """``TRAITDECK_MCP_HTTP_HOSTS``: comma-separated host names (any port) or origins
+    (``scheme://host[:port]``, kept as ``scheme://host:port``); raises ``ValueError``."""
+    hosts = set()
+    for entry in (h.strip().lower() for h in raw.split(",")):
+        if "://" in entry:
+            hosts.add(origin_text(_parse_origin(entry, "TRAITDECK_MCP_HTTP_HOSTS")))
+        elif entry:
+            hosts.add(entry)
+    return frozenset(hosts)
+
+
+def _parse_origin(text: str, setting: str) -> Origin:
+    try:
+        url = httpx2.URL(text)
+    except Exception:
+        url = None
+    if (
+        url is None
+        or url.scheme not in _DEFAULT_PORTS
+        or not url.host
+        or url.raw_path not in (b"", b"/")
+        or url.query
+        or url.userinfo
+    ):
+        raise ValueError(f"{setting}: {text!r} is not an origin like https://host:port.")
+    return url_origin(url)
+
+
+def parse_credentials(raw: str) -> dict[Origin, frozenset[str]]:
+    """``TRAITDECK_MCP_CREDENTIALS``: a JSON object, origin -> list of environment variable
+    names discovery may send there; raises ``ValueError`` saying what is wrong."""
+    if not raw.strip():
+        return {}
+    data = json.loads(raw)
+    if not isinstance(data, dict) or not all(_strings(names) for names in data.values()):
+        raise ValueError(
+            'TRAITDECK_MCP_CREDENTIALS must be a JSON object {"https://host:port": ["NAME", ...]}.'
+        )
+    credentials: dict[Origin, frozenset[str]] = {}
+    for text, names in data.items():
+        origin = _parse_origin(text.strip(), "TRAITDECK_MCP_CREDENTIALS")
+        credentials[origin] = credentials.get(origin, frozenset()) | frozenset(names)
+    return credentials
 
 
 @gc_paused()  # thousands of tools: core.gc_pause says why

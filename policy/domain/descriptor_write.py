@@ -31,7 +31,14 @@ from policy.domain.descriptors import (
 )
 from policy.domain.diagnostics import Diagnostic, Severity
 from policy.domain.paths import Path
-from policy.domain.yaml_io import CLI_MAX_BYTES, MAX_NODES, dump_body, load_document
+from policy.domain.yaml_io import (
+    CLI_MAX_BYTES,
+    MAX_NODES,
+    compose_node,
+    dump_body,
+    load_document,
+    scalar_value,
+)
 
 
 class ExportRefused(Exception):
@@ -130,7 +137,7 @@ def export_into_descriptor(
             node[key] = {}
         node = node[key]
     node[location[-1]] = new_owned
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    root = compose_node(text)
     if root is None:  # not reachable: a descriptor is a mapping
         raise DescriptorError("malformed", "the descriptor is empty")
     out = _Splicer(text).result(root, loaded.data, expected)
@@ -332,7 +339,7 @@ class _Splicer:
                 raise _CannotSplice
             key = key_node.value
             if key_node.tag != "tag:yaml.org,2002:str":
-                key = yaml.SafeLoader("").construct_object(key_node)
+                key = scalar_value(key_node)
             pairs.append((key, key_node, value_node))
         if not isinstance(old, Mapping) or len(pairs) != len(old):
             raise _CannotSplice

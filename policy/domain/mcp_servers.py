@@ -52,6 +52,8 @@ class ServerConfig:
     argv: tuple[str, ...] = ()
     #: Literal environment values the config names (``${secret:…}`` ones are left out).
     env: Mapping[str, str] = field(default_factory=dict)
+    #: Every name the config's ``env`` sets, ``${secret:…}`` ones included.
+    env_names: tuple[str, ...] = ()
     auth_type: str = ""
     #: The environment variable holding the token (its name only; never the value).
     auth_env: str = ""
@@ -178,6 +180,7 @@ def read_config(server_id: str, cfg: Mapping[str, Any], *, where: str) -> Server
         url=url,
         argv=argv,
         env=env,
+        env_names=tuple(str(key) for key in raw_env) if isinstance(raw_env, Mapping) else (),
         auth_type=auth_type,
         auth_env=auth_env,
         auth_header=auth_header,

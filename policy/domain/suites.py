@@ -24,13 +24,16 @@ left out is not checked. As YAML (``traitdeck test POLICY SUITE.yaml`` runs it):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import yaml
 
+from core.json_limits import MAX_DEPTH, nests_deeper
 from policy.domain.decide import Outcome, decide, outcomes_by_slot
+from policy.domain.diagnostics import Severity
 from policy.domain.dryrun import (
     AgentResolutionLike,
     RoundSpec,
@@ -39,8 +42,12 @@ from policy.domain.dryrun import (
 )
 from policy.domain.multi_action import ModeSources, multi_action_mode
 from policy.domain.round_policy import RoundPolicy
+from policy.domain.yaml_io import WEB_MAX_BYTES, load_document
 
 VERDICTS: Final = ("accepted", "rejected", "dropped", "not_observed")
+#: The most JSON one stored case (name, round, expectations) may take: every page that lists
+#: the suite and every draft check reads them all (a 540-byte alias bomb once stored 312 MB).
+MAX_CASE_BYTES: Final = 64 * 1024
 _EXPECT_KEYS: Final = frozenset({"attempt", "index", "verdict", "rule", "early", "dedup"})
 
 
@@ -137,9 +144,22 @@ def parse_expectation(data: Any, path: str) -> Expectation:
     )
 
 
+def case_size_error(data: Mapping[str, Any]) -> str | None:
+    """Why a case is too large or too deep to be stored, in words, or ``None``."""
+    if nests_deeper(data, MAX_DEPTH):
+        return f"it nests more than {MAX_DEPTH} levels deep"
+    size = len(json.dumps(data, ensure_ascii=False, default=str).encode())
+    if size > MAX_CASE_BYTES:
+        return f"it takes {size:,} bytes as JSON; a case holds at most {MAX_CASE_BYTES:,}"
+    return None
+
+
 def parse_case(data: Any, path: str) -> Case:
     if not isinstance(data, Mapping):
         raise _fail(path, "must be a mapping")
+    too_large = case_size_error(data)
+    if too_large is not None:
+        raise _fail(path, too_large)
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         raise _fail(f"{path}.name", "must be a non-empty string")
@@ -178,12 +198,14 @@ def parse_suite(data: Any) -> Suite:
     return Suite(agent, parsed)
 
 
-def load_suite(text: str | bytes) -> Suite:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SuiteError(f"not YAML: {exc}") from None
-    return parse_suite(data)
+def load_suite(text: str | bytes, *, max_bytes: int = WEB_MAX_BYTES) -> Suite:
+    """Read a suite through the bounded YAML loader (size, depth and alias expansion)."""
+    loaded = load_document(text, max_bytes=max_bytes)
+    if loaded.refused:
+        first = next(d for d in loaded.diagnostics if d.severity is Severity.ERROR)
+        where = f" (line {first.line})" if first.line else ""
+        raise SuiteError(f"not YAML{where}: {first.message}")
+    return parse_suite(loaded.data)
 
 
 def dump_suite(suite: Suite) -> str:

@@ -588,6 +588,23 @@ def load_document(
     return LoadedPolicy(data, source, diagnostics, refused, header_hash)
 
 
+def compose_node(text: str) -> Node | None:
+    """The node tree of ``text`` (source marks kept), for editing text in place. Only for text
+    :func:`load_document` has already accepted: composed by the same bounded composer (depth),
+    the size and alias checks were made there. The one place besides ``load_document`` the
+    product composes YAML (``tests/hardening/test_product_sources.py`` holds it to that)."""
+    loader = _Loader(text)
+    try:
+        return loader.get_single_node()
+    finally:
+        loader.dispose()
+
+
+def scalar_value(node: ScalarNode) -> Any:
+    """What ``yaml.safe_load`` makes of one scalar node (an int key, a date …)."""
+    return _Loader("").construct_object(node)
+
+
 def check_policy(loaded: LoadedPolicy) -> LoadedPolicy:
     """``loaded`` refused unless its data is a policy: the agents mapping where the runtime
     reads it, and no text a page or database could not hold. Refused data is dropped."""

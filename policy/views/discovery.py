@@ -4,11 +4,10 @@ the connection page again, saying what happened."""
 
 from __future__ import annotations
 
-import json
-
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 
+from core.json_limits import NotJson, decode_json
 from policy.domain.connections import Connection
 from policy.domain.loading import MCP, mcp_server
 from policy.selectors import DraftState, draft_state
@@ -48,8 +47,8 @@ def mcp_server_settings(request: HttpRequest, agent: str, index: int) -> HttpRes
     command: list[str] | None = None
     if raw_command:
         try:
-            parsed = json.loads(raw_command)
-        except ValueError:
+            parsed = decode_json(raw_command.encode("utf-8", "surrogatepass"))
+        except NotJson:  # not JSON, or nested past any argv (`[` x 100,000)
             parsed = None
         if not isinstance(parsed, list) or not all(isinstance(a, str) for a in parsed):
             return connection_page(

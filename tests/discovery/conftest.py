@@ -6,8 +6,10 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -94,3 +96,29 @@ def bystander() -> Iterator[Callable[[str], tuple[int, Callable[[], bool]]]]:
     yield listen
     for sock in opened:
         sock.close()
+
+
+@pytest.fixture
+def header_listener() -> Iterator[tuple[str, list[dict[str, str]]]]:
+    """A real HTTP listener on 127.0.0.1 that records the headers of every request it gets
+    (and answers 404): its base URL and the list it records into."""
+    seen: list[dict[str, str]] = []
+
+    class Record(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            seen.append({k.lower(): v for k, v in self.headers.items()})
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = do_DELETE = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Record)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    server.shutdown()
+    server.server_close()

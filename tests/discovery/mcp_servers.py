@@ -6,7 +6,8 @@ answered STATUS with that ``Location`` instead (the rest is served as usual).
 
 Kinds: ``mixed`` (reads and writes, some hints absent), ``paged`` (3 pages), ``silent`` (never
 answers), ``garbage`` (writes non-protocol bytes), ``many`` (5,000 tools, one page; ``many:N``
-for N), ``slow:S`` (lists ``mixed`` after S seconds).
+for N), ``slow:S`` (lists ``mixed`` after S seconds), ``env`` (one tool ``env_NAME`` per variable
+in its own environment: what the child was given).
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ def build(kind: str) -> Server:
     ) -> types.ListToolsResult:
         if kind == "mixed":
             return types.ListToolsResult(tools=MIXED)
+        if kind == "env":
+            import os
+
+            return types.ListToolsResult(
+                tools=[_tool(f"env_{name}") for name in sorted(os.environ)]
+            )
         if kind == "paged":
             start = int(params.cursor) if params is not None and params.cursor else 0
             end = start + PAGE

@@ -12,10 +12,14 @@ from policy.discovery.mcp_list import (
     Allowlist,
     DiscoveryError,
     Limits,
+    StdioCommand,
     Target,
+    _CountedText,
     list_tools,
     manifest_entries,
     parse_commands,
+    parse_credentials,
+    parse_hosts,
     refusal,
 )
 from policy.domain.manifest import parse_manifest
@@ -95,10 +99,40 @@ def test_it_refuses_more_tools_than_the_cap_and_returns_nothing() -> None:
 
 
 def test_it_refuses_a_listing_over_the_byte_cap() -> None:
-    with pytest.raises(DiscoveryError, match="over 5000 bytes"):
+    with pytest.raises(DiscoveryError, match="more than 5000 bytes"):
         _list(
             Target("stdio", argv=stdio_argv("many:100")),
             Limits(timeout_s=TIME_LIMIT_S, max_bytes=5000),
+        )
+
+
+def test_it_stops_reading_stdio_as_soon_as_the_bytes_pass_the_cap() -> None:
+    # Issue 34, item 7: the SDK reads a whole line (one page) before anything is parsed; the
+    # bytes are counted as they arrive, so a page far over the cap is not read to its end.
+    from mcp.client import stdio
+
+    assert stdio.TextReceiveStream is _CountedText  # the SDK still reads through this name
+    started = time.perf_counter()
+    with pytest.raises(DiscoveryError, match="sent more than 20000 bytes.*stopped reading"):
+        _list(
+            Target("stdio", argv=stdio_argv("many")),
+            Limits(timeout_s=TIME_LIMIT_S, max_bytes=20_000),
+        )
+    assert time.perf_counter() - started < TIME_LIMIT_S
+
+
+def test_it_stops_reading_over_http_as_soon_as_the_bytes_pass_the_cap(
+    http_server: Callable[[str], str],
+) -> None:
+    # Issue 34, item 7: the cap was checked after a whole page was read and parsed (a 40 MB page
+    # took 17 s and kept 161 MiB); now the HTTP client counts the bytes as they arrive.
+    url = http_server("many")
+    with pytest.raises(DiscoveryError, match="sent more than 20000 bytes.*stopped reading"):
+        anyio.run(
+            list_tools,
+            Target("http", url=url),
+            Limits(timeout_s=TIME_LIMIT_S, max_bytes=20_000),
+            LOOPBACK,
         )
 
 
@@ -112,21 +146,54 @@ def test_it_says_why_a_server_is_not_contacted() -> None:
     nothing = Allowlist()
     assert "TRAITDECK_MCP_STDIO_COMMANDS" in (refusal(Target("stdio", argv=argv), nothing) or "")
     # Exact argv match: the interpreter alone, or other arguments, are not enough.
-    only_python = Allowlist(commands=((argv[0],),))
+    only_python = Allowlist(commands=(StdioCommand((argv[0],)),))
     assert refusal(Target("stdio", argv=argv), only_python) is not None
-    assert refusal(Target("stdio", argv=argv), Allowlist(commands=(argv,))) is None
+    exact = Allowlist(commands=(StdioCommand(argv),))
+    assert refusal(Target("stdio", argv=argv), exact) is None
+    # The policy's env may set only the names the operator's entry lists.
+    with_env = Target("stdio", argv=argv, env={"LD_PRELOAD": "/tmp/x.so"})
+    assert "env sets LD_PRELOAD" in (refusal(with_env, exact) or "")
+    allowing = Allowlist(commands=(StdioCommand(argv, frozenset({"LD_PRELOAD"})),))
+    assert refusal(with_env, allowing) is None
     loopback = Target("http", url="http://127.0.0.1:9/mcp")
     assert "TRAITDECK_MCP_HTTP_HOSTS" in (refusal(loopback, Allowlist(hosts=frozenset())) or "")
     assert refusal(loopback, Allowlist(hosts=frozenset({"127.0.0.1"}))) is None
+    assert refusal(loopback, Allowlist(hosts=parse_hosts("http://127.0.0.1:9"))) is None
+    assert refusal(loopback, Allowlist(hosts=parse_hosts("https://127.0.0.1:9"))) is not None
+    assert refusal(loopback, Allowlist(hosts=parse_hosts("http://127.0.0.1"))) is not None
     assert refusal(Target("http", url="file:///etc/passwd"), Allowlist()) is not None
 
 
 def test_it_reads_the_command_allowlist_as_argv_arrays() -> None:
     assert parse_commands('[["/usr/bin/python3", "/srv/mcp/files.py"]]') == (
-        ("/usr/bin/python3", "/srv/mcp/files.py"),
+        StdioCommand(("/usr/bin/python3", "/srv/mcp/files.py")),
     )
-    with pytest.raises(ValueError, match="argv arrays"):
-        parse_commands('["/usr/bin/python3 /srv/mcp/files.py"]')
+    assert parse_commands('[{"argv": ["/usr/bin/node", "s.js"], "env": ["ROOT"]}]') == (
+        StdioCommand(("/usr/bin/node", "s.js"), frozenset({"ROOT"})),
+    )
+    for bad in (
+        '["/usr/bin/python3 /srv/mcp/files.py"]',
+        '[{"argv": ["x"], "env": "ROOT"}]',
+        '[{"argv": [], "env": []}]',
+        '[{"argv": ["x"], "shell": true}]',
+    ):
+        with pytest.raises(ValueError, match="argv arrays"):
+            parse_commands(bad)
+
+
+def test_it_reads_origins_and_credentials() -> None:
+    assert parse_hosts("Example.org, https://API.example.org, http://127.0.0.1:8000/") == {
+        "example.org",
+        "https://api.example.org:443",
+        "http://127.0.0.1:8000",
+    }
+    assert parse_credentials('{"https://api.example.org": ["A"], "http://h:81": ["B"]}') == {
+        ("https", "api.example.org", 443): frozenset({"A"}),
+        ("http", "h", 81): frozenset({"B"}),
+    }
+    for bad in ('{"api.example.org": ["A"]}', '{"https://h/path": ["A"]}', '["A"]'):
+        with pytest.raises(ValueError, match="TRAITDECK_MCP_CREDENTIALS"):
+            parse_credentials(bad)
 
 
 def test_its_entries_are_a_valid_manifest_with_provenance_and_no_traits() -> None:
@@ -150,7 +217,7 @@ def test_its_entries_are_a_valid_manifest_with_provenance_and_no_traits() -> Non
     assert "annotations" not in entries["mcp.fs.stat"]
 
 
-LOOPBACK = frozenset({"127.0.0.1"})
+LOOPBACK = Allowlist(hosts=frozenset({"127.0.0.1"}))
 
 
 @pytest.mark.parametrize("status", [307, 308, 302])

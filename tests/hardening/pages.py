@@ -62,13 +62,13 @@ def agent_pages(agent: str) -> list[str]:
     base = agent_url(agent)
     if base is None:
         return []
+    pages = [base, f"{base}effective/", f"{base}catalog/", f"{base}playground/", f"{base}manifest/"]
+    if "/" in agent or agent in {".", ".."}:
+        # The pages take any name (web.converters); the API's {agent} is one plain segment.
+        return pages
     api = f"/api/v1/agents/{_segment(agent)}"
     return [
-        base,
-        f"{base}effective/",
-        f"{base}catalog/",
-        f"{base}playground/",
-        f"{base}manifest/",
+        *pages,
         f"{api}/effective",
         f"{api}/catalog",
         f"{api}/catalog?format=text",

@@ -16,6 +16,7 @@ from django.test import override_settings
 
 from observe import consumers
 from observe.consumers import TOO_MANY_STREAMS, UNSUPPORTED_DATA, LiveRoundsConsumer
+from observe.health import live as health_live
 from tests.conftest import make_user
 from tests.markup import find_all
 from tests.observe.live_support import HandRound, ingest
@@ -117,3 +118,44 @@ async def test_a_client_sending_anything_is_closed_and_others_keep_their_updates
     assert await closed_with(rogue) == UNSUPPORTED_DATA
     await next_round_arrives(viewer, "after-the-garbage")
     assert await rogue.receive_nothing(timeout=0.2)
+
+
+async def test_a_tool_id_with_a_slash_and_its_timeouts_keep_every_stream_open(
+    sockets: list[Any], users: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34, item 3: 25 timeouts of tool `evil/slash` made the alerts bar raise
+    NoReverseMatch in every stream at the next batch (1011 for all)."""
+    ana, bo = users
+    first, second = await connect(sockets, ana), await connect(sockets, bo)
+    hand = HandRound(turn_id="evil").started()
+    for index in range(25):
+        hand.timeout(index, "evil/slash", None)
+    await database_sync_to_async(ingest)(hand.events)
+    monkeypatch.setattr(health_live, "_last", None)  # the bar is rendered afresh
+    for communicator in (first, second):
+        message = await communicator.receive_from(timeout=TIMEOUT)
+        assert "evil/slash" in message
+        assert "evil%252Fslash" in message  # the alerts bar links to the tool's page
+    await next_round_arrives(first, "after-the-slash")
+
+
+@override_settings(TRAITDECK_MAX_WEBSOCKETS_PER_USER=2)
+async def test_a_stream_that_fails_gives_its_slot_back(
+    sockets: list[Any], users: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ana, _ = users
+    broken = await connect(sockets, ana)
+
+    async def fails(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a card that cannot be rendered")
+
+    monkeypatch.setattr(consumers, "fragments", fails)
+    await database_sync_to_async(ingest)(HandRound(turn_id="breaks").started().events)
+    with pytest.raises(RuntimeError):
+        await broken.receive_output(timeout=TIMEOUT)  # the consumer died: daphne closes 1011
+    sockets.remove(broken)
+    assert not consumers._open_streams  # its slot came back
+    monkeypatch.undo()
+    await connect(sockets, ana)
+    again = await connect(sockets, ana)  # both slots free again
+    await next_round_arrives(again, "after-the-failure")

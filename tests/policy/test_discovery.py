@@ -100,7 +100,7 @@ def test_it_answers_404_for_a_server_the_agent_does_not_connect_to(
     assert editor_client.post("/api/v1/agents/main/mcp/other/discover").status_code == 404
 
 
-@ALLOW
+@override_settings(TRAITDECK_MCP_STDIO_COMMANDS=json.dumps([{"argv": ARGV, "env": ["TOKEN"]}]))
 def test_it_reports_a_config_that_needs_a_secret(editor_client: Client) -> None:
     doc = policy(env={"TOKEN": "${secret:files.token}"})
     draft_change(edit=lambda _old: doc, base_revision=None)
@@ -216,3 +216,35 @@ def test_the_catalog_says_which_tools_the_runtime_never_sees(editor_client: Clie
     assert "never sees 4 discovered tool(s)" in page
     assert "mcp.fs.tool_3, mcp.fs.tool_4, mcp.fs.tool_5, mcp.fs.tool_6" in page
     assert "mcp-beyond-first-page" in {d.code for d in draft_analysis().diagnostics}
+
+
+def test_a_deeply_nested_source_command_is_refused_never_a_500(
+    editor_client: Client, draft: int
+) -> None:
+    # Issue 34, item 6: `[` x 100,000 was a RecursionError (a 500 and a 3,000-line traceback).
+    response = editor_client.post(
+        "/policy/agents/main/connections/0/mcp-server/", {"source_command": "[" * 100_000}
+    )
+    assert response.status_code == 422
+    assert "must be a JSON array of strings" in response.content.decode()
+
+
+@ALLOW
+def test_one_discovery_per_server_at_a_time_and_a_global_limit(
+    editor_client: Client, draft: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 34, item 7: three 40 MB listings at once took a worker to 650 MiB.
+    from policy import services_discovery
+
+    monkeypatch.setattr(services_discovery, "_running", {"files"})
+    response = editor_client.post(DISCOVER)
+    assert response.status_code == 422
+    assert "A discovery of 'files' is already running" in response.json()["error"]
+    monkeypatch.setattr(services_discovery, "_running", {"a", "b"})
+    response = editor_client.post(DISCOVER)
+    assert response.status_code == 422
+    assert "TRAITDECK_MCP_CONCURRENT" in response.json()["error"]
+    assert not AgentManifest.objects.exists()
+    monkeypatch.setattr(services_discovery, "_running", set())
+    assert editor_client.post(DISCOVER).status_code == 200
+    assert services_discovery._running == set()  # released after the run

@@ -152,3 +152,76 @@ def test_the_round_page_offers_to_save_the_round_as_a_case(
     save = find(page, "details", id="save-case")
     assert save.find("summary").text == "Save as a regression case"
     assert save.find("form").attrs["action"] == "/policy/agents/main/suite/"
+
+
+# Issue 34, items 4 and 6: a suite is read by the bounded YAML loader, a case is at most 64 KiB of
+# JSON, and hostile nesting is a refusal, never a 500.
+BOMB = """agent: main
+a: &a [xxxxxxxxxx, xxxxxxxxxx, xxxxxxxxxx, xxxxxxxxxx, xxxxxxxxxx, xxxxxxxxxx]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]
+cases:
+  - name: bomb
+    round:
+      turn_id: t-1
+      iteration: 0
+      max_actions: 1
+      attempts: [[{action: call_tool, tool_id: workspace_jobs.search, params: {q: *e}}]]
+    expect: [{index: 0}]
+"""
+
+
+def import_suite(client: Client, text: str) -> Any:
+    return client.post(SUITE, {"op": "import", "suite": text})
+
+
+def test_an_alias_bomb_suite_is_refused_and_nothing_is_stored(
+    editor_client: Client, published: None
+) -> None:
+    assert len(BOMB) < 600
+    response = import_suite(editor_client, BOMB)
+    assert response.status_code == 422
+    assert "aliases expand to more than 100000 nodes" in response.content.decode()
+    assert not SuiteCase.objects.exists()
+
+
+def test_a_case_over_64_kib_of_json_is_refused_with_a_sentence(
+    editor_client: Client, published: None
+) -> None:
+    suite = {
+        "agent": "main",
+        "cases": [
+            {
+                "name": "large",
+                "round": {**SEARCH_THEN_EXPORT, "note": "x" * 70_000},
+                "expect": [{"index": 0}],
+            }
+        ],
+    }
+    response = import_suite(editor_client, yaml.safe_dump(suite))
+    assert response.status_code == 422
+    assert "a case holds at most 65,536" in response.content.decode()
+    assert not SuiteCase.objects.exists()
+    big_round = {**SEARCH_THEN_EXPORT, "note": "x" * 70_000}
+    response = editor_client.post(
+        SUITE, {"op": "add", "name": "big", "round": json.dumps(big_round)}
+    )
+    assert response.status_code == 422
+    assert "a case holds at most 65,536" in response.content.decode()
+    assert not SuiteCase.objects.exists()
+
+
+def test_deep_nesting_is_refused_never_a_500(editor_client: Client, published: None) -> None:
+    response = import_suite(editor_client, "[" * 5000)
+    assert response.status_code == 422
+    assert "nests more than 100 levels" in response.content.decode()
+    response = editor_client.post(SUITE, {"op": "add", "name": "deep", "round": "[" * 100_000})
+    assert response.status_code == 422
+    assert "nests too deeply" in response.content.decode()
+    deep = {**SEARCH_THEN_EXPORT, "note": json.loads("[" * 80 + "]" * 80)}
+    response = editor_client.post(SUITE, {"op": "add", "name": "deep", "round": json.dumps(deep)})
+    assert response.status_code == 422
+    assert "nests more than 64 levels" in response.content.decode()
+    assert not SuiteCase.objects.exists()

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,14 +19,16 @@ LIMIT = 64 * 1024
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+@contextmanager
+def serving(tmp_path: Path, **env: str) -> Iterator[tuple[int, Path]]:
+    """``python -m config.server`` on a free loopback port with the probe application and
+    ``env`` added to the environment; its port and the probe's log."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     log = tmp_path / "probe.log"
     log.touch()
-    env = {**os.environ, "TRAITDECK_MAX_BODY_BYTES": str(LIMIT), "PROBE_LOG": str(log)}
+    env = {**os.environ, "TRAITDECK_MAX_BODY_BYTES": str(LIMIT), "PROBE_LOG": str(log), **env}
     args = ["-b", "127.0.0.1", "-p", str(port), "tests.server.probe_app:application"]
     process = subprocess.Popen(  # noqa: S603 (our own interpreter and module)
         [sys.executable, "-m", "config.server", *args],
@@ -52,6 +55,12 @@ def server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    with serving(tmp_path) as running:
+        yield running
 
 
 def exchange(port: int, head: str, chunks: list[bytes]) -> bytes:
