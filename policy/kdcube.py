@@ -366,7 +366,7 @@ class Observed:
 
 
 #: The bridge's calls read KDCube at most once per this many seconds per bundle.
-READ_EVERY_S = 5.0
+READ_EVERY_S = 3.0
 #: How often a waiting push asks again whether the bundle is free.
 PUSH_WAIT_STEP_S = 0.1
 #: What a name reported by the bridge may hold (KDCube's user names, e-mail addresses).

@@ -100,6 +100,8 @@ class Change:
     @property
     def path(self) -> str:
         out = " → ".join(self.where)
+        if not out:
+            return self.field
         return f"{out}: {self.field}" if self.field else out
 
     @property
@@ -111,7 +113,11 @@ class Change:
             where = f"{self.noun} {where}"
         if self.kind in ("added", "removed"):
             field = _FIELD_NAMES.get(self.field, self.field)
-            head = f"{where}: {field} {self.kind}" if field else f"{where} {self.kind}"
+            head = (
+                f"{where}: {field} {self.kind}"
+                if where and field
+                else f"{where or field} {self.kind}"
+            )
             value = self.after if self.kind == "added" else self.before
             return f"{head} ({value})" if value is not None else head
         if self.kind == "hidden":
