@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 from django.conf import settings
 from django.core import signing
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -236,11 +236,14 @@ def _push_lease(target: kdcube_client.Target) -> Iterator[KDCubeBundle | None]:
     give_up = time.monotonic() + hold.total_seconds()
     while True:
         now = timezone.now()
-        claimed = (
-            KDCubeBundle.objects.filter(target=label)
-            .filter(Q(push_until__isnull=True) | Q(push_until__lt=now))
-            .update(push_until=now + hold)
-        )
+        try:
+            claimed = (
+                KDCubeBundle.objects.filter(target=label)
+                .filter(Q(push_until__isnull=True) | Q(push_until__lt=now))
+                .update(push_until=now + hold)
+            )
+        except OperationalError:  # SQLite: another writer holds the lock; ask again
+            claimed = 0
         if claimed or time.monotonic() >= give_up:
             break
         time.sleep(PUSH_WAIT_STEP_S)
@@ -250,7 +253,17 @@ def _push_lease(target: kdcube_client.Target) -> Iterator[KDCubeBundle | None]:
     try:
         yield KDCubeBundle.objects.get(target=label)
     finally:
-        KDCubeBundle.objects.filter(target=label).update(push_until=None)
+        _release(label)
+
+
+def _release(label: str) -> None:
+    """End the push's lease (retried while SQLite's lock is busy; it runs out anyway)."""
+    for _attempt in range(50):
+        try:
+            KDCubeBundle.objects.filter(target=label).update(push_until=None)
+            return
+        except OperationalError:
+            time.sleep(PUSH_WAIT_STEP_S)
 
 
 # Not atomic as a whole: KDCube's answers can take up to three time limits, and a transaction

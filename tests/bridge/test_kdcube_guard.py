@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 import yaml
 
@@ -106,3 +110,71 @@ def test_a_push_after_the_listener_saw_an_outside_change_is_refused_naming_the_t
     finally:
         for process in (bridge, daphne):
             stop(process)
+
+
+def published(traitdeck: Traitdeck, kdcube: ReplayServer, tmp_path: Path) -> None:
+    """Version 1 published (before the target is known: no push), then the target set."""
+    version = tmp_path / "version.yaml"
+    version.write_text(yaml.safe_dump(exchange("push-read-back")["traitdeck"]["version"]))
+    traitdeck.manage("policy", "import", str(version), "--publish", "--message", "v", "--yes")
+    traitdeck.env.update({**KDCUBE_ENV, "TRAITDECK_KDCUBE_URL": kdcube.url})
+    traitdeck.env["TRAITDECK_KDCUBE_POLL_S"] = "600"
+
+
+def test_two_pushes_at_once_are_serialized(
+    traitdeck: Traitdeck, kdcube: ReplayServer, tmp_path: Path
+) -> None:
+    published(traitdeck, kdcube, tmp_path)
+    # The first push (overwrite) is slow to read: it holds the bundle while the second (plain)
+    # starts. The second waits, then compares with what the first wrote and finds the outside
+    # change: refused, never interleaved (today both read at once and the writes cross).
+    kdcube.expect("push-read", "push-write", "push-read-back", "drift-read")
+    kdcube.slow_s = 6.0
+    kdcube.fault = "slow"
+    command = [PYTHON, "manage.py", "policy", "push"]
+    pipes: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    first = subprocess.Popen([*command, "--overwrite"], cwd=ROOT, env=traitdeck.env, **pipes)
+    wait_until(lambda: kdcube.fault is None, what="the first push's read")
+    second = subprocess.Popen(command, cwd=ROOT, env=traitdeck.env, **pipes)
+    out1, err1 = first.communicate(timeout=120)
+    out2, err2 = second.communicate(timeout=120)
+    assert first.returncode == 0, err1
+    assert "pushed version 1" in out1
+    assert second.returncode == 1, out2
+    assert "refused" in err2
+    assert TRAIT in err2
+    assert kdcube.served == ["push-read", "push-write", "push-read-back", "drift-read"]
+
+
+def test_a_burst_of_bridge_calls_reads_kdcube_at_most_twice(
+    traitdeck: Traitdeck, kdcube: ReplayServer, tmp_path: Path
+) -> None:
+    published(traitdeck, kdcube, tmp_path)
+    kdcube.expect_always("drift-read")
+    token = traitdeck.token("bridge", "events:write")
+    port = free_port()
+    daphne = start_daphne(traitdeck.env, port, tmp_path / "daphne-kdcube.log")
+    traitdeck.processes.append(daphne)
+    answers: list[dict[str, Any]] = []
+
+    def call() -> None:
+        response = httpx.post(
+            f"http://127.0.0.1:{port}/api/v1/kdcube/props-changed",
+            json={"source": "listener", "updated_by": "ops-admin"},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
+        )
+        assert response.status_code == 200, response.text
+        answers.append(response.json())
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(answers) == 8
+    # One read at once, at most one more at the window's end (3 s); every other call coalesced.
+    assert 1 <= len(kdcube.served) <= 2
+    assert sum(a["coalesced"] for a in answers) == 8 - len(kdcube.served)
+    assert time.monotonic() - started < 30

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import html
 import re
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import connection
 
 from audit.models import AuditEntry
 from policy import kdcube
@@ -239,34 +236,4 @@ def test_the_import_of_props_with_the_widgets_keys_warns_key_inert(publisher_cli
     assert ("key-inert", "react.agents.main.multi_action_mode") in codes
 
 
-@pytest.mark.django_db(transaction=True)
-def test_two_pushes_at_once_are_serialized(server: ReplayServer) -> None:
-    # Publishing pushes (on commit, here at once): refused, Traitdeck never wrote the props.
-    server.expect("push-read")
-    draft_replace(data=VERSION, base_revision=None, user="test")
-    policy_publish(actor="test", message="v", confirm_warnings=True)
-    assert KDCubePush.objects.get().status == "refused"
-    server.served.clear()
-    # The first push is slow to read; the second, started meanwhile, waits for it and then sees
-    # the outside change against what the first wrote: never interleaved with it.
-    server.slow_s = 1.5
-    server.fault = "slow"
-    server.expect("push-read", "push-write", "push-read-back", "drift-read")
-    results: dict[str, str] = {}
-
-    def first() -> None:
-        try:
-            results["first"] = kdcube.kdcube_push(actor="a", overwrite=True).status
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=first)
-    thread.start()
-    time.sleep(0.5)
-    second = kdcube.kdcube_push(actor="b")
-    thread.join(30)
-    assert results["first"] == "pushed"
-    assert second.status == "refused"
-    assert TRAIT in second.answer
-    assert server.served == ["push-read", "push-write", "push-read-back", "drift-read"]
-    assert KDCubeBundle.objects.get().push_until is None  # released
+# Two pushes at once: tests/bridge/test_kdcube_guard.py (two processes on a SQLite file).
