@@ -312,7 +312,67 @@ def record(server: AdminServer) -> list[dict[str, Any]]:
         body={"tenant": TENANT, "project": PROJECT, "op": "replace", "props": current["props"]},
         agents=("main",),
     )
+
+    # KDCube's own editor (the admin widget, @kdcube/components-react agentic-config:
+    # api.ts writeAgentSection → writeAppProps, op: merge) next to Traitdeck's push. Traitdeck
+    # pushes the version again over whatever the experiments above left, then an admin saves
+    # main's "Tools & traits" from an editor opened before that push (the whole tools list as
+    # it was then: merge replaces lists), and flips the "Multi-action" switch, which writes
+    # multi_action_mode into the agent's react block (react.agents.main).
+    rec.scenario = "widget"
+    current = rec.send("widget-push-read", "GET")
+    now = kdcube_props.Target(props=current["props"], defaults=current["defaults"])
+    body = {
+        "tenant": TENANT,
+        "project": PROJECT,
+        "op": "merge",
+        "props": kdcube_props.push_patch(now, version),
+    }
+    rec.send("widget-push-write", "POST", body=body, agents=("main",))
+    back = rec.send("widget-push-read-back", "GET")
+    rec.cases[-1]["traitdeck"] = {
+        "differs_after_push": kdcube_props.differs(
+            kdcube_props.Target(props=back["props"], defaults=back["defaults"]), version
+        )
+    }
+    stale = copy.deepcopy(first["props"]["surfaces"]["as_consumer"]["agents"]["main"]["tools"])
+    rec.send(
+        "widget-saves-stale-tools",
+        "POST",
+        auth="ops",
+        body=widget_write({"surfaces": {"as_consumer": {"agents": {"main": {"tools": stale}}}}}),
+        agents=("main",),
+    )
+    stale_read = rec.send("widget-stale-read", "GET")
+    # "Push version N again" (overwrite): the patch against what the widget left.
+    undone = kdcube_props.Target(props=stale_read["props"], defaults=stale_read["defaults"])
+    body = {
+        "tenant": TENANT,
+        "project": PROJECT,
+        "op": "merge",
+        "props": kdcube_props.push_patch(undone, version),
+    }
+    rec.send("widget-push-again-write", "POST", body=body, agents=("main",))
+    again = rec.send("widget-push-again-read-back", "GET")
+    rec.cases[-1]["traitdeck"] = {
+        "differs_after_push": kdcube_props.differs(
+            kdcube_props.Target(props=again["props"], defaults=again["defaults"]), version
+        )
+    }
+    rec.send(
+        "widget-multi-action-switch",
+        "POST",
+        auth="ops",
+        body=widget_write({"react": {"agents": {"main": {"multi_action_mode": "on"}}}}),
+        agents=("main",),
+    )
+    rec.send("widget-multi-action-read", "GET")
     return rec.cases
+
+
+def widget_write(props: dict[str, Any]) -> dict[str, Any]:
+    """The body KDCube's admin widget posts (``writeAppProps``)."""
+    return {"tenant": TENANT, "project": PROJECT, "op": "merge", "props": props}
 
 
 def main() -> int:

@@ -15,10 +15,13 @@ from policy.importing import import_preview
 from policy.kdcube import (
     KDCubeOff,
     config_drift,
+    config_drift_lines,
     config_drift_sentence,
-    kdcube_observe,
+    inert_diagnostics,
+    kdcube_observe_coalesced,
     kdcube_pull,
     kdcube_push,
+    kdcube_take_in,
     kdcube_target,
     last_read,
     push_status,
@@ -50,9 +53,25 @@ class KDCubePushOut(Schema):
     at: datetime
 
 
+class KDCubeChangeOut(Schema):
+    #: Where, as people read it ("`main` → connection `web` → `web_search`: strategy").
+    path: str
+    #: The values where the allow-list shows them (strategy, execution fields, allowed, names);
+    #: ``null`` for "a value changed", an added or a removed entry.
+    before: str | None
+    after: str | None
+    text: str
+
+
 class KDCubeDriftOut(Schema):
     version: int | None
     differs: list[str]
+    #: How KDCube's owned subtree differs from what Traitdeck last pushed or took in.
+    changes: list[KDCubeChangeOut]
+    #: At most 20 lines of ``changes``, then "and N more".
+    lines: list[str]
+    #: Named in KDCube's bundles.props.update message and relayed by the bridge: reported by
+    #: KDCube, never a verified user.
     updated_by: str
     at: datetime
     sentence: str
@@ -64,6 +83,8 @@ class KDCubeStatusOut(Schema):
     pushed: KDCubePushOut | None
     last_read_at: datetime | None
     config_drift: KDCubeDriftOut | None
+    #: Keys of the last read props the runtime never reads (``key-inert``).
+    inert: list[str]
 
 
 class KDCubePullOut(Schema):
@@ -109,12 +130,15 @@ def kdcube_status(request: HttpRequest) -> Any:
         "config_drift": {
             "version": drift.version,
             "differs": drift.differs,
+            "changes": drift.changes,
+            "lines": config_drift_lines(drift),
             "updated_by": drift.updated_by,
             "at": drift.at,
             "sentence": config_drift_sentence(drift) or "",
         }
         if drift
         else None,
+        "inert": read.inert if read else [],
     }
 
 
@@ -142,7 +166,8 @@ def kdcube_push_api(request: HttpRequest, payload: KDCubePushIn) -> Any:
 )
 def kdcube_pull_api(request: HttpRequest, dry_run: bool = True) -> Any:
     """Import from KDCube: preview (default) the owned subtree its runtimes load against the
-    draft; with ``dry_run=false`` replace the draft with it. Secrets are never imported."""
+    draft, storing nothing; with ``dry_run=false`` replace the draft with it, and its read
+    becomes the push guard's baseline. Secrets are never imported."""
     _target_label()
     base_revision = if_match_revision(request)
     try:
@@ -157,23 +182,30 @@ def kdcube_pull_api(request: HttpRequest, dry_run: bool = True) -> Any:
     result = {
         "diff": preview.diff,
         "secrets_not_imported": pulled.secrets,
-        "diagnostics": preview.analysis.report().get("diagnostics", []),
+        "diagnostics": [
+            *preview.analysis.report().get("diagnostics", []),
+            *(d.to_dict() for d in inert_diagnostics(pulled.inert)),
+        ],
     }
     if dry_run:
         return {**result, "applied": False, "revision": preview.draft.revision}
     state = draft_replace(data=preview.data, base_revision=base_revision, user=request.user)
+    kdcube_take_in(pulled.read)
     return {**result, "applied": True, "revision": state.revision}
 
 
 class KDCubeChangedIn(Schema):
     source: str = Field(default="listener", pattern="^(listener|poll)$")
-    updated_by: str = Field(default="", max_length=150)
+    #: Who KDCube's message named: kept as reported (letters, digits, ``_.@+-``, at most 64).
+    updated_by: str = Field(default="", max_length=1000)
 
 
 class KDCubeChangedOut(Schema):
     outside_change: bool
     differs: list[str]
     version: int | None
+    #: Answered by a read made for another call (one KDCube read per bundle per few seconds).
+    coalesced: bool
 
 
 @router.post(
@@ -183,14 +215,17 @@ class KDCubeChangedOut(Schema):
 )
 def kdcube_props_changed(request: HttpRequest, payload: KDCubeChangedIn) -> Any:
     """The bridge saw ``bundles.props.update`` (or its fallback poll is due): read the props
-    and compare them with the version in force (token scope ``events:write``)."""
+    and compare them with the guard's baseline and the version in force (token scope
+    ``events:write``). Calls are coalesced: at most one KDCube read per bundle per few seconds.
+    The writer's name is recorded as reported, never as a verified user."""
     _target_label()
     try:
-        seen = kdcube_observe(source=payload.source, updated_by=payload.updated_by)
+        seen = kdcube_observe_coalesced(source=payload.source, updated_by=payload.updated_by)
     except KDCubeError as exc:
         return Status(502, {"error": str(exc)})
     return {
         "outside_change": seen.outside_change,
-        "differs": seen.read.differs,
-        "version": seen.read.version,
+        "differs": seen.read.differs if seen.read else [],
+        "version": seen.read.version if seen.read else None,
+        "coalesced": seen.coalesced,
     }

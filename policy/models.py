@@ -176,6 +176,11 @@ class KDCubeRead(models.Model):
     version = models.PositiveIntegerField(null=True, blank=True)
     differs = models.JSONField(default=list)
     updated_by = models.CharField(max_length=150, blank=True)
+    #: How the owned subtree differs from the guard's baseline, named down to the trait
+    #: (``[{path, before, after, text}]``; values only where the allow-list shows them).
+    changes = models.JSONField(default=list)
+    #: Keys of the read props the runtime never reads (``key-inert``), as key paths.
+    inert = models.JSONField(default=list)
     at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -183,3 +188,30 @@ class KDCubeRead(models.Model):
 
     def __str__(self) -> str:
         return f"read of {self.target} ({self.source})"
+
+
+class KDCubeBundle(models.Model):
+    """Per KDCube target (bundle): the push guard's baseline and what serializes its work.
+
+    The **baseline** is the owned subtree of KDCube's stored props as read back after
+    Traitdeck's last push that wrote, or as read by an import that was applied: its keyed hash
+    and a redacted copy (``policy.domain.kdcube_drift.redacted``: allow-listed values in plain
+    text, any other value a keyed digest). Reads by the bridge, the poll, previews and dry runs
+    never move it. ``push_until`` leases the bundle to one push at a time; ``read_at`` and
+    ``read_pending_until`` coalesce the bridge's reads (at most one per few seconds).
+    """
+
+    target = models.CharField(max_length=300, unique=True)
+    baseline_hash = models.CharField(max_length=64, blank=True)
+    #: ``None``: only the hash is known (a baseline kept from before the redacted copy existed).
+    baseline = models.JSONField(null=True, blank=True)
+    #: ``push`` (read back after a push) or ``import`` (an applied import's read).
+    baseline_source = models.CharField(max_length=16, blank=True)
+    baseline_version = models.PositiveIntegerField(null=True, blank=True)
+    baseline_at = models.DateTimeField(null=True, blank=True)
+    push_until = models.DateTimeField(null=True, blank=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+    read_pending_until = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"KDCube bundle {self.target}"

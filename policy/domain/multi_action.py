@@ -19,6 +19,8 @@ from policy.domain.backstop import multi_action_enabled
 
 __all__ = [
     "ModeSources",
+    "inert_mode_keys",
+    "inert_mode_message",
     "multi_action_enabled",
     "multi_action_mode",
     "profile_mode",
@@ -86,6 +88,31 @@ def react_config_blocks(data: Any, agent: str) -> list[tuple[str, Mapping[str, A
                 blocks.append((f"{root_path}.agents.{key}", nested))
         blocks.append((root_path, root))
     return blocks
+
+
+def inert_mode_keys(data: Any, agents: Any) -> list[str]:
+    """The ``multi_action_mode`` keys set directly on a react block of one of ``agents`` (as key
+    paths, e.g. ``react.agents.main.multi_action_mode``): KDCube's admin widget writes its
+    "Multi-action" switch there, and the runtime never reads it (the mode comes from the
+    instruction profile or the deployment setting)."""
+    out: list[str] = []
+    for agent in agents:
+        for path, block in react_config_blocks(data, str(agent)):
+            key = f"{path}.multi_action_mode"
+            if "multi_action_mode" in block and key not in out:
+                out.append(key)
+    return out
+
+
+def inert_mode_message(key: str) -> tuple[str, str]:
+    """The ``key-inert`` warning's message and hint for a key of :func:`inert_mode_keys`."""
+    return (
+        f"The runtime ignores {key}: the multi-action mode comes from the instruction profile "
+        "or the deployment setting, never from a react block (KDCube's admin widget writes its "
+        "Multi-action switch there).",
+        "Set it on an instruction profile (instruction_profiles.options[].multi_action_mode) or "
+        "in AI_REACT_AGENT_MULTI_ACTION, and remove this key.",
+    )
 
 
 def react_blocks(data: Any, agent: str) -> list[Mapping[str, Any]]:

@@ -24,7 +24,12 @@ from policy.domain.connections import (
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.loading import trait_candidates
 from policy.domain.manifest import Manifest
-from policy.domain.multi_action import multi_action_enabled, profile_mode
+from policy.domain.multi_action import (
+    inert_mode_keys,
+    inert_mode_message,
+    multi_action_enabled,
+    profile_mode,
+)
 from policy.domain.paths import AGENTS
 from policy.domain.resolution import AgentResolution, agents_mapping, resolve_agent_key
 from policy.domain.source import SourceMap
@@ -55,10 +60,18 @@ def validate_policy(
     for key, agent in agents_mapping(data).items():
         own = manifests.get(str(key)) if manifests else None
         _check_agent(reporter, data, key, agent, own or manifest, servers)
+    _inert_mode_keys(reporter, data)
     for key, connections in legacy_agents(data).items():
         own = manifests.get(str(key)) if manifests else None
         _check_legacy_agent(reporter, data, key, connections, own or manifest)
     return reporter.diagnostics
+
+
+def _inert_mode_keys(reporter: Reporter, data: Any) -> None:
+    agents = [*agents_mapping(data), *legacy_agents(data)]
+    for key in inert_mode_keys(data, agents):
+        message, hint = inert_mode_message(key)
+        reporter.warning("key-inert", tuple(key.split(".")), message, hint, at="key")
 
 
 def legacy_agents(data: Any) -> Mapping[Any, Any]:

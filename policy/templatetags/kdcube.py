@@ -7,17 +7,28 @@ from typing import Any
 
 from django import template
 
-from policy.kdcube import config_drift, config_drift_sentence, kdcube_configured, push_status
+from policy.kdcube import (
+    config_drift,
+    config_drift_lines,
+    config_drift_sentence,
+    kdcube_configured,
+    last_read,
+    push_status,
+)
 
 register = template.Library()
 
 
 @register.inclusion_tag("policy/kdcube_drift.html", takes_context=True)
 def kdcube_drift(context: Any) -> dict[str, Any]:
-    row = config_drift() if kdcube_configured() else None
+    configured = kdcube_configured()
+    row = config_drift() if configured else None
+    read = last_read() if configured else None
     return {
         "drift": row,
         "sentence": config_drift_sentence(row),
+        "lines": config_drift_lines(row),
+        "inert": read.inert if read else [],
         "can": context.get("can"),
         "csrf_token": context.get("csrf_token"),
     }

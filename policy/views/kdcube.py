@@ -7,7 +7,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
 from policy.importing import import_preview
-from policy.kdcube import KDCubeOff, kdcube_pull, kdcube_push
+from policy.kdcube import KDCubeOff, carry_read, inert_diagnostics, kdcube_pull, kdcube_push
 from policy.kdcube_client import KDCubeError
 from policy.views.transfer import _page, _preview_context
 
@@ -33,7 +33,8 @@ def kdcube_push_view(request: HttpRequest, number: int) -> HttpResponse:
 
 def kdcube_import_view(request: HttpRequest) -> HttpResponse:
     """Read the KDCube bundle's policy and preview it against the draft, as every import is
-    previewed; the page's Apply button posts to the import page, which applies exactly it."""
+    previewed; the page's Apply button posts to the import page, which applies exactly it and
+    takes the read in as the push guard's baseline. The preview itself stores nothing."""
     try:
         pulled = kdcube_pull()
     except KDCubeOff as exc:
@@ -46,5 +47,8 @@ def kdcube_import_view(request: HttpRequest) -> HttpResponse:
         **_preview_context(preview, pulled.text),
         "from_kdcube": True,
         "kdcube_secrets": pulled.secrets,
+        "kdcube_inert": inert_diagnostics(pulled.inert),
+        # Apply carries the read: only applying the import makes it the baseline.
+        "kdcube_read": carry_read(pulled.read, pulled.text),
     }
     return _page(request, context, status=422 if preview.refused else 200)

@@ -23,6 +23,7 @@ from policy.exporting import (
     draft_export_response,
 )
 from policy.importing import ImportPreview, import_preview
+from policy.kdcube import carried_read, kdcube_take_in
 from policy.selectors import draft_state
 from policy.services import StaleRevision, draft_replace
 from policy.versions import version_list
@@ -166,6 +167,9 @@ def import_view(request: HttpRequest) -> HttpResponse:
             "reload_url": page_url(request),
         }
         return _page(request, {**context, **conflict}, status=409, partial=partial)
+    read = carried_read(request.POST.get("kdcube_read", ""), _carried(text))
+    if read is not None:
+        kdcube_take_in(read)
     agents = len(state.agents)
     messages.success(
         request,

@@ -58,6 +58,8 @@ def test_it_publishes_into_kdcube_after_a_pull_and_sees_an_outside_change(
     assert pulled.secrets == [SECRET_PATH]
     assert "resolved-knowledge-secret" not in pulled.text
     assert "secret, not imported" in pulled.text
+    # Applied: its read is what the push compares KDCube's props with.
+    assert kdcube.kdcube_take_in(pulled.read)
 
     # Publish: the push re-reads, writes the owned subtree only, reads back, compares.
     server.expect("push-read", "push-write", "push-read-back")
@@ -77,9 +79,15 @@ def test_it_publishes_into_kdcube_after_a_pull_and_sees_an_outside_change(
     assert drift.differs == ["agents.main"]
     sentence = kdcube.config_drift_sentence(drift)
     assert sentence is not None
-    assert "by ops-admin: agents.main differs from version 1" in sentence
+    assert (
+        "(reported by KDCube as `ops-admin`): `main` → connection `web` → `web_search`: "
+        "strategy [exploration] → [exploitation]" in sentence
+    )
     entry = AuditEntry.objects.get(action="kdcube.outside-change")
     assert entry.after["differs"] == ["agents.main"]
+    assert entry.after["changes"] == drift.changes
+    assert entry.after["reported_by"] == "ops-admin"
+    assert entry.actor_name == "kdcube"
 
     # Import as draft: the changed trait comes in, the reference stays a reference.
     server.expect("drift-read")
@@ -95,7 +103,7 @@ def test_it_refuses_the_first_push_over_props_it_never_read(server: ReplayServer
     server.expect("push-read")
     row = kdcube.kdcube_push(actor="test")
     assert row.status == "refused"
-    assert "never read" in row.answer
+    assert "never wrote or took in" in row.answer
     assert server.served == ["push-read"]  # nothing written
 
 
@@ -117,8 +125,11 @@ def test_it_refuses_when_the_subtree_changed_between_read_and_write(
     server.expect("drift-read")
     row = kdcube.kdcube_push(actor="test")
     assert row.status == "refused"
-    assert "changed in KDCube since Traitdeck read them" in row.answer
-    assert "agents.main now differ from version 1" in row.answer
+    assert "changed in KDCube since Traitdeck pushed them" in row.answer
+    assert (
+        "`main` → connection `web` → `web_search`: strategy [exploration] → [exploitation]"
+        in row.answer
+    )
     assert server.served[-1] == "drift-read"
 
 
@@ -165,6 +176,9 @@ def test_the_commands_push_and_pull(server: ReplayServer, capsys: Any) -> None:
     call_command("policy", "pull")
     out = capsys.readouterr()
     assert "preview only" in out.out
+    assert kdcube.baseline() is None  # a preview takes nothing in
+    server.expect("push-read")
+    call_command("policy", "pull", "--yes")
     server.expect("push-read", "push-write", "push-read-back")
     call_command("policy", "push", "--version", "1")
     assert "pushed version 1" in capsys.readouterr().out
@@ -184,7 +198,7 @@ def test_a_rollback_pushes_the_copy(
     draft_replace(data=other, base_revision=None, user="test")
     policy_publish(actor="test", message="v2", confirm_warnings=True)
     server.expect("push-read")
-    kdcube.kdcube_pull()
+    kdcube.kdcube_take_in(kdcube.kdcube_pull().read)
     server.expect("push-read", "push-write", "push-read-back")
     with django_capture_on_commit_callbacks(execute=True):
         copy = policy_rollback(actor="test", number=1, message="back")

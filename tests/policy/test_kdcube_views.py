@@ -86,7 +86,8 @@ def test_the_overview_and_versions_page_show_config_drift(
     for url in ("/", "/policy/versions/"):
         page = publisher_client.get(url).content.decode()
         assert "Config drift in KDCube" in page
-        assert "by admin@kdcube: agents.main differs from version 1" in page
+        assert "(reported by KDCube as `admin@kdcube`): `main` → connection `web` → " in page
+        assert "`web_search`: strategy [exploration] → [exploitation]" in page
         assert "Import as draft" in page
         assert f"Push version {version} again" in page
 

@@ -19,7 +19,7 @@ from audit.services import add_actor_argument, cli_actor
 from policy.domain.descriptors import DescriptorError
 from policy.domain.yaml_io import CLI_MAX_BYTES
 from policy.importing import import_preview
-from policy.kdcube import KDCubeOff, kdcube_pull, kdcube_push
+from policy.kdcube import KDCubeOff, inert_diagnostics, kdcube_pull, kdcube_push, kdcube_take_in
 from policy.kdcube_client import KDCubeError
 from policy.selectors import draft_state
 from policy.services import draft_replace
@@ -182,7 +182,7 @@ class Command(BaseCommand):
         preview = import_preview(pulled.text, max_bytes=CLI_MAX_BYTES, uncapped=True)
         for path in pulled.secrets:
             self.stderr.write(f"{path}: secret, not imported (put its env:/file: reference there)")
-        for diagnostic in preview.analysis.diagnostics:
+        for diagnostic in [*preview.analysis.diagnostics, *inert_diagnostics(pulled.inert)]:
             self.stderr.write(diagnostic.as_text())
         if preview.refused:
             raise CommandError("KDCube's props cannot be imported; nothing changed", returncode=1)
@@ -192,6 +192,7 @@ class Command(BaseCommand):
             return
         actor = cli_actor(options["actor"])
         state = draft_replace(data=preview.data, base_revision=None, user=actor, uncapped=True)
+        kdcube_take_in(pulled.read)  # applied: its read is what the next push compares with
         self.stdout.write(f"imported from KDCube into the draft (revision {state.revision})")
 
     def _read(self, name: str) -> bytes:
