@@ -22,6 +22,8 @@ TOOL_TEMPLATE: Final = "observe/tool_health.html"
 #: Sortable columns: (query name, label); the tool id sorts by name, the rest by number.
 COLUMNS: Final = (
     ("tool_id", "Tool"),
+    # Second: the column a reader acts on stays in sight at 800 px (it was off-screen last).
+    ("advice", "Advice"),
     ("calls", "Calls"),
     ("p50_ms", "p50"),
     ("p95_ms", "p95"),
@@ -33,7 +35,6 @@ COLUMNS: Final = (
     ("early_starts", "Early"),
     ("dedups", "Dedups"),
     ("drifted_rounds", "Drifted rounds"),
-    ("advice", "Advice"),
 )
 SORTS: Final = frozenset(name for name, _ in COLUMNS)
 WINDOWS: Final = ("1h", "24h", "7d")

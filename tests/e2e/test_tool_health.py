@@ -57,20 +57,20 @@ def test_the_slowing_tool_leads_by_p99_and_its_advice_opens_the_editor_filled_in
     page.get_by_role("button", name="Show").click()
     page.get_by_role("link", name="p99", exact=True).click()
     expect(page.locator("th[aria-sort='descending']")).to_contain_text("p99")
-    # p99 is the 5th column: the values read largest first, tools with no calls last.
-    cells = page.locator("#tools-table tbody tr td:nth-of-type(4)").all_inner_texts()
+    # The p99 column: the values read largest first, tools with no calls last.
+    cells = page.locator("#tools-table tbody tr td[data-col='p99_ms']").all_inner_texts()
     numbers = [_ms(text) for text in cells if text.strip() not in ("—", "")]
     assert numbers, cells
     assert numbers == sorted(numbers, reverse=True)
     row = page.locator(f"#tools-table tbody tr[data-tool='{SLOWING}']")
     expect(row).to_contain_text("async-candidate")
-    assert _ms(row.locator("td:nth-of-type(4)").inner_text()) > 10_000  # past 10 s
+    assert _ms(row.locator("td[data-col='p99_ms']").inner_text()) > 10_000  # past 10 s
 
     # The tool that times out 40 % of the time at 2 s: its timed-out calls count at their
     # limit, so its p99 and max say "≥ 2,000 ms (limit)" (the walkthrough saw max 1,930 ms).
     closing = page.locator(f"#tools-table tbody tr[data-tool='{AT_LIMIT}']")
-    expect(closing.locator("td:nth-of-type(4)")).to_have_text("≥ 2,000 ms (limit)")
-    expect(closing.locator("td:nth-of-type(5)")).to_have_text("≥ 2,000 ms (limit)")
+    expect(closing.locator("td[data-col='p99_ms']")).to_have_text("≥ 2,000 ms (limit)")
+    expect(closing.locator("td[data-col='max_ms']")).to_have_text("≥ 2,000 ms (limit)")
     expect(page.locator("#tools-table")).to_contain_text("“≈”: read from a histogram bin")
 
     # The slowing tool: its numbers, and the advice with the evidence it rests on.
