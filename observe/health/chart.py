@@ -60,7 +60,7 @@ def health_chart(tool: dict[str, Any], since: str, until: str) -> HealthChart | 
     plot_h = HEIGHT - TOP - BOTTOM
     base = HEIGHT - BOTTOM
     # A point sits in the middle of its step (an hour, or a day for long windows).
-    step = 86400.0 if span > 2 * 86400 else 3600.0
+    step = 86400.0 if span > 2 * 86400 else 3600.0 if span > 65 * 60 else 300.0
 
     def x(bucket: str) -> float:
         moment = datetime.fromisoformat(bucket)

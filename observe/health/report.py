@@ -41,6 +41,8 @@ from policy.selectors import agent_resolution, draft_state
 
 #: The window when ``since`` is not given.
 DEFAULT_SPAN: Final = timedelta(hours=24)
+#: Up to this span the trend is per 5 minutes (the last hour: an hourly trend would be one point).
+FIVE_MINUTE_UP_TO: Final = timedelta(minutes=65)
 #: Up to this span the trend is per hour, beyond it per day.
 HOURLY_UP_TO: Final = timedelta(days=2)
 
@@ -76,6 +78,8 @@ class Window:
         return datetime.fromtimestamp(int(moment.timestamp()) // step * step, UTC)
 
     def trend_key(self, bucket: datetime) -> datetime:
+        if self.until - self.since <= FIVE_MINUTE_UP_TO:
+            return bucket  # a window this short is read from 5-minute rows only
         if self.until - self.since <= HOURLY_UP_TO:
             return bucket.replace(minute=0)
         return bucket.replace(hour=0, minute=0)

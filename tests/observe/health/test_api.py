@@ -254,3 +254,15 @@ def test_silence_is_explained_and_few_timeouts_are_watched(viewer_client: Client
     assert found["advice"] == []
     assert found["quiet"]["message"] == "5 of 20 calls needed before advice"
     assert found["quiet"]["watch"] == "watch: 3 of 5 calls timed out"
+
+
+def test_the_last_hour_trends_per_five_minutes(viewer_client: Client) -> None:
+    """An hourly trend of the last hour was one or two points: nothing for a chart to draw."""
+    load_sample_into_draft()
+    tool = "workspace_jobs.search"
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    for minutes in (50, 35, 20, 5):
+        at = now - timedelta(minutes=minutes)
+        events_ingest([finished(tool, f"m{minutes}", 40.0, at=at)])
+    found = entry(viewer_client.get(URL, {"agent": "main", "since": "1h"}).json(), tool)
+    assert [point["calls"] for point in found["trend"]] == [1, 1, 1, 1]
