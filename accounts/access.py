@@ -73,9 +73,10 @@ PAGES: dict[str, dict[str, str]] = {
     "policy:connection-edit": {"GET": VIEWER, "POST": EDITOR},
     "policy:connection-remove": {"POST": EDITOR},
     "policy:connection-move": {"POST": EDITOR},
-    "policy:connection-discover": {"POST": EDITOR},
-    "policy:mcp-server": {"POST": EDITOR},
-    "policy:connection-suggestions": {"POST": EDITOR},
+    # GET: the URL the page leaves in the address bar after the POST opens the connection page.
+    "policy:connection-discover": {"GET": VIEWER, "POST": EDITOR},
+    "policy:mcp-server": {"GET": VIEWER, "POST": EDITOR},
+    "policy:connection-suggestions": {"GET": VIEWER, "POST": EDITOR},
     "policy:tool-edit": {"GET": VIEWER, "POST": EDITOR},
     "policy:tool-preview": {"POST": VIEWER},
     "policy:effective": {"GET": VIEWER},

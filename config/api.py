@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -9,13 +10,14 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import RequestDataTooBig
 from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
-from ninja import NinjaAPI, Schema
+from ninja import NinjaAPI, Schema, Swagger
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
 
 from accounts.auth import RuntimeTokenAuth, session_auth
 from accounts.models import RuntimeToken
 from audit.api import router as audit_router
 from bridge.api import router as bridge_router
+from config.api_examples import declare_body_examples
 from config.api_schema import declare_shared_errors
 from observe.api import router as observe_router
 from observe.api_health import router as health_router
@@ -47,7 +49,26 @@ class TraitdeckAPI(NinjaAPI):
     ) -> Any:
         schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
         declare_shared_errors(schema)
+        declare_body_examples(schema)
         return schema
+
+
+class SessionSwagger(Swagger):
+    """Swagger UI whose try-outs send the page's CSRF token as ``X-CSRFToken``, so a logged-in
+    admin can try every call from ``/api/docs``. ninja adds the header only when the API-wide
+    ``auth`` asks for CSRF; here each router names its own auth, so ninja left it out and every
+    POST answered 403 "CSRF token missing"."""
+
+    def render_page(self, request: HttpRequest, api: NinjaAPI, **kwargs: Any) -> HttpResponse:
+        from ninja.openapi.docs import render_template
+
+        self.settings["url"] = self.get_openapi_url(api, kwargs)
+        context = {
+            "swagger_settings": json.dumps(self.settings, indent=1),
+            "api": api,
+            "add_csrf": True,
+        }
+        return render_template(request, self.template, self.template_cdn, context)
 
 
 api = TraitdeckAPI(
@@ -58,6 +79,7 @@ api = TraitdeckAPI(
         " cookie and `X-CSRFToken`; machines use `Authorization: Bearer <runtime token>`."
     ),
     urls_namespace="api",
+    docs=SessionSwagger(),
 )
 
 

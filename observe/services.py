@@ -354,8 +354,9 @@ def rounds_prune(*, older_than: datetime) -> int:
             # Their calls leave the tool-health tallies with them (else the Tools view would
             # keep counting calls whose rounds are gone, and a backfill would disagree).
             store.hold_ingest_lock()
-            tool_health_forget(
-                rounds=Round.objects.filter(pk__in=batch).values_list("agent", "assembly")
-            )
+            pruned = list(Round.objects.filter(pk__in=batch).values_list("agent", "assembly"))
             Round.objects.filter(pk__in=batch).delete()
+            # After the delete: a tally whose slowest call leaves reads its max again from the
+            # rounds that stay.
+            tool_health_forget(rounds=pruned)
         deleted += len(batch)

@@ -279,16 +279,20 @@ def publish_view(request: HttpRequest) -> HttpResponse:
             status = 409
         except SuitesFailing as exc:
             context["refusal"] = str(exc)
+            context["refusal_at"] = "override_failing_cases"
             context["needs_override"] = True
             # The cases the refusal ran (under the draft it locked): not run a second time.
             context["failing_cases"] = exc.failing
             status = 422
         except ConfirmationNeeded as exc:
             context["refusal"] = str(exc)
+            context["refusal_at"] = "confirm_warnings"
             context["needs_confirmation"] = True
             status = 422
         except PublishRefused as exc:
             context["refusal"] = str(exc)
+            # Shown beside the control that caused it (the page is long: the top is far away).
+            context["refusal_at"] = "message" if not message.strip() else None
             status = 422
         else:
             messages.success(request, f"Published version {created.number}: runtimes now fetch it.")

@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from policy.discovery.mcp_list import refusal
 from policy.domain.annotations import Hint, Suggestion, hints, suggest
@@ -46,6 +47,38 @@ class DiscoveryPanel:
     def command_json(self) -> str:
         command = self.setting.source_command if self.setting is not None else None
         return json.dumps(command) if command else ""
+
+    @property
+    def allowlist_hint(self) -> str:
+        """The setting an operator adds so that this server's discovery source may be contacted,
+        with the value for it: the source's origin for a URL, its argv for a command (the
+        settings as docs/discovery.md gives them); an example value when there is no source."""
+        setting = self.setting
+        if setting is not None and setting.source_url:
+            parts = urlsplit(setting.source_url)
+            if parts.scheme in ("http", "https") and parts.hostname:
+                port = parts.port or (443 if parts.scheme == "https" else 80)
+                return f"TRAITDECK_MCP_HTTP_HOSTS={parts.scheme}://{parts.hostname}:{port}"
+        if setting is not None and setting.source_command:
+            return f"TRAITDECK_MCP_STDIO_COMMANDS='{json.dumps([setting.source_command])}'"
+        return (
+            "TRAITDECK_MCP_HTTP_HOSTS=https://mcp.example.com:443 (an HTTP or SSE server's"
+            ' origin), or TRAITDECK_MCP_STDIO_COMMANDS=\'[["/usr/bin/python3",'
+            ' "/srv/mcp/files.py"]]\' (a command\'s argv, or {"argv": […], "env": ["FILES_TOKEN"]}'
+            " to pass it variables)"
+        )
+
+    @property
+    def source_text(self) -> str | None:
+        """The discovery source kept in Traitdeck, as the page names it."""
+        setting = self.setting
+        if setting is None:
+            return None
+        if setting.source_url:
+            return setting.source_url
+        if setting.source_command:
+            return json.dumps(setting.source_command)
+        return None
 
     @property
     def beyond_first_page(self) -> list[str]:

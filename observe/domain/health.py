@@ -12,6 +12,12 @@ a value at most 1 % (or 1 ms) from any duration it holds, so a nearest-rank perc
 the bins is within max(1 %, 1 ms) of the exact one. A digest (t-digest, KLL) would be smaller but
 cannot subtract, and a replaced ``tool.finished`` must be taken back out.
 
+A timed-out call took at least its limit: it is counted at its own ``limit_ms`` (a censored
+value, kept exactly per limit) in every percentile and in the max, and a figure that lands on
+one says so. The slowest finished call is kept exactly per tally (``max_us``: a max of maxes
+merges exactly); a delta carries each changed duration as ``x:<µs>`` so that taking the slowest
+call back out is noticed (the store then reads the tally's max again from its rounds).
+
 Over 500 lines on purpose: the tally, its bins and the advice read from them are one contract
 (advice thresholds are stated in bins); split, a change to the bins would miss a reader.
 """
@@ -55,6 +61,12 @@ CALLS, FINISHED, TIMEOUTS, ERRORS = "calls", "finished", "timeouts", "errors"
 AT_LIMIT, LIMIT_MS = "at_limit", "limit_ms"
 EARLY, EARLY_DROPPED, DEDUPS = "early_starts", "early_dropped", "dedups"
 BIN, REJECTION = "h:", "r:"
+#: Timeouts per limit (``c:<limit_ms>``): censored durations, each at least its whole limit.
+CENSORED: Final = "c:"
+#: The slowest finished call of a tally, in whole microseconds (merged by max, not added).
+MAX_US: Final = "max_us"
+#: In a delta only: one finished duration (``x:<µs>``) added (+1) or taken back (-1).
+EXACT: Final = "x:"
 
 #: (agent, tool_id, bucket: "YYYY-MM-DDTHH:MM" for 5 minutes, "YYYY-MM-DDTHH" for an hour)
 TallyKey = tuple[str, str, str]
@@ -69,10 +81,19 @@ def duration_bin(ms: float) -> int:
 
 
 def bin_value(index: int) -> float:
-    """The duration a bin reports (ms): its lower edge below 100 ms, else just above it."""
+    """The duration a bin reports (ms): its lower edge below 100 ms, else just above it.
+
+    Not rounded: the point is only 0.005 % inside the 1 % bound at a bin's upper edge, so
+    rounding it to 0.1 ms carried a duration at the edge past the bound (140 ms read as 138.6).
+    """
     if index < LINEAR_MS:
         return float(index)
-    return round(LINEAR_MS * RATIO ** (index - LINEAR_MS) * _POINT, 1)
+    return LINEAR_MS * RATIO ** (index - LINEAR_MS) * _POINT
+
+
+def micros(ms: float) -> int:
+    """A duration in whole microseconds (how the exact max is kept: tallies hold integers)."""
+    return round(ms * 1000)
 
 
 def bucket_of(ts: str) -> str:
@@ -123,6 +144,7 @@ def slot_counts(agent: str, slot: Slot, out: dict[FlatKey, int], sign: int) -> N
         add(ts, TIMEOUTS)
         if isinstance(limit, int | float) and math.isfinite(limit) and limit > 0:
             add(ts, LIMIT_MS, round(limit))
+            add(ts, f"{CENSORED}{round(limit)}")
             if isinstance(elapsed, int | float) and elapsed >= AT_LIMIT_SHARE * limit:
                 add(ts, AT_LIMIT)
     else:
@@ -136,6 +158,7 @@ def slot_counts(agent: str, slot: Slot, out: dict[FlatKey, int], sign: int) -> N
                 add(ts, ERRORS)
             if isinstance(duration, int | float) and math.isfinite(duration):
                 add(ts, f"{BIN}{duration_bin(duration)}")
+                add(ts, f"{EXACT}{micros(duration)}")
     rejected = slot.get(ACTION_REJECTED)
     dropped = False
     if rejected is not None:
@@ -159,6 +182,23 @@ def grouped(flat: Mapping[FlatKey, int]) -> dict[TallyKey, dict[str, int]]:
     for (agent, tool_id, bucket, name), amount in flat.items():
         if amount:
             found.setdefault((agent, tool_id, bucket), {})[name] = amount
+    return found
+
+
+def settled(tally: Mapping[str, int]) -> dict[str, int]:
+    """A tally of added slots as it is stored: its ``x:<µs>`` durations folded into ``max_us``
+    (the recompute's form; ingest folds deltas into stored rows itself)."""
+    found: dict[str, int] = {}
+    slowest: int | None = None
+    for name, amount in tally.items():
+        if name.startswith(EXACT):
+            if amount > 0:
+                value = int(name[len(EXACT) :])
+                slowest = value if slowest is None else max(slowest, value)
+        elif amount:
+            found[name] = amount
+    if slowest is not None:
+        found[MAX_US] = slowest
     return found
 
 
@@ -205,7 +245,7 @@ def round_tallies(agent: str, state: Assembly) -> dict[TallyKey, dict[str, int]]
     flat: dict[FlatKey, int] = {}
     for slot in state["slots"].values():
         slot_counts(agent, slot, flat, 1)
-    return grouped(flat)
+    return {key: settled(tally) for key, tally in grouped(flat).items()}
 
 
 # --- reading tallies back ------------------------------------------------------------------
@@ -213,16 +253,45 @@ def round_tallies(agent: str, state: Assembly) -> dict[TallyKey, dict[str, int]]
 
 def percentile(bins: Mapping[int, int], p: float) -> float | None:
     """Nearest-rank percentile (the value at rank ceil(p*n)) from binned counts."""
-    n = sum(bins.values())
+    found = reading(bins, {}, p)
+    return found.ms if found is not None else None
+
+
+#: What a figure is: read from a bin (within max(1 %, 1 ms)), a timed-out call counted at its
+#: limit (the call took at least that long), or the exact slowest finished call.
+ESTIMATE, LIMIT, EXACT_FIGURE = "estimate", "limit", "exact"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A figure in ms and what it is (:data:`ESTIMATE`, :data:`LIMIT` or :data:`EXACT_FIGURE`)."""
+
+    ms: float
+    kind: str
+
+
+def reading(bins: Mapping[int, int], censored: Mapping[int, int], p: float) -> Reading | None:
+    """Nearest-rank percentile over the finished calls' bins and the timed-out calls, each of
+    those counted at its own limit (``censored``: limit ms → timeouts). Within a bin, finished
+    calls rank before timed-out ones (a timed-out call took at least its limit)."""
+    items = [(index, 0, count, bin_value(index)) for index, count in bins.items() if count > 0]
+    items += [
+        (duration_bin(limit), 1, count, float(limit))
+        for limit, count in censored.items()
+        if count > 0
+    ]
+    n = sum(item[2] for item in items)
     if n <= 0:
         return None
     rank = max(1, math.ceil(p * n))
     seen = 0
-    for index in sorted(bins):
-        seen += bins[index]
+    items.sort()
+    for _, kind, count, value in items:
+        seen += count
         if seen >= rank:
-            return bin_value(index)
-    return bin_value(max(bins))
+            return Reading(value, LIMIT if kind else ESTIMATE)
+    _, kind, _, value = items[-1]
+    return Reading(value, LIMIT if kind else ESTIMATE)
 
 
 def calls_over(bins: Mapping[int, int], limit_ms: float) -> int:
@@ -239,6 +308,21 @@ def exact_percentile(values: Iterable[float], p: float) -> float | None:
     return ordered[max(1, math.ceil(p * len(ordered))) - 1]
 
 
+def merge_tally(into: dict[str, int], tally: Mapping[str, int]) -> None:
+    """Add a stored tally into ``into``: counts add, ``max_us`` takes the larger."""
+    get = into.get
+    for name, amount in tally.items():
+        if name == MAX_US:
+            held = get(MAX_US)
+            into[MAX_US] = amount if held is None else max(held, amount)
+        else:
+            into[name] = get(name, 0) + amount
+
+
+#: The figures of a summary that are read from the calls' durations.
+FIGURES: Final = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
+
+
 @dataclass
 class ToolStats:
     """One tool's tallies summed over a window (or part of one)."""
@@ -246,7 +330,7 @@ class ToolStats:
     counts: Counter[str] = field(default_factory=Counter)
 
     def add(self, tally: Mapping[str, int]) -> None:
-        self.counts.update(tally)
+        merge_tally(self.counts, tally)
 
     @property
     def bins(self) -> dict[int, int]:
@@ -255,6 +339,15 @@ class ToolStats:
             int(name[2:]): amount
             for name, amount in self.counts.items()
             if name[0] == "h" and amount > 0
+        }
+
+    @property
+    def censored(self) -> dict[int, int]:
+        """Timeouts per limit (ms)."""
+        return {
+            int(name[len(CENSORED) :]): amount
+            for name, amount in self.counts.items()
+            if name.startswith(CENSORED) and amount > 0
         }
 
     @property
@@ -273,17 +366,45 @@ class ToolStats:
         calls = self.counts[CALLS]
         return self.counts[TIMEOUTS] / calls if calls else None
 
+    def read(self, p: float) -> Reading | None:
+        """A percentile with the timed-out calls at their limits."""
+        return reading(self.bins, self.censored, p)
+
+    def slowest(self) -> Reading | None:
+        """The max: the exact slowest finished call, or a timed-out call's limit when that is
+        as long (a bin estimate only for a tally kept before the exact max was)."""
+        censored = self.censored
+        limit = float(max(censored)) if censored else None
+        kept = self.counts.get(MAX_US)
+        if kept is not None and self.counts[FINISHED] > 0:
+            finished: Reading | None = Reading(kept / 1000, EXACT_FIGURE)
+        else:
+            finished = reading(self.bins, {}, 1.0)
+        if limit is not None and (finished is None or limit >= finished.ms):
+            return Reading(limit, LIMIT)
+        return finished
+
+    def figures(self) -> dict[str, Reading | None]:
+        return {
+            "p50_ms": self.read(0.50),
+            "p95_ms": self.read(0.95),
+            "p99_ms": self.read(0.99),
+            "max_ms": self.slowest(),
+        }
+
     def summary(self) -> dict[str, Any]:
-        """The numbers of the API's tool object (percentiles in ms, null without finished calls)."""
-        bins = self.bins
+        """The numbers of the API's tool object (in ms, null without calls; ``figures`` says
+        of each whether it is a bin estimate, a timed-out call's limit or exact)."""
         calls, dedups = self.counts[CALLS], self.counts[DEDUPS]
         rate = self.timeout_rate
+        figures = self.figures()
         return {
             "calls": calls,
-            "p50_ms": percentile(bins, 0.50),
-            "p95_ms": percentile(bins, 0.95),
-            "p99_ms": percentile(bins, 0.99),
-            "max_ms": percentile(bins, 1.0),
+            **{
+                name: round(found.ms, 3) if found is not None else None
+                for name, found in figures.items()
+            },
+            "figures": {name: found.kind for name, found in figures.items() if found is not None},
             "timeouts": self.counts[TIMEOUTS],
             "timeout_rate": round(rate, 4) if rate is not None else None,
             "errors": self.counts[ERRORS],
@@ -368,7 +489,7 @@ def advise(
     advice: list[dict[str, Any]] = []
     calls, finished, timeouts = stats[CALLS], stats[FINISHED], stats[TIMEOUTS]
     bins = stats.bins
-    p95, p99 = percentile(bins, 0.95), percentile(bins, 0.99)
+    p99 = percentile(bins, 0.99)
     rate = stats.timeout_rate
     enough = calls >= thresholds.min_calls
 
@@ -409,6 +530,10 @@ def advise(
         }
         if design.mode != "sync" or value <= SYNC_CAP_S:
             evidence["suggested"] = {"timeout_s": value}
+        # Each remedy is offered only when the design does not have it already: an async job
+        # is not told to become one.
+        remedy = " Raise timeout_s" + (f" to {value:g}" if "suggested" in evidence else "")
+        remedy += ", or make the tool an async job." if design.mode == "sync" else "."
         advice.append(
             {
                 "code": "timeout-too-tight",
@@ -416,9 +541,7 @@ def advise(
                     f"{timeouts} of {calls} calls timed out ({rate:.1%}, above"
                     f" {thresholds.timeout_rate:.0%}), {at_limit} of them at the limit of"
                     f" about {limit_ms / 1000:g} s: the limit cuts off calls that were still"
-                    " working. Raise timeout_s"
-                    + (f" to {value:g}" if "suggested" in evidence else "")
-                    + ", or make the tool an async job."
+                    " working." + remedy
                 ),
                 "evidence": evidence,
             }
@@ -427,10 +550,16 @@ def advise(
     if design.mode == "sync":
         reasons: list[str] = []
         evidence = {"calls": calls}
-        slow = p95 is not None and p95 > thresholds.async_p95_s * 1000
-        if finished >= thresholds.min_calls and p95 is not None and slow:
-            reasons.append(f"its p95 is {p95 / 1000:g} s, over {thresholds.async_p95_s:g} s")
-            evidence["p95_ms"] = p95
+        # The p95 with the timed-out calls at their limits: a tool that times out often is
+        # slow, not fast.
+        seen = stats.read(0.95)
+        slow = seen is not None and seen.ms > thresholds.async_p95_s * 1000
+        if enough and seen is not None and slow:
+            bound = "at least " if seen.kind == LIMIT else ""
+            reasons.append(
+                f"its p95 is {bound}{seen.ms / 1000:g} s, over {thresholds.async_p95_s:g} s"
+            )
+            evidence["p95_ms"] = round(seen.ms, 3)
         rest_calls, rest_timeouts = calls - late[CALLS], timeouts - late[TIMEOUTS]
         if enough:
             p_value = rising_p_value(late[TIMEOUTS], late[CALLS], rest_timeouts, rest_calls)
@@ -513,3 +642,21 @@ def advise(
             }
         )
     return advice
+
+
+def quiet(stats: ToolStats, thresholds: Thresholds = Thresholds()) -> dict[str, Any] | None:
+    """Why a tool with calls has no advice when the reason is its sample: fewer calls than
+    advice needs (``needed``). ``watch`` is set when those few calls already time out more
+    often than the threshold ("watch: 3 of 5 calls timed out")."""
+    calls, timeouts = stats[CALLS], stats[TIMEOUTS]
+    if not calls or calls >= thresholds.min_calls:
+        return None
+    found: dict[str, Any] = {
+        "calls": calls,
+        "needed": thresholds.min_calls,
+        "message": f"{calls} of {thresholds.min_calls} calls needed before advice",
+        "watch": None,
+    }
+    if timeouts / calls > thresholds.timeout_rate:
+        found["watch"] = f"watch: {timeouts} of {calls} calls timed out"
+    return found

@@ -21,13 +21,15 @@ from observe.domain.health import (
     BUCKET_MINUTES,
     CALLS,
     FINISHED,
+    LIMIT,
     TIMEOUTS,
     Thresholds,
     ToolDesign,
     ToolStats,
     advise,
     calls_over,
-    percentile,
+    merge_tally,
+    quiet,
 )
 from observe.models import Round, RoundTool, ToolHealthBucket
 from policy.domain.execution_design import parse_design
@@ -39,6 +41,8 @@ from policy.selectors import agent_resolution, draft_state
 
 #: The window when ``since`` is not given.
 DEFAULT_SPAN: Final = timedelta(hours=24)
+#: Up to this span the trend is per 5 minutes (the last hour: an hourly trend would be one point).
+FIVE_MINUTE_UP_TO: Final = timedelta(minutes=65)
 #: Up to this span the trend is per hour, beyond it per day.
 HOURLY_UP_TO: Final = timedelta(days=2)
 
@@ -74,6 +78,8 @@ class Window:
         return datetime.fromtimestamp(int(moment.timestamp()) // step * step, UTC)
 
     def trend_key(self, bucket: datetime) -> datetime:
+        if self.until - self.since <= FIVE_MINUTE_UP_TO:
+            return bucket  # a window this short is read from 5-minute rows only
         if self.until - self.since <= HOURLY_UP_TO:
             return bucket.replace(minute=0)
         return bucket.replace(hour=0, minute=0)
@@ -122,14 +128,7 @@ def _rows(
 
 
 def _add(into: dict[str, int], tally: dict[str, int]) -> None:
-    get = into.get
-    for name, amount in tally.items():
-        into[name] = get(name, 0) + amount
-
-
-def _bins(tally: dict[str, int]) -> dict[int, int]:
-    # Only bin names start with "h" (``h:<bin>``): one character compared, not a prefix.
-    return {int(name[2:]): n for name, n in tally.items() if name[0] == "h" and n}
+    merge_tally(into, tally)
 
 
 def _drifted(window: Window, agent: str | None) -> dict[tuple[str, str], int]:
@@ -255,13 +254,7 @@ def tool_health_report(
         entry: dict[str, Any] = {"agent": key[0], "tool_id": key[1], **stats.summary()}
         entry["drifted_rounds"] = drifted.get(key, 0)
         entry["trend"] = [
-            {
-                "bucket": format_ts(moment),
-                "calls": point.get(CALLS, 0),
-                "p95_ms": percentile(_bins(point), 0.95),
-                "timeouts": point.get(TIMEOUTS, 0),
-            }
-            for moment, point in sorted(points.get(key, {}).items())
+            _trend_point(moment, point) for moment, point in sorted(points.get(key, {}).items())
         ]
         entry["in_policy"] = effective is not None
         if effective is not None and owner is not None:
@@ -274,6 +267,7 @@ def tool_health_report(
         else:
             entry["traits"] = entry["execution"] = entry["editor_url"] = None
             entry["advice"] = []
+        entry["quiet"] = quiet(stats, limits) if not entry["advice"] else None
         tools.append(entry)
     calls = sum(stats[CALLS] for stats in totals.values())
     return {
@@ -286,6 +280,23 @@ def tool_health_report(
             else f"No tool calls were recorded between {format_ts(window.since)} and"
             f" {format_ts(window.until)}."
         ),
+    }
+
+
+def _trend_point(moment: datetime, point: dict[str, int]) -> dict[str, Any]:
+    """One step of a tool's trend: its calls, p95 (timed-out calls at their limits) and
+    timeouts."""
+    stats = ToolStats()
+    stats.add(point)
+    p95 = stats.read(0.95)
+    rate = stats.timeout_rate
+    return {
+        "bucket": format_ts(moment),
+        "calls": stats[CALLS],
+        "p95_ms": round(p95.ms, 3) if p95 is not None else None,
+        "p95_at_limit": p95 is not None and p95.kind == LIMIT,
+        "timeouts": stats[TIMEOUTS],
+        "timeout_rate": round(rate, 4) if rate is not None else None,
     }
 
 

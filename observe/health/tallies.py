@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -12,11 +12,15 @@ from django.db import connection, transaction
 
 from observe.domain.events import stored_event
 from observe.domain.health import (
+    EXACT,
+    FINISHED,
+    MAX_US,
     Before,
     FlatKey,
     TallyKey,
     grouped,
     round_change,
+    settled,
     slot_counts,
 )
 from observe.domain.rounds import Assembly, assembly_merge, assembly_new
@@ -125,16 +129,22 @@ def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
         found = held.get(key)
         if found is None:
             inserts.append(
-                (key[0], key[1], span_of(key[2]), _time(bucket_time(key[2])), _json(delta))
+                (key[0], key[1], span_of(key[2]), _time(bucket_time(key[2])), _json(settled(delta)))
             )
             continue
         tally = dict(found[1])
+        added: list[int] = []
+        removed: list[int] = []
         for name, amount in delta.items():
+            if name.startswith(EXACT):
+                (added if amount > 0 else removed).append(int(name[len(EXACT) :]))
+                continue
             total = tally.get(name, 0) + amount
             if total:
                 tally[name] = total
             else:
                 tally.pop(name, None)
+        _keep_max(key, tally, added, removed)
         if tally:
             updates.append((_json(tally), found[0]))
         else:
@@ -154,6 +164,59 @@ def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
                 f"DELETE FROM {table} WHERE {quote('id')} IN ({', '.join(['%s'] * len(emptied))})",
                 emptied,
             )
+
+
+#: How long before a bucket a round that has a call in it may have started (a call's duration
+#: is refused beyond a day).
+_ROUND_REACH = timedelta(days=1, minutes=5)
+
+
+def _keep_max(key: TallyKey, tally: dict[str, int], added: list[int], removed: list[int]) -> None:
+    """Fold a delta's changed durations into the tally's exact max. Adding takes the larger;
+    taking back the slowest call (a replaced ``tool.finished``, a call reported later as a
+    timeout, a pruned round) reads the max again from the rounds with calls in the bucket,
+    which are already written (ingest) or already deleted (prune)."""
+    if not tally.get(FINISHED):
+        tally.pop(MAX_US, None)
+        return
+    held = tally.get(MAX_US)
+    if held is not None and not any(value >= held for value in removed):
+        if added:
+            tally[MAX_US] = max(held, *added)
+        return
+    if held is None and not removed and added:
+        tally[MAX_US] = max(added)
+        return
+    found = _max_from_rounds(key)
+    if found is None:
+        tally.pop(MAX_US, None)
+    else:
+        tally[MAX_US] = found
+
+
+def _max_from_rounds(key: TallyKey) -> int | None:
+    """The slowest finished call of one tally, recomputed from the stored rounds' assemblies
+    (the agent's rounds that used the tool and started up to a day before the bucket)."""
+    agent, tool_id, bucket = key
+    start = bucket_time(bucket)
+    end = start + timedelta(minutes=span_of(bucket))
+    rounds = Round.objects.filter(
+        agent=agent,
+        tools__tool_id=tool_id,
+        started_at__gte=start - _ROUND_REACH,
+        started_at__lt=end,
+    ).values_list("assembly", flat=True)
+    flat: dict[FlatKey, int] = {}
+    for state in rounds:
+        for slot in (state or {}).get("slots", {}).values():
+            slot_counts(agent, slot, flat, 1)
+    prefix = (agent, tool_id, bucket)
+    values = [
+        int(name[len(EXACT) :])
+        for (a, t, b, name), amount in flat.items()
+        if (a, t, b) == prefix and name.startswith(EXACT) and amount > 0
+    ]
+    return max(values) if values else None
 
 
 def stored_tallies() -> dict[TallyKey, dict[str, int]]:
@@ -187,7 +250,7 @@ def recomputed_tallies() -> dict[TallyKey, dict[str, int]]:
             state = assembly_merge(assembly_new(), [stored_event(data) for data in datas])
             for slot in state["slots"].values():
                 slot_counts(agents[round_id], slot, flat, 1)
-    return grouped(flat)
+    return {key: settled(tally) for key, tally in grouped(flat).items()}
 
 
 def tool_health_backfill() -> int:

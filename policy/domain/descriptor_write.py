@@ -80,15 +80,20 @@ def _choose(data: Any, bundle: str | None) -> BundleItem:
         for item in items:
             if item.bundle_id == bundle.strip():
                 return item
-        ids = ", ".join(i.bundle_id for i in items) or "none"
-        raise DescriptorError("unknown", f"the descriptor has no bundle {bundle!r} ({ids})")
+        every = tuple(i.bundle_id for i in items)
+        ids = ", ".join(every) or "none"
+        raise DescriptorError("unknown", f"the descriptor has no bundle {bundle!r} ({ids})", every)
     with_policy = [item for item in items if item.has_policy]
     candidates = with_policy or items
     if len(candidates) == 1:
         return candidates[0]
     listed = ", ".join(item.bundle_id for item in candidates) or "none"
     kind = "ambiguous" if candidates else "malformed"
-    raise DescriptorError(kind, f"name the bundle to write into with --bundle ({listed})")
+    raise DescriptorError(
+        kind,
+        f"name the bundle to write into with --bundle ({listed})",
+        tuple(item.bundle_id for item in candidates),
+    )
 
 
 def _refusal(code: str, message: str, hint: str) -> ExportRefused:

@@ -4,8 +4,9 @@ the connection page again, saying what happened."""
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
-from django.views.decorators.http import require_POST
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
 
 from core.json_limits import NotJson, decode_json
 from policy.domain.connections import Connection
@@ -22,10 +23,19 @@ from policy.views.common import base_revision
 from policy.views.connections import _connection, connection_page
 
 
-@require_POST
+def _opened(agent: str, index: int) -> HttpResponse:
+    """These actions answer with the connection page at their own URL, which the address bar
+    then shows: opened again (a reload, a bookmark, a copied link), it leads to that page."""
+    url = reverse("policy:connection-edit", args=[agent, index])
+    return HttpResponseRedirect(f"{url}#discovery")
+
+
+@require_http_methods(["GET", "POST"])
 def connection_discover(request: HttpRequest, agent: str, index: int) -> HttpResponse:
     state = draft_state()
     connection = _mcp(state, agent, index)
+    if request.method == "GET":
+        return _opened(agent, index)
     try:
         found = mcp_discover(agent=agent, server_id=mcp_server(connection.raw), user=request.user)
     except (DiscoveryRefused, LookupError) as exc:
@@ -39,10 +49,12 @@ def connection_discover(request: HttpRequest, agent: str, index: int) -> HttpRes
     )
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def mcp_server_settings(request: HttpRequest, agent: str, index: int) -> HttpResponse:
     state = draft_state()
     connection = _mcp(state, agent, index)
+    if request.method == "GET":
+        return _opened(agent, index)
     raw_command = request.POST.get("source_command", "").strip()
     command: list[str] | None = None
     if raw_command:
@@ -75,10 +87,12 @@ def mcp_server_settings(request: HttpRequest, agent: str, index: int) -> HttpRes
     return connection_page(request, agent, index, notice="Saved the server's settings.")
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def connection_suggestions(request: HttpRequest, agent: str, index: int) -> HttpResponse:
     state = draft_state()
     _mcp(state, agent, index)
+    if request.method == "GET":
+        return _opened(agent, index)
     try:
         _, defaults = suggestions_apply(
             agent=agent, index=index, base_revision=base_revision(request), user=request.user

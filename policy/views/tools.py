@@ -223,7 +223,12 @@ def tool_preview(request: HtmxHttpRequest, agent: str, index: int, key: str) -> 
     target = _target(state, agent, index, key, _namespace(request))
     traits, design = target.entries(state.data)
     form = ToolForm(request.POST, traits=traits, design=design, with_design=target.with_design)
-    context: dict[str, Any] = {"show_empty": True, "preview": True}
+    context: dict[str, Any] = {
+        "show_empty": True,
+        "preview": True,
+        "save_state": "unsaved",
+        "base_revision": state.revision,
+    }
     if not form.is_valid():
         context["form_errors"] = [str(e) for errors in form.errors.values() for e in errors]
         return render(request, f"{TOOL_TEMPLATE}#tool-diagnostics", context)
@@ -232,6 +237,9 @@ def tool_preview(request: HtmxHttpRequest, agent: str, index: int, key: str) -> 
     except EditError as exc:
         context["form_errors"] = [str(exc)]
         return render(request, f"{TOOL_TEMPLATE}#tool-diagnostics", context)
+    if new == state.data:
+        # Ticked back to what the draft holds: nothing is unsaved.
+        context["save_state"] = "clean"
     manifest = manifest_for(agent)
     analysis = text_analysis(export_text(new), max_bytes=CLI_MAX_BYTES)
     resolution = resolve_agent(new, agent, manifest)

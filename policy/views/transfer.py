@@ -99,12 +99,27 @@ def _carried(text: str | bytes) -> str:
     return text.decode("utf-8", "replace") if isinstance(text, bytes) else text
 
 
+def page_words(exc: DescriptorError, *, writing: bool = False) -> str:
+    """A descriptor refusal in the page's words: the pages offer a bundle picker, so they say
+    "pick a bundle", never the CLI's ``--bundle`` (the CLI keeps its own sentence)."""
+    listed = ", ".join(exc.policy_ids) or "none"
+    if exc.kind == "ambiguous":
+        if writing:
+            return f"The descriptor has several bundles ({listed}): pick the one to write into."
+        return f"Several bundles of the descriptor carry a policy ({listed}): pick a bundle."
+    if exc.kind == "props-with-bundle":
+        return "A bundle was picked, but the file is bundle props, not a bundles descriptor."
+    return as_sentence(str(exc))
+
+
 def _bundle_context(exc: DescriptorError, text: str | bytes, bundle: str | None) -> dict[str, Any]:
     return {
         "text": "" if isinstance(text, bytes) else text,
         "previewed": True,
         "refused": True,
-        "bundle_problem": str(exc)[:1].upper() + str(exc)[1:],
+        # Nothing wrong yet: a descriptor with several policies asks which one (no red).
+        "bundle_prompt": exc.kind == "ambiguous" and bundle is None,
+        "bundle_problem": page_words(exc),
         "policy_bundles": exc.policy_ids,
         "bundle": bundle,
         "carried_text": _carried(text),
@@ -209,8 +224,15 @@ def export_descriptor_view(request: HttpRequest) -> HttpResponse:
     try:
         written = descriptor_export(descriptor, bundle=bundle, version=version)
     except DescriptorError as exc:
-        problem = as_sentence(str(exc))
-        context.update({"problem": problem, "policy_bundles": exc.policy_ids})
+        context.update(
+            {
+                "problem": page_words(exc, writing=True),
+                "prompt": exc.kind == "ambiguous" and bundle is None,
+                "policy_bundles": exc.policy_ids,
+                # The uploaded file stays with the form: picking a bundle needs no new upload.
+                "carried_text": _carried(descriptor),
+            }
+        )
         status = 404 if exc.kind == "unknown" else 422
         return render_page(request, "policy/export_descriptor.html", context, status=status)
     except VersionMissing:

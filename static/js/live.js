@@ -219,6 +219,42 @@
     }
   }
 
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setUp);
-  else setUp();
+  // Compact cards: one line per round, chips only; a click on a card (or its toggle) expands
+  // it. The choice is kept in this browser (localStorage) and applied before the first paint
+  // of the list, so a reload keeps it.
+  const COMPACT_KEY = "traitdeck.live.compact";
+
+  function setUpCompact() {
+    const rounds = document.getElementById("rounds");
+    const button = document.getElementById("compact");
+    if (!rounds || !button) return;
+    const apply = (on) => {
+      rounds.classList.toggle("compact", on);
+      button.setAttribute("aria-pressed", String(on));
+    };
+    let stored = null;
+    try { stored = window.localStorage.getItem(COMPACT_KEY); } catch (e) { stored = null; }
+    apply(stored === "1");
+    button.addEventListener("click", () => {
+      const on = !rounds.classList.contains("compact");
+      apply(on);
+      try { window.localStorage.setItem(COMPACT_KEY, on ? "1" : "0"); } catch (e) { /* private mode */ }
+    });
+    rounds.addEventListener("click", (event) => {
+      if (!rounds.classList.contains("compact")) return;
+      const card = event.target.closest(".round-card");
+      if (!card || (event.target.closest("a") && !event.target.closest(".card-toggle"))) return;
+      const open = card.classList.toggle("expanded");
+      const toggle = card.querySelector(".card-toggle");
+      if (toggle) toggle.setAttribute("aria-expanded", String(open));
+    });
+  }
+
+  function start() {
+    setUpCompact();
+    setUp();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
 })();

@@ -21,7 +21,7 @@ def seed_tallies(count: int) -> int:
     them), each made of simulated rounds' calls until it holds ``CALLS_PER_ROUND`` or more.
     Returns the calls seeded."""
     from observe.domain.events import format_ts
-    from observe.domain.health import bucket_of, round_tallies
+    from observe.domain.health import bucket_of, merge_tally, round_tallies
     from observe.health.tallies import bucket_time, span_of
     from observe.models import Round, ToolHealthBucket
 
@@ -30,7 +30,7 @@ def seed_tallies(count: int) -> int:
         tools: dict[tuple[str, str], Counter[str]] = {}
         for (agent, tool, bucket), tally in round_tallies(row.agent, row.assembly).items():
             if len(bucket) == 16:  # the 5-minute tallies (the hourly ones repeat them)
-                tools.setdefault((agent, tool), Counter()).update(tally)
+                merge_tally(tools.setdefault((agent, tool), Counter()), tally)
         if tools:
             per_template.append(tools)
     start = datetime.now(UTC) - timedelta(days=2)
@@ -47,7 +47,8 @@ def seed_tallies(count: int) -> int:
             pick += 1
             for (agent, tool), tally in template.items():
                 for bucket in buckets:
-                    total.setdefault((agent, tool, bucket), Counter()).update(tally)
+                    # Counts add, the exact max takes the larger (max_us).
+                    merge_tally(total.setdefault((agent, tool, bucket), Counter()), tally)
                 held += tally["calls"]
         calls += held
     ToolHealthBucket.objects.all().delete()

@@ -83,3 +83,53 @@ def test_simulated_rounds_appear_live_with_every_chip_pause_resume_and_timeline(
     expect(timeline).to_be_visible()
     expect(timeline.locator(".lane-generation").first).to_be_attached()
     expect(timeline.locator(".lane-action").first).to_be_attached()
+
+
+def test_compact_cards_are_one_line_each_remembered_and_expand_on_click(
+    signed_in_page: Page,
+    live_server: LiveServer,
+    sample_draft: str,
+    start_simulator: Simulator,
+) -> None:
+    """The walkthrough: the live page was 24,381 px tall at 200 cards."""
+    page = signed_in_page
+    page.set_viewport_size({"width": 1280, "height": 900})
+    finished(start_simulator("--rounds", "12", "--rate", "20", "--seed", "5", "--quiet"))
+    page.goto(f"{live_server.url}/live/")
+    cards = page.locator("#rounds .round-card")
+    expect(cards.first).to_be_visible()
+    full = page.evaluate("document.getElementById('rounds').scrollHeight")
+    count = cards.count()
+
+    compact = page.get_by_role("button", name="Compact")
+    compact.click()
+    expect(compact).to_have_attribute("aria-pressed", "true")
+    heights = [box["height"] for box in (card.bounding_box() for card in cards.all()) if box]
+    assert max(heights) < 40, heights  # one line each
+    assert page.evaluate("document.getElementById('rounds').scrollHeight") < full / 2
+    first = cards.first
+    expect(first.locator(".chip").first).to_be_visible()
+    for params in first.locator(".params").all():
+        expect(params).to_be_hidden()  # chips only
+
+    # Remembered by the page: a reload stays compact.
+    page.reload()
+    expect(page.get_by_role("button", name="Compact")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#rounds")).to_have_class(re.compile(r"\bcompact\b"))
+    assert cards.count() == count
+
+    # A click on a round expands it (its toggle says so); another folds it back.
+    card = cards.first
+    card.locator(".round-head .turn").click()
+    expect(card).to_have_class(re.compile(r"\bexpanded\b"))
+    expect(card.locator(".card-toggle")).to_have_attribute("aria-expanded", "true")
+    box = card.bounding_box()
+    assert box is not None
+    assert box["height"] > 40
+    card.locator(".card-toggle").click()
+    expect(card).not_to_have_class(re.compile(r"\bexpanded\b"))
+
+    # Back to full cards, remembered too.
+    page.get_by_role("button", name="Compact").click()
+    page.reload()
+    expect(page.get_by_role("button", name="Compact")).to_have_attribute("aria-pressed", "false")

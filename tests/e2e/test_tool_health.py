@@ -55,16 +55,23 @@ def test_the_slowing_tool_leads_by_p99_and_its_advice_opens_the_editor_filled_in
     expect(page.get_by_role("heading", name="Tool health")).to_be_visible()
     page.get_by_label("Agent").select_option("main")
     page.get_by_role("button", name="Show").click()
-    page.get_by_role("link", name="p99 ms").click()
-    expect(page.locator("th[aria-sort='descending']")).to_contain_text("p99 ms")
-    # p99 is the 5th column: the values read largest first, tools with no calls last.
-    cells = page.locator("#tools-table tbody tr td:nth-of-type(4)").all_inner_texts()
-    numbers = [float(text) for text in cells if text.strip() not in ("—", "")]
+    page.get_by_role("link", name="p99", exact=True).click()
+    expect(page.locator("th[aria-sort='descending']")).to_contain_text("p99")
+    # The p99 column: the values read largest first, tools with no calls last.
+    cells = page.locator("#tools-table tbody tr td[data-col='p99_ms']").all_inner_texts()
+    numbers = [_ms(text) for text in cells if text.strip() not in ("—", "")]
     assert numbers, cells
     assert numbers == sorted(numbers, reverse=True)
     row = page.locator(f"#tools-table tbody tr[data-tool='{SLOWING}']")
     expect(row).to_contain_text("async-candidate")
-    assert float(row.locator("td:nth-of-type(4)").inner_text()) > 10_000  # past 10 s
+    assert _ms(row.locator("td[data-col='p99_ms']").inner_text()) > 10_000  # past 10 s
+
+    # The tool that times out 40 % of the time at 2 s: its timed-out calls count at their
+    # limit, so its p99 and max say "≥ 2,000 ms (limit)" (the walkthrough saw max 1,930 ms).
+    closing = page.locator(f"#tools-table tbody tr[data-tool='{AT_LIMIT}']")
+    expect(closing.locator("td[data-col='p99_ms']")).to_have_text("≥ 2,000 ms (limit)")
+    expect(closing.locator("td[data-col='max_ms']")).to_have_text("≥ 2,000 ms (limit)")
+    expect(page.locator("#tools-table")).to_contain_text("“≈”: read from a histogram bin")
 
     # The slowing tool: its numbers, and the advice with the evidence it rests on.
     row.get_by_role("link", name=SLOWING).click()
@@ -97,6 +104,12 @@ def test_the_slowing_tool_leads_by_p99_and_its_advice_opens_the_editor_filled_in
     # the panel beside the editor says what that limit does to the calls already recorded.
     page.goto(f"{url}/live/tools/?agent=main&sort=timeout_rate")
     page.locator(f"tr[data-tool='{AT_LIMIT}']").get_by_role("link", name=AT_LIMIT).click()
+    # Its chart: p95 and the timeout rate over the window, the 2 s limit drawn as a line.
+    chart = page.locator("svg.tool-chart")
+    expect(chart).to_be_visible()
+    expect(chart.locator(".limit-line")).to_contain_text("limit 2 s")
+    expect(chart.locator("polyline.series-p95")).to_have_count(1)
+    expect(chart.locator("polyline.series-timeout")).to_have_count(1)
     tight = page.locator("li[data-code='timeout-too-tight']")
     expect(tight).to_contain_text("at the limit")
     tight.get_by_role("link", name="Open the editor with this filled in").click()
@@ -106,3 +119,52 @@ def test_the_slowing_tool_leads_by_p99_and_its_advice_opens_the_editor_filled_in
         re.compile(r"With timeout_s: 4, \d+ of the \d+ finished calls recorded in the last 24h")
     )
     expect(page.locator("#proposed-impact")).to_contain_text("timed out at the limit in force")
+
+
+def _ms(text: str) -> float:
+    """A figure as the table shows it ("≈ 12,345 ms", "≥ 2,000 ms (limit)", "200.5 ms")."""
+    found = re.search(r"[\d,]+(?:\.\d+)?", text)
+    assert found is not None, text
+    return float(found.group().replace(",", ""))
+
+
+def test_a_tool_with_few_calls_says_why_it_has_no_advice_and_is_watched(
+    signed_in_page: Page, live_server: LiveServer, sample_draft: str, simulator_token: str
+) -> None:
+    """The walkthrough: 3 timeouts in 5 calls showed "—" and "No advice: the calls support no
+    change"; the reason was TRAITDECK_HEALTH_MIN_CALLS."""
+    page, url = signed_in_page, live_server.url
+    # A tool of its own (the live server's database keeps the other test's traffic).
+    tool = "mcp.browser.screenshot"
+    at = (datetime.now(UTC) - timedelta(minutes=5)).isoformat().replace("+00:00", "Z")
+    events = []
+    for n in range(5):
+        base = {
+            "event_id": f"00000000-0000-4000-8000-{n + 77:012d}",
+            "ts": at,
+            "agent": "main",
+            "turn_id": f"w{n}",
+            "iteration": 0,
+            "action_index": 0,
+            "tool_id": tool,
+            "tool_call_id": "c",
+        }
+        if n < 3:
+            base.update(type="tool.timeout", limit_ms=2000, elapsed_ms=2010, async_alternative=None)
+        else:
+            base.update(type="tool.finished", status="ok", duration_ms=700.0)
+        events.append(base)
+    response = page.request.post(
+        f"{url}/api/v1/events",
+        data=json.dumps({"events": events}),
+        headers={"Authorization": f"Bearer {simulator_token}", "Content-Type": "application/json"},
+    )
+    assert response.status == 200, response.text()
+    page.goto(f"{url}/live/tools/?agent=main")
+    row = page.locator(f"#tools-table tbody tr[data-tool='{tool}']")
+    expect(row.locator("td.advice-cell")).to_have_text("watch: 3 of 5 calls timed out")
+    row.get_by_role("link", name=tool).click()
+    reason = page.locator(".quiet-reason")
+    expect(reason).to_contain_text("watch: 3 of 5 calls timed out")
+    expect(reason).to_contain_text("No advice yet: 5 of 20 calls needed before advice")
+    expect(page.locator("#tool-health-panel")).not_to_contain_text("the calls support no change")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import io
+import re
 from typing import Any
 
 import pytest
@@ -10,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from policy.selectors import draft_state
-from tests.markup import find, text_of
+from tests.markup import find, find_all, text_of
 
 IMPORT = "/api/v1/policy/import"
 VALIDATE = "/api/v1/policy/validate"
@@ -243,3 +245,51 @@ def test_a_legacy_draft_can_be_published(api: Client) -> None:
     call_command("policy", "publish", "--message", "legacy", "--yes", stdout=out, stderr=out)
     assert "published version 1" in out.getvalue()
     assert api.get("/api/v1/versions/1/export.yaml").status_code == 200
+
+
+@pytest.mark.django_db
+def test_the_import_page_asks_to_pick_a_bundle_in_its_own_words(admin_client: Client) -> None:
+    """The walkthrough: "name one with --bundle (…)" in red on the first preview, and the
+    "Choose a bundle" heading below the picker."""
+    page = admin_client.post("/policy/import/", {"op": "preview", "text": TWO_POLICIES})
+    text = page.content.decode()
+    assert "--bundle" not in text
+    picker = find(text, "form", class_="bundle-picker")
+    assert picker.find("h2").text == "Pick a bundle"
+    # The heading comes before the picker it names, and the first preview is a question.
+    assert text.index("Pick a bundle") < text.index('<select id="import-bundle"')
+    prompt = find(text, "p", class_="bundle-prompt")
+    assert "pick a bundle" in prompt.text
+    assert not picker.find_all("p", class_="error")
+
+
+@pytest.mark.django_db
+def test_the_export_page_offers_the_files_bundles_and_keeps_the_file(
+    admin_client: Client,
+) -> None:
+    """The walkthrough: a free-text bundle box, and the chosen file dropped after an error."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    form = admin_client.get("/policy/export/descriptor/").content.decode()
+    assert not find_all(form, "input", name="bundle", type="text")
+    admin_client.post("/policy/import/", {"op": "apply", "text": DESCRIPTOR, "base_revision": "0"})
+    upload = SimpleUploadedFile("bundles.yaml", TWO_POLICIES.encode(), "application/yaml")
+    response = admin_client.post("/policy/export/descriptor/", {"file": upload})
+    assert response.status_code == 422
+    page = response.content.decode()
+    assert "--bundle" not in page
+    picker = find(page, "select", name="bundle")
+    assert [option.attrs["value"] for option in picker.find_all("option")] == [
+        "agent@1",
+        "other@1",
+    ]
+    find(page, "textarea", name="text")
+    # What the browser sends back from the hidden text area (its first line break is markup).
+    found = re.search(r'<textarea name="text" hidden>\n(.*?)</textarea>', page, re.S)
+    assert found is not None
+    kept = html.unescape(found.group(1))
+    assert kept == TWO_POLICIES
+    # Picking a bundle and sending the form again needs no new upload.
+    response = admin_client.post("/policy/export/descriptor/", {"text": kept, "bundle": "agent@1"})
+    assert response.status_code == 200
+    assert response["X-Bundle"] == "agent@1"

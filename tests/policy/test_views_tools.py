@@ -274,6 +274,21 @@ def test_preview_only_shows_diagnostics_of_that_tool(editor: Client) -> None:
     assert "strategy-unknown" not in codes(text)
 
 
+def test_preview_says_nothing_is_unsaved_once_the_form_is_back_to_the_draft(
+    editor: Client,
+) -> None:
+    """The walkthrough: "Unsaved changes" stayed after ticking back to the stored value."""
+    base = seed(jobs(tool_traits={"launch": {"strategy": ["neutral"]}}))
+    changed = page(
+        editor.post(f"{JOBS}/launch/preview/", form(base, strategy=["exploration"]), **HTMX)
+    )
+    assert "Unsaved changes" in find(changed, "span", id="save-state").text
+    back = page(editor.post(f"{JOBS}/launch/preview/", form(base, strategy=["neutral"]), **HTMX))
+    state = find(back, "span", id="save-state")
+    assert "No unsaved changes" in state.text
+    assert f"revision {base}" in state.text
+
+
 def test_preview_reports_a_bad_field_instead_of_failing(editor: Client) -> None:
     base = seed(jobs())
     response = editor.post(f"{JOBS}/launch/preview/", form(base, timeout_s="soon"), **HTMX)

@@ -28,6 +28,8 @@ from observe.domain.health import (
     duration_bin,
     exact_percentile,
     percentile,
+    quiet,
+    reading,
     rising_p_value,
 )
 
@@ -47,6 +49,33 @@ def test_it_reads_a_nearest_rank_percentile_within_one_percent_or_one_ms(
     assert exact is not None
     assert read is not None
     assert abs(read - exact) <= max(0.01 * exact, 1.0)
+
+
+def test_a_duration_at_a_bins_upper_edge_is_read_within_one_percent() -> None:
+    """Hypothesis found it (not derandomized): 140 ms was read as 138.6, its bin's point
+    rounded to 0.1 ms, 1.4 ms (just over 1 %) away."""
+    read = percentile(Counter([duration_bin(140.0)]), 0.5)
+    assert read is not None
+    assert abs(read - 140.0) <= 0.01 * 140.0
+
+
+def test_it_counts_timed_out_calls_at_their_own_limits() -> None:
+    bins = Counter(duration_bin(v) for v in [10.0] * 6)
+    censored = {2000: 3, 500: 1}
+    # Sorted: 10 x6, 500 (limit), 2000 x3 (limit).
+    assert reading(bins, censored, 0.5) == reading(bins, {}, 0.5)
+    found = reading(bins, censored, 0.7)
+    assert found is not None
+    assert (found.ms, found.kind) == (500, "limit")
+    found = reading(bins, censored, 1.0)
+    assert found is not None
+    assert (found.ms, found.kind) == (2000, "limit")
+
+
+def test_a_finished_call_in_the_same_bin_ranks_before_a_timed_out_one() -> None:
+    found = reading(Counter([duration_bin(1999.0)]), {2000: 1}, 0.5)
+    assert found is not None
+    assert found.kind == "estimate"
 
 
 def test_it_reads_whole_milliseconds_below_100_ms_exactly() -> None:
@@ -142,6 +171,42 @@ def test_it_names_the_async_alternative_when_the_timeout_rate_rises() -> None:
     assert isinstance(evidence, dict)
     assert evidence["late_timeouts"] == 11
     assert evidence["p_value"] < 0.01
+
+
+def test_it_never_tells_an_async_job_to_become_one() -> None:
+    """The walkthrough: launch_background_job (mode: async_job) was told "Raise timeout_s to 10,
+    or make the tool an async job"."""
+    total = stats(calls=40, finished=30, timeouts=10, at_limit=10, limit_ms=50000)
+    (item,) = advise(total, stats(), ToolDesign(timeout_s=5.0, mode="async_job"))
+    assert item["code"] == "timeout-too-tight"
+    assert "async job" not in str(item["message"])
+    assert str(item["message"]).endswith("Raise timeout_s to 10.")
+    (item,) = advise(total, stats(), ToolDesign(timeout_s=5.0))
+    assert str(item["message"]).endswith("or make the tool an async job.")
+
+
+def test_a_sync_tool_that_times_out_at_a_long_limit_is_slow() -> None:
+    """Timed-out calls count at their limit in the p95 the async rule reads."""
+    total = stats(calls=30, finished=10, timeouts=20, at_limit=0, limit_ms=20 * 15000)
+    total.add({"c:15000": 20})
+    total.add(Counter(f"{BIN}{duration_bin(50.0)}" for _ in range(10)))
+    item = next(
+        a
+        for a in advise(total, stats(), ToolDesign(timeout_s=15.0))
+        if a["code"] == "async-candidate"
+    )
+    assert "at least 15 s" in str(item["message"])
+
+
+def test_it_says_why_it_is_silent_and_watches_a_few_timeouts() -> None:
+    found = quiet(stats(calls=5, finished=2, timeouts=3))
+    assert found is not None
+    assert found["message"] == "5 of 20 calls needed before advice"
+    assert found["watch"] == "watch: 3 of 5 calls timed out"
+    calm = quiet(stats(calls=5, finished=5))
+    assert calm is not None
+    assert calm["watch"] is None
+    assert quiet(stats(calls=20, finished=20)) is None
 
 
 def test_it_calls_a_slow_synchronous_tool_an_async_candidate_but_not_an_async_one() -> None:

@@ -157,7 +157,7 @@ def test_it_counts_a_call_reported_both_ways_once_as_a_timeout() -> None:
     events_ingest([finished])
     events_ingest([timeout])
     (tally,) = five_minute(stored_tallies())
-    assert tally == {"calls": 1, "timeouts": 1, "at_limit": 1, "limit_ms": 2000}
+    assert tally == {"calls": 1, "timeouts": 1, "at_limit": 1, "limit_ms": 2000, "c:2000": 1}
 
 
 @pytest.mark.django_db
