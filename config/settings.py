@@ -385,5 +385,9 @@ TRAITDECK_MCP_CONCURRENT = env_int("TRAITDECK_MCP_CONCURRENT", 2)
 # too high (also the live bar's alarm); a synchronous tool with a p95 past this many seconds
 # should be an async job.
 TRAITDECK_HEALTH_MIN_CALLS = int(os.environ.get("TRAITDECK_HEALTH_MIN_CALLS", "20"))
+# /api/v1/metrics: tools per agent and agents with series of their own; the rest fold into
+# "other" (docs/production.md, cardinality).
+TRAITDECK_METRICS_MAX_TOOLS = env_int("TRAITDECK_METRICS_MAX_TOOLS", 50)
+TRAITDECK_METRICS_MAX_AGENTS = env_int("TRAITDECK_METRICS_MAX_AGENTS", 100)
 TRAITDECK_HEALTH_TIMEOUT_RATE = float(os.environ.get("TRAITDECK_HEALTH_TIMEOUT_RATE", "0.05"))
 TRAITDECK_HEALTH_ASYNC_P95_S = float(os.environ.get("TRAITDECK_HEALTH_ASYNC_P95_S", "10"))

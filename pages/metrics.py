@@ -21,11 +21,11 @@ own series; the rest are summed under ``tool="other"`` (as are agents beyond :fu
 from __future__ import annotations
 
 import math
-import os
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
+from django.conf import settings
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -87,19 +87,14 @@ OTHER: Final = "other"
 PUSH_STATUSES: Final = ("pushed", "failed", "refused", "none")
 
 
-def _cap(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    return int(raw) if raw.isdigit() and 0 < int(raw) <= 10_000 else default
-
-
 def tool_cap() -> int:
     """Tools per agent with series of their own (``TRAITDECK_METRICS_MAX_TOOLS``, default 50)."""
-    return _cap("TRAITDECK_METRICS_MAX_TOOLS", 50)
+    return int(settings.TRAITDECK_METRICS_MAX_TOOLS)
 
 
 def agent_cap() -> int:
     """Agents with series of their own (``TRAITDECK_METRICS_MAX_AGENTS``, default 100)."""
-    return _cap("TRAITDECK_METRICS_MAX_AGENTS", 100)
+    return int(settings.TRAITDECK_METRICS_MAX_AGENTS)
 
 
 def kept(weights: Mapping[str, int], cap: int) -> frozenset[str]:

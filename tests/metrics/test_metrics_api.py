@@ -72,10 +72,8 @@ def test_only_a_token_with_the_metrics_scope_reads_them(client: Client) -> None:
     assert scrape(client, token("metrics:read")).status_code == 200
 
 
-def test_tools_beyond_the_cap_fold_into_other(
-    client: Client, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("TRAITDECK_METRICS_MAX_TOOLS", "1")
+def test_tools_beyond_the_cap_fold_into_other(client: Client, settings: Any) -> None:
+    settings.TRAITDECK_METRICS_MAX_TOOLS = 1
     post_events(client, known_events("b"), token("events:write"))
     found = samples(scrape(client, token("metrics:read")).content.decode())
     tools = {key.split('tool="')[1].split('"')[0] for key in found if 'tool="' in key}
