@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,24 +17,11 @@ from policy.models import KDCubeBundle, KDCubePush, KDCubeRead
 from policy.selectors import draft_state
 from policy.services import draft_replace
 from policy.versions import policy_publish
-from tests.policy import kdcube_replay
 from tests.policy.kdcube_replay import ReplayServer
 from tests.policy.test_kdcube_push import VERSION
 
 pytestmark = pytest.mark.django_db
 TRAIT = "`main` → connection `web` → `web_search`: strategy [exploration] → [exploitation]"
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplayServer]:
-    for srv in kdcube_replay.serve():
-        monkeypatch.setenv("TRAITDECK_KDCUBE_URL", srv.url)
-        monkeypatch.setenv("TRAITDECK_KDCUBE_TENANT", "acme")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_PROJECT", "demo")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_BUNDLE", "workspace@2026-03-31-13-36")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_TOKEN", "td-rec-super-admin")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_TIMEOUT_S", "30")
-        yield srv
 
 
 @pytest.fixture

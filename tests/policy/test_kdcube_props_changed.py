@@ -5,7 +5,6 @@ at most one KDCube read per bundle per few seconds."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,7 +14,6 @@ from accounts.tokens import runtime_token_create
 from audit.models import AuditEntry
 from policy import kdcube
 from policy.models import KDCubeRead
-from tests.policy import kdcube_replay
 from tests.policy.kdcube_replay import ReplayServer
 
 pytestmark = pytest.mark.django_db
@@ -23,16 +21,9 @@ URL = "/api/v1/kdcube/props-changed"
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplayServer]:
-    for srv in kdcube_replay.serve():
-        monkeypatch.setenv("TRAITDECK_KDCUBE_URL", srv.url)
-        monkeypatch.setenv("TRAITDECK_KDCUBE_TENANT", "acme")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_PROJECT", "demo")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_BUNDLE", "workspace@2026-03-31-13-36")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_TOKEN", "td-rec-super-admin")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_TIMEOUT_S", "30")
-        srv.expect_always("drift-read")
-        yield srv
+def server(server: ReplayServer) -> ReplayServer:
+    server.expect_always("drift-read")
+    return server
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ KDCube's own admin props routes answered when recorded."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,26 +14,11 @@ from policy import kdcube
 from policy.models import KDCubePush, PolicyVersion
 from policy.services import draft_replace
 from policy.versions import policy_publish, version_published
-from tests.policy import kdcube_replay
 from tests.policy.kdcube_replay import ReplayServer, exchange
 
 pytestmark = pytest.mark.django_db
 VERSION: dict[str, Any] = exchange("push-read-back")["traitdeck"]["version"]
 SECRET_PATH = "mcp.services.mcpServers.knowledge.headers.X-Api-Key"
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplayServer]:
-    for srv in kdcube_replay.serve():
-        monkeypatch.setenv("TRAITDECK_KDCUBE_URL", srv.url)
-        monkeypatch.setenv("TRAITDECK_KDCUBE_TENANT", "acme")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_PROJECT", "demo")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_BUNDLE", "workspace@2026-03-31-13-36")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_TOKEN", "td-rec-super-admin")
-        # A generous limit (the server runs on a thread of this busy process); the slow case
-        # sets its own.
-        monkeypatch.setenv("TRAITDECK_KDCUBE_TIMEOUT_S", "30")
-        yield srv
 
 
 def publish(django_capture_on_commit_callbacks: Any, data: Any = None) -> PolicyVersion:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -10,22 +9,10 @@ import pytest
 from policy import kdcube
 from policy.services import draft_replace
 from policy.versions import policy_publish
-from tests.policy import kdcube_replay
 from tests.policy.kdcube_replay import ReplayServer
 from tests.policy.test_kdcube_push import VERSION
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplayServer]:
-    for srv in kdcube_replay.serve():
-        monkeypatch.setenv("TRAITDECK_KDCUBE_URL", srv.url)
-        monkeypatch.setenv("TRAITDECK_KDCUBE_TENANT", "acme")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_PROJECT", "demo")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_BUNDLE", "workspace@2026-03-31-13-36")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_TOKEN", "td-rec-super-admin")
-        yield srv
 
 
 @pytest.fixture
