@@ -20,6 +20,9 @@ from typing import Any
 
 #: Packages always loaded for real (a stand-in for them would hide a broken harness).
 REAL_PREFIXES = ("kdcube_ai_app", "policy", "conformance", "yaml", "pydantic", "pytest", "_pytest")
+#: Optional packages that installed libraries probe with ``try: import …`` and then read a version
+#: from (requests: ``chardet.__version__``; redis: ``hiredis.__version__``): they stay missing.
+PROBED_OPTIONAL = frozenset({"chardet", "hiredis"})
 
 
 class _Anything(type):
@@ -106,6 +109,8 @@ class StandInFinder(importlib.abc.MetaPathFinder):
         # Standard-library and private modules that are missing on this platform (``_winreg``)
         # must stay missing: code probes for them with try/except ImportError.
         if top.startswith(REAL_PREFIXES) or top in sys.stdlib_module_names or top.startswith("_"):
+            return None
+        if top in PROBED_OPTIONAL:
             return None
         self.stood_in.add(top)
         return importlib.machinery.ModuleSpec(fullname, _StandInLoader(), is_package=True)

@@ -25,6 +25,7 @@ FAMILY_MODULES = (
     "bundles",
     "files",
     "discovery",
+    "react",
 )
 
 
