@@ -26,6 +26,7 @@ FAMILY_MODULES = (
     "files",
     "discovery",
     "react",
+    "v2",
 )
 
 
