@@ -22,6 +22,7 @@ from policy.domain.dryrun import RoundSpec
 from policy.domain.manifest import Manifest, parse_manifest
 from policy.domain.multi_action import ModeSources, multi_action_mode, profile_mode
 from policy.domain.placement import Placement, place
+from policy.domain.react_version import VersionSources, react_version
 from policy.domain.resolution import (
     AgentResolution,
     UnknownAgentError,
@@ -317,6 +318,15 @@ def agent_default_mode(data: Any, agent: str) -> ModeSources:
     order is :func:`~policy.domain.multi_action.multi_action_mode`'s). Suites, impact and drift
     use it; the dry-run adds the request's mode and a picked profile."""
     return ModeSources(None, profile_mode(data, agent, None), settings.TRAITDECK_MULTI_ACTION_MODE)
+
+
+def dry_run_version(spec: RoundSpec, explicit: str | None) -> tuple[str, str]:
+    """The react agent a web dry-run assumes and where that came from: the round's own
+    ``react_version``, the request's, the ``TRAITDECK_REACT_AGENT_VERSION`` setting (the order is
+    :func:`~policy.domain.react_version.react_version`'s)."""
+    return react_version(
+        VersionSources(spec.react_version, explicit, setting=settings.TRAITDECK_REACT_AGENT_VERSION)
+    )
 
 
 def dry_run_mode(

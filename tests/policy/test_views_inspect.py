@@ -258,6 +258,37 @@ def test_running_a_round_shows_verdicts_early_start_and_ledger_identity(web: Cli
     assert results.find("p", id="multi-off-note").text.startswith("Multi-action is off")
 
 
+def test_under_v2_two_actions_run_nothing_and_the_page_says_which_agent_it_assumed(
+    web: Client, settings: Any
+) -> None:
+    # The server's setting (KDCube's default v2) applies when the select says nothing.
+    settings.TRAITDECK_REACT_AGENT_VERSION = "v2"
+    response = web.post(
+        PLAYGROUND, form([("react.delegate", DELEGATE_PARAMS), ("workspace_jobs.search", "{}")])
+    )
+    results = find(page(response), "section", id="results")
+    assert results.find("span", id="version-badge").text == "v2"
+    assert "TRAITDECK_REACT_AGENT_VERSION" in results.find("p", id="result-version").text
+    assert results.find("p", id="v2-note").text.startswith("The v2 agent takes one action")
+    assert not results.find_all("p", id="multi-off-note")
+    assert "nothing runs; the model is asked again" in results.find("p", class_="v2-decision").text
+    result = json.loads(pre(response, "result-json"))
+    actions = result["attempts"][0]["actions"]
+    assert [(a["verdict"], a["early"]) for a in actions] == [("rejected", False)] * 2
+    # The select wins over the setting.
+    response = web.post(
+        PLAYGROUND,
+        form(
+            [("react.delegate", DELEGATE_PARAMS), ("workspace_jobs.search", "{}")],
+            react_version="v3",
+        ),
+    )
+    assert find(page(response), "span", id="version-badge").text == "v3"
+    assert json.loads(pre(response, "result-json"))["react_version_source"] == (
+        "the explicit choice"
+    )
+
+
 def test_with_multi_action_on_both_actions_run_and_the_backstop_is_shown(web: Client) -> None:
     response = web.post(
         PLAYGROUND,
