@@ -120,9 +120,13 @@ class _Streamer:
 
 
 def _solver(
-    rt: Runtime, adapters: list[dict[str, Any]], model: ScriptedModel, browser: _Browser
+    rt: Runtime,
+    adapters: list[dict[str, Any]],
+    model: ScriptedModel,
+    browser: _Browser,
+    module: str = V2,
 ) -> Any:
-    v2 = importlib.import_module(V2)
+    v2 = importlib.import_module(module)
     cls = v2.ReactSolverV2
     s = cls.__new__(cls)
     for name, value in {
@@ -183,9 +187,9 @@ async def _zero() -> int:
     return 0
 
 
-def _patch_scaffolding() -> None:
+def _patch_scaffolding(module: str = V2) -> None:
     retry = importlib.import_module(f"{SDK}.solutions.chatbot.agent_retry")
-    v2 = importlib.import_module(V2)
+    v2 = importlib.import_module(module)
 
     async def once(*, agent_fn: Any, **kwargs: Any) -> Any:
         return await agent_fn(blocks=[{"type": "text", "text": "user"}])
@@ -277,3 +281,76 @@ async def _drive(
             if route != "decision":
                 break
     return out
+
+
+V3 = f"{SDK}.solutions.react.v3.runtime"
+
+
+def drive_v3_decision(
+    rt: Runtime,
+    adapters: list[dict[str, Any]],
+    actions: Sequence[Mapping[str, Any]],
+    *,
+    mode: str,
+    max_actions: int | None = None,
+) -> dict[str, Any]:
+    """One decision of **v3** (``solutions/react/v3/runtime.py``'s ``_decision_node``) on the
+    scripted model text of ``actions`` (one ``<channel:action>`` each), with the runtime's own
+    timeline streamer feeding its overseer and early listener (issue 37 §1). The same glue as
+    v2's, and an early start's tool answers at once (``react.call.handle_external_tool``)."""
+    logging.disable(logging.CRITICAL)
+    try:
+        return asyncio.run(_drive_v3(rt, adapters, actions, mode, max_actions))
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+async def _drive_v3(
+    rt: Runtime,
+    adapters: list[dict[str, Any]],
+    actions: Sequence[Mapping[str, Any]],
+    mode: str,
+    max_actions: int | None,
+) -> dict[str, Any]:
+    _patch_scaffolding(V3)
+
+    async def tool(**kwargs: Any) -> dict[str, Any]:
+        return {"last_tool_result": [{"ok": True}]}
+
+    rt.react_call.handle_external_tool = tool
+    model, browser = ScriptedModel(), _Browser()
+    s = _solver(rt, copy.deepcopy(adapters), model, browser, V3)
+    del s._mk_timeline_streamer  # the runtime's own: it reports each action to the overseer
+    s.multi_action_mode = mode
+    s._streamed_final_answer_pending = ""
+    if max_actions is not None:
+        s.MAX_ACTIONS_PER_ROUND = max_actions
+    with tempfile.TemporaryDirectory() as outdir:
+        state: dict[str, Any] = {
+            "iteration": 0,
+            "max_iterations": 15,
+            "adapters": copy.deepcopy(adapters),
+            "outdir": outdir,
+            "workdir": outdir,
+            "turn_id": "turn-1",
+            "decision_retries": 0,
+            "max_decision_retries": 2,
+            "steer_finalize_mode": False,
+            "session_log": [],
+        }
+        model.text = model_text({"actions": list(actions)})
+        state = await s._decision_node(state)
+        route = s._route_after_decision(state)
+    last = state.get("last_decision") or {}
+    tool_call = last.get("tool_call") if isinstance(last.get("tool_call"), dict) else {}
+    early = state.get("early_tool_executions") or {}
+    return {
+        "route": route,
+        "notices": [
+            code.removeprefix("protocol_violation.")
+            for code in browser.notices
+            if code.startswith("protocol_violation.")
+        ],
+        "runs": str(tool_call.get("tool_id") or "") if route == "tool_execution" else None,
+        "early_started": len(early),
+    }

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.db.models import prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -107,6 +108,7 @@ def live(request: HttpRequest) -> HttpResponse:
             "ws_url": f"{WS_PATH}?{urlencode([('since', str(since)), *query])}",
             "list_url": f"{reverse('observe:live')}?{urlencode([*query, ('partial', 'rounds')])}",
             "max_cards": MAX_CARDS,
+            "demo": settings.DEMO,
         },
     )
 

@@ -27,6 +27,7 @@ FAMILY_MODULES = (
     "discovery",
     "react",
     "v2",
+    "v3off",
 )
 
 

@@ -17,6 +17,7 @@ from policy.domain.engine import (
     DROPPED,
     REJECTED,
     REPLACED,
+    SCHEMA_ERROR,
     SINGLE_ONLY,
     Row,
     Stage,
@@ -190,10 +191,15 @@ REPLACED_WORDS = (
     "a later attempt re-streamed the round and replaced this stream: only its early starts ran"
 )
 SINGLE_ONLY_WORDS = (
-    "multi-action mode is off: the runtime executes only the first action of the decision and "
-    "drops the rest without a rejection"
+    "multi-action mode is off: an action was rejected while streaming, so the runtime keeps the "
+    "accepted ones and executes only the first of them; the rest are dropped without a rejection"
 )
 _WHY = {REPLACED: REPLACED_WORDS, SINGLE_ONLY: SINGLE_ONLY_WORDS}
+OFF_NOTHING_RUNS = (
+    "multi-action mode is off and nothing was rejected while streaming: the runtime's channel "
+    "streamer reads the decision's action channels as {parser_error}, so nothing of it runs "
+    "(an early start has already run) and the model is asked again (action_schema_error)"
+)
 _NOT_OBSERVED_STAGE: Final[Mapping[str, Any]] = {
     "verdict": "not_observed",
     "code": None,
@@ -270,6 +276,17 @@ def _render(
         )
     elif row.verdict == DROPPED and row.why:
         out["explanation"] = _WHY[row.why]
+    elif row.verdict == REJECTED and row.code == SCHEMA_ERROR:
+        out["explanation"] = OFF_NOTHING_RUNS.format(
+            parser_error=(row.extra or {}).get("parser_error", "multiple_channel_instances")
+        )
+        if action.is_final and (action.final_answer or "").strip():
+            # _keep_and_stop_if_answer_streamed: the answer lane already streamed it.
+            out["answer_streamed"] = True
+            out["explanation"] += (
+                "; but this final answer already streamed to the user, so the turn ends with "
+                "it instead of asking again"
+            )
     elif row.verdict == ACCEPTED:
         out["explanation"] = "accepted"
     else:
