@@ -96,7 +96,9 @@ def check_execution(reporter: Reporter, raw: Any, path: Path, tool: str) -> None
         return
     problems = early_profile_problems(raw)
     if problems:
-        reporter.error(
+        # A warning, as execution-inert: one outcome (the runtime runs the tool, only never
+        # early), one severity (issue 38 item 2).
+        reporter.warning(
             "execution-incomplete",
             path,
             f"execution of {tool} is not the complete early profile, so the tool never starts "
