@@ -839,3 +839,20 @@ def test_dry_run_refuses_a_round_with_an_unknown_react_version(
     result = traitdeck("dry-run", policy, "--agent", "main", "--round", bad)
     assert_one_line_usage_error(result)
     assert 'react_version must be "v2" or "v3"' in result.err
+
+
+def test_an_unknown_react_version_setting_is_a_check_deploy_warning(settings: Any) -> None:
+    from django.core import checks
+
+    from policy.checks import react_version_setting
+
+    assert react_version_setting in checks.registry.registry.get_checks(
+        include_deployment_checks=True
+    )
+    settings.TRAITDECK_REACT_AGENT_VERSION = "v9"
+    [found] = react_version_setting()
+    assert found.id == "traitdeck.W001"
+    assert found.level == checks.WARNING
+    assert "predictions assume v2" in found.msg
+    settings.TRAITDECK_REACT_AGENT_VERSION = "V3 "
+    assert react_version_setting() == []
