@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from ninja import Router, Schema, Status
 from ninja.errors import HttpError
@@ -19,6 +20,7 @@ from policy.domain.diagnostics import summarize
 from policy.domain.dryrun import dry_run, parse_round_spec
 from policy.domain.edits import as_sentence
 from policy.domain.jsonable import jsonable
+from policy.domain.multi_action import agent_presentation
 from policy.domain.react_version import REACT_VERSIONS
 from policy.domain.resolution import AgentResolution, effective_json
 from policy.domain.tools_unknown import render_unseen, unseen_tools
@@ -239,13 +241,17 @@ def effective(request: HttpRequest, agent: str, role: str | None = None) -> Any:
     """Effective traits of each tool and the layer each key came from (`traitdeck effective`).
     `role` (parent, child, none) picks the built-ins, as the CLI's `--role`."""
     # jsonable: a YAML trait key may be a date or a number; JSON keys are text.
-    run = agent_prediction(draft_state(), agent, role=role_param(role))
+    state = draft_state()
+    run = agent_prediction(state, agent, role=role_param(role))
     return jsonable(
         {
             **effective_json(run.resolution),
             "resolved_agent": run.resolved_agent,
             "unseen_tools": [entry.as_json() for entry in unseen_tools(run.resolution)],
             "diagnostics": [d.to_dict() for d in run.diagnostics],
+            **agent_presentation(
+                state.data, agent, mode_setting=settings.TRAITDECK_MULTI_ACTION_MODE
+            ),
         }
     )
 

@@ -43,7 +43,12 @@ from policy.domain.impact import (
 )
 from policy.domain.jsonable import json_text, jsonable
 from policy.domain.manifest import Manifest, ManifestError, parse_manifest
-from policy.domain.multi_action import ModeSources, multi_action_mode, profile_mode
+from policy.domain.multi_action import (
+    ModeSources,
+    agent_presentation,
+    multi_action_mode,
+    profile_mode,
+)
 from policy.domain.react_version import REACT_VERSIONS, VersionSources, react_version
 from policy.domain.resolution import (
     AgentResolution,
@@ -335,6 +340,12 @@ def cmd_effective(args: argparse.Namespace, analysis: Analysis, out: TextIO, err
             "resolved_agent": run.resolved_agent,
             "unseen_tools": [entry.as_json() for entry in unseen_tools(run.resolution)],
             "diagnostics": [d.to_dict() for d in run.diagnostics],
+            **agent_presentation(
+                analysis.data,
+                args.agent,
+                # The setting's default is the runtime's: off (as config.settings reads it).
+                mode_setting=os.environ.get("TRAITDECK_MULTI_ACTION_MODE", "off"),
+            ),
         }
     )
     if args.format == "json":

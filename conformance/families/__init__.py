@@ -22,6 +22,7 @@ FAMILY_MODULES = (
     "rounds",
     "config",
     "catalog",
+    "compact",
     "bundles",
     "files",
     "discovery",

@@ -22,6 +22,7 @@ from policy.domain.named_services import DEFAULT_REACT_AGENT_ID
 
 __all__ = [
     "AppliedProfile",
+    "agent_presentation",
     "CatalogForm",
     "ModeSources",
     "ProfileSet",
@@ -259,3 +260,28 @@ def catalog_form(
     return CatalogForm(
         raw if raw in CATALOG_DETAILS else "full", source, include, include_source, picker
     )
+
+
+def agent_presentation(data: Any, agent: str, *, mode_setting: str | None) -> dict[str, Any]:
+    """What the runtime decides for an agent's rounds when the end user picks nothing (the
+    default profile applies): the catalog's form and the multi-action mode, each with its
+    source (``traitdeck effective --format json``, ``GET …/effective``)."""
+    form = catalog_form(data, agent)
+    applied = applied_profile(data, agent)
+    mode = profile_mode(data, agent)
+    if mode is not None and applied is not None:
+        mode_source = f"{applied.path}.multi_action_mode"
+    elif mode_setting is not None:
+        mode, mode_source = mode_setting, "the setting TRAITDECK_MULTI_ACTION_MODE"
+    else:
+        mode, mode_source = "off", "the runtime's default (AI_REACT_AGENT_MULTI_ACTION=off)"
+    return {
+        "instruction_profile": None if applied is None else applied.id,
+        "tool_catalog_detail": form.detail,
+        "tool_catalog_detail_source": form.detail_source,
+        "include_tool_catalog": form.include,
+        "include_tool_catalog_source": form.include_source,
+        "multi_action_mode": mode,
+        "multi_action_mode_effective": "on" if multi_action_enabled(mode) else "off",
+        "multi_action_mode_source": mode_source,
+    }

@@ -24,7 +24,7 @@ from policy.domain.connections import (
 from policy.domain.diagnostics import Diagnostic
 from policy.domain.loading import trait_candidates
 from policy.domain.manifest import Manifest
-from policy.domain.multi_action import multi_action_enabled, profile_mode
+from policy.domain.multi_action import catalog_form, multi_action_enabled, profile_mode
 from policy.domain.paths import AGENTS
 from policy.domain.resolution import AgentResolution, agents_mapping, resolve_agent_key
 from policy.domain.source import SourceMap
@@ -155,6 +155,7 @@ def _check_loaded(
     check_tools(reporter, resolution)
     check_discovered(reporter, data, resolution, manifest, servers)
     _multi_action_off(reporter, data, key, resolution)
+    _catalog_compact(reporter, data, key, resolution)
 
 
 def _multi_action_off(reporter: Reporter, data: Any, key: Any, resolution: AgentResolution) -> None:
@@ -188,6 +189,36 @@ def _multi_action_off(reporter: Reporter, data: Any, key: Any, resolution: Agent
         "AI_REACT_AGENT_MULTI_ACTION=on in the runtime or add an instruction profile with "
         f"multi_action_mode: on (react.{key}.instruction_profiles); the playground's "
         "multi_action_mode and react_version fields show each case.",
+        at="key",
+    )
+
+
+def _catalog_compact(reporter: Reporter, data: Any, key: Any, resolution: AgentResolution) -> None:
+    """The model reads the traits only in the full catalog (issue 37 §2): say so when the agent's
+    default form is compact, or no catalog at all, and its tools carry traits."""
+    if not any(
+        "strategy" in tool.traits or "execution" in tool.traits
+        for tool in resolution.tools
+        if not tool.builtin
+    ):
+        return
+    form = catalog_form(data, str(key))
+    if form.include and form.detail == "full":
+        return
+    if not form.include:
+        what, source = "no tool catalog at all", form.include_source
+    else:
+        what, source = "the compact tool catalog", form.detail_source
+    reporter.info(
+        "catalog-compact",
+        (*AGENTS, key),
+        f"The model of agent {key!r} reads {what} by default ({source}), so it reads no "
+        "strategy or early-start lines; under v3 the overseer still rejects what the traits "
+        "forbid (a model that never read them is rejected more often), and the end user may "
+        "pick either form for a conversation.",
+        "Set instructions.tool_catalog_detail: full in the agent's react block (or its default "
+        "instruction profile) for the model to read the traits; traitdeck effective --format "
+        "json shows the form and where it comes from.",
         at="key",
     )
 

@@ -145,3 +145,17 @@ def test_the_withdrawn_multi_action_sentences_are_gone() -> None:
         text = found.message + " " + found.hint
         assert "never see a second action" not in text
         assert "only the first action it streams is executed" not in text
+
+
+def test_catalog_compact_says_what_the_recorded_compact_catalog_shows() -> None:
+    """'reads no strategy or early-start lines': no recorded compact catalog has one (the
+    ``compact`` family), for an agent whose react block picks the compact form."""
+    sample = round_policies.policies()["sample"]["policy"]
+    policy = {**sample, "react": {"main": {"instructions": {"tool_catalog_detail": "compact"}}}}
+    [found] = [
+        d for d in analyze_text(yaml.safe_dump(policy)).diagnostics if d.code == "catalog-compact"
+    ]
+    assert "reads no strategy or early-start lines" in " ".join(found.message.split())
+    recorded = cases("compact")
+    assert recorded
+    assert not any(case["runtime"]["trait_lines"] for case in recorded)

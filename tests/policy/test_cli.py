@@ -856,3 +856,32 @@ def test_an_unknown_react_version_setting_is_a_check_deploy_warning(settings: An
     assert "predictions assume v2" in found.msg
     settings.TRAITDECK_REACT_AGENT_VERSION = "V3 "
     assert react_version_setting() == []
+
+
+def test_effective_json_says_the_catalog_form_and_mode_the_runtime_decides(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        POLICY
+        + """
+react:
+  agents:
+    main:
+      instructions: {tool_catalog_detail: " Compact "}
+      instruction_profiles:
+        default: fast
+        options:
+          - {id: fast, multi_action_mode: safe_fanout, include_tool_catalog: "no"}
+""",
+        encoding="utf-8",
+    )
+    data = traitdeck("effective", path, "--agent", "main", "--format", "json").json()
+    assert data["instruction_profile"] == "fast"
+    assert (data["tool_catalog_detail"], data["tool_catalog_detail_source"]) == (
+        "compact",
+        "react.agents.main.instructions.tool_catalog_detail",
+    )
+    assert data["include_tool_catalog"] is False
+    assert data["include_tool_catalog_source"] == (
+        "react.agents.main.instruction_profiles.options[0].include_tool_catalog"
+    )
+    assert (data["multi_action_mode"], data["multi_action_mode_effective"]) == ("safe_fanout", "on")

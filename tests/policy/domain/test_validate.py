@@ -738,3 +738,15 @@ def test_a_python_wildcard_overriding_a_concrete_entry_is_reported() -> None:
     )
     diagnostic = only(check(text), "wildcard-overrides")
     assert "jobs.s gets [neutral]" in diagnostic.message or "jobs.s gets" in diagnostic.message
+
+
+def test_it_says_when_the_model_reads_the_compact_catalog_or_none() -> None:
+    compact = "react:\n  main:\n    instructions: {tool_catalog_detail: Compact}\n" + doc(CLEAN)
+    note = only(check(compact), "catalog-compact")
+    assert note.severity is Severity.INFO
+    assert "reads the compact tool catalog by default" in note.message
+    assert "react.main.instructions.tool_catalog_detail" in note.message
+    assert "no strategy or early-start lines" in note.message
+    off = "react:\n  main:\n    instructions: {include_tool_catalog: false}\n" + doc(CLEAN)
+    assert "reads no tool catalog at all" in only(check(off), "catalog-compact").message
+    assert not [d for d in check(doc(CLEAN)) if d.code == "catalog-compact"]
