@@ -19,8 +19,14 @@ from policy.domain.agent_run import AgentRun, agent_run
 from policy.domain.analysis import Analysis, analyze_loaded, analyze_text
 from policy.domain.builtins import DEFAULT_ROLE, ROLES
 from policy.domain.dryrun import RoundSpec
+from policy.domain.loading import select_connections
 from policy.domain.manifest import Manifest, parse_manifest
-from policy.domain.multi_action import ModeSources, multi_action_mode, profile_mode
+from policy.domain.multi_action import (
+    ModeSources,
+    multi_action_mode,
+    profile_mode,
+    react_agent_keys,
+)
 from policy.domain.placement import Placement, place
 from policy.domain.react_version import VersionSources, react_version
 from policy.domain.resolution import (
@@ -287,6 +293,32 @@ class AgentSummary:
     tools: int
     errors: int
     warnings: int
+
+
+@dataclass(frozen=True)
+class ReactOnlyAgent:
+    """An agent KDCube's widget lists because the react config names it (``react.agents.<name>``
+    or ``react.<name>``) while ``surfaces.as_consumer.agents`` has no entry for it: read-only
+    here; the runtime runs it with the tools of ``runs_with`` (None: the built-ins only)."""
+
+    name: str
+    where: str
+    runs_with: str | None
+
+
+def react_only_agents(state: DraftState) -> list[ReactOnlyAgent]:
+    """The roster's agents named only in ``react`` (issue 37 §4), in the widget's order."""
+    known = {str(name) for name in state.agents}
+    out: list[ReactOnlyAgent] = []
+    seen: set[str] = set()
+    for name, container in react_agent_keys(state.data):
+        if name in known or name in seen:
+            continue
+        seen.add(name)
+        key = select_connections(state.data, name)[0]
+        where = f"react.agents.{name}" if container == "agents" else f"react.{name}"
+        out.append(ReactOnlyAgent(name, where, None if key is None else str(key)))
+    return out
 
 
 def agent_summaries(state: DraftState) -> list[AgentSummary]:

@@ -33,6 +33,7 @@ __all__ = [
     "multi_action_mode",
     "profile_mode",
     "react_blocks",
+    "react_agent_keys",
     "react_config_blocks",
     "react_lookup",
 ]
@@ -285,3 +286,43 @@ def agent_presentation(data: Any, agent: str, *, mode_setting: str | None) -> di
         "multi_action_mode_effective": "on" if multi_action_enabled(mode) else "off",
         "multi_action_mode_source": mode_source,
     }
+
+
+#: ``react`` root keys that are configuration, not agents (KDCube's admin widget,
+#: ``components-react/src/agentic-config/api.ts`` ``NON_AGENT_REACT_KEYS`` at the recorded commit).
+NON_AGENT_REACT_KEYS = frozenset(
+    {
+        "agents",
+        "instructions",
+        "instruction_profiles",
+        "story_snapshots",
+        "event_source_pipeline",
+        "supported_models",
+        "role_models",
+        "subagents",
+        "render_thinking",
+        "line_numbers_mode",
+        "multi_action_mode",
+        "model",
+    }
+)
+
+
+def react_agent_keys(data: Any) -> list[tuple[str, str]]:
+    """The agents KDCube's widget lists from the react config (issue 37 §4; ``getAppAgents``):
+    each mapping under ``react.agents`` (``agents``), then each mapping directly under ``react``
+    whose key is not configuration (``root``). It reads ``react`` only, never ``config.react``;
+    the widget's own fallback (``default_agent`` when it finds none) is not an agent here."""
+    react = data.get("react") if isinstance(data, Mapping) else None
+    if not isinstance(react, Mapping):
+        return []
+    out: list[tuple[str, str]] = []
+    container = react.get("agents")
+    if isinstance(container, Mapping):
+        out += [(str(k), "agents") for k, v in container.items() if isinstance(v, Mapping)]
+    out += [
+        (str(k), "root")
+        for k, v in react.items()
+        if str(k) not in NON_AGENT_REACT_KEYS and isinstance(v, Mapping)
+    ]
+    return out

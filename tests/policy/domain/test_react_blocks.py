@@ -142,3 +142,21 @@ def test_an_empty_agent_id_walks_the_runtime_default_agent_id() -> None:
         "react.default.react.agent",
         "react",
     ]
+
+
+def test_kdcubes_roster_reads_react_agents_then_the_roots_agent_keys_only() -> None:
+    from policy.domain.multi_action import react_agent_keys
+
+    data = {
+        "react": {
+            "agents": {"a": {}, "b": "not a block"},
+            "instructions": {},
+            "instruction_profiles": {},
+            "model": {},
+            "c": {},
+            "default_agent": {},
+        },
+        "config": {"react": {"d": {}}},
+    }
+    assert react_agent_keys(data) == [("a", "agents"), ("c", "root"), ("default_agent", "root")]
+    assert react_agent_keys({"config": {"react": {"d": {}}}}) == []
