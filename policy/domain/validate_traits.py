@@ -102,7 +102,8 @@ def check_execution(reporter: Reporter, raw: Any, path: Path, tool: str) -> None
             "execution-incomplete",
             path,
             f"execution of {tool} is not the complete early profile, so the tool never starts "
-            f"early: {'; '.join(problems)}.",
+            f"early: {'; '.join(problems)}. (Under v2, KDCube's default react agent, no tool "
+            "starts early at all.)",
             f"Set all four fields ({EARLY_PROFILE_TEXT}), or remove execution to keep the "
             "ordinary post-generation path.",
             at="key",

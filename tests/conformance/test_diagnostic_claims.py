@@ -99,6 +99,15 @@ def _never_starts_early(policy: str, found: Diagnostic) -> bool:
     return calls > 0
 
 
+def _v2_runs_tools_only_after_the_decision(_: str, __: Diagnostic) -> bool:
+    """v2 runs a tool only when its decision node routes the finished decision to execution."""
+    decisions = [d for c in cases("v2") for d in c["runtime"]]
+    return any(d["runs"] for d in decisions) and all(
+        d["route"] == "tool_execution" for d in decisions if d["runs"]
+    )
+
+
+V2_NO_EARLY = "(Under v2, KDCube's default react agent, no tool starts early at all.)"
 Check = Callable[[str, Diagnostic], bool]
 #: Per code: (the claim as the diagnostic words it, the check against the recordings).
 CLAIMS: dict[str, list[tuple[str, Check]]] = {
@@ -120,8 +129,14 @@ CLAIMS: dict[str, list[tuple[str, Check]]] = {
         ),
         ("(2 protocol retries per turn)", _v2_two_retries_per_turn),
     ],
-    "execution-inert": [("so it never starts early", _never_starts_early)],
-    "execution-incomplete": [("so the tool never starts early", _never_starts_early)],
+    "execution-inert": [
+        ("so it never starts early", _never_starts_early),
+        (V2_NO_EARLY, _v2_runs_tools_only_after_the_decision),
+    ],
+    "execution-incomplete": [
+        ("so the tool never starts early", _never_starts_early),
+        (V2_NO_EARLY, _v2_runs_tools_only_after_the_decision),
+    ],
 }
 
 
