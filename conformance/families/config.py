@@ -926,7 +926,9 @@ def _legacy_cases() -> list[tuple[str, dict[str, Any]]]:
     out = []
     for name, case in _hand_cases():
         legacy = _legacy_form(case)
-        if legacy is not None:
+        # (A manifest is stored per editor agent, which a legacy id is not: the API's front
+        # door could not replay such a case.)
+        if legacy is not None and not case.get("manifest"):
             out.append((f"legacy-{name}", legacy))
     out.append(
         (
