@@ -322,6 +322,11 @@ ROUND_RETENTION_DAYS = int(os.environ.get("TRAITDECK_ROUND_RETENTION_DAYS", "30"
 # The runtime's deployment setting AI_REACT_AGENT_MULTI_ACTION (default "off"), for dry-runs that
 # name no mode of their own and no instruction profile that declares one (DESIGN §2.10 item 6).
 TRAITDECK_MULTI_ACTION_MODE = os.environ.get("TRAITDECK_MULTI_ACTION_MODE", "off")
+# The react agent the runtime runs, as its AI_REACT_AGENT_VERSION (KDCube's default "v2"; "v3");
+# read as the runtime reads it (an unknown value is v2, and the overview and check --deploy
+# warn). A round's own react_version, an explicit choice, round.started's report and the bridge's
+# inference come first (policy.domain.react_version).
+TRAITDECK_REACT_AGENT_VERSION = os.environ.get("TRAITDECK_REACT_AGENT_VERSION", "v2")
 
 #: The KDCube runtime's limit for an isolated tool call (``execute_tool_in_isolation`` passes
 #: ``timeout_s=240``): the KDCube bridge reads a ``missing_tool_output`` error at or past it as

@@ -21,3 +21,7 @@ STORAGES = {
     **STORAGES,  # noqa: F405
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+
+# The suite's web tests of the dry-run, impact and drift test the v3 agent's pipeline (overseer,
+# early start, ledger): they pin v3; KDCube's default v2 is pinned by the tests of v2.
+TRAITDECK_REACT_AGENT_VERSION = "v3"

@@ -214,6 +214,18 @@ async def _post_generation(
         "log": {},
     }
     sources = list(positions)
+    streamed = spec["attempts"][-1]
+    if not rejected and not s._multi_action_enabled() and len(streamed) > 1:
+        # The decision node parses the model's text with the channel streamer first: its answer
+        # for the last stream's action channels (the runtime's own parse, scripted text).
+        error = await _channel_parse_error(rt, streamed, s.multi_action_mode)
+        if error.startswith("multiple_channel_instances:"):
+            for row in rows:
+                if row["online"] == "accepted":
+                    row.update(final="rejected", final_code="action_schema_error")
+                else:
+                    row["final"] = "rejected" if row["online"] == "rejected" else "not_observed"
+            return
     if rejected:
         instances = {i: {"parsed_decision": d, "raw_chunks": []} for i, d in decisions.items()}
         recovered = s._stream_policy_recovery_packet(
@@ -315,6 +327,27 @@ async def _post_generation(
             }
             return
     _execute(rt, state, turn_id, iteration, 0, single, row)
+
+
+async def _channel_parse_error(rt: Runtime, actions: Any, mode: str) -> str:
+    """What v3's ``react_decision_stream_v2`` (→ ``workspace_streamer_v3.stream_with_channels``)
+    reports for the model text of ``actions``, one ``<channel:action>`` each."""
+    import importlib
+
+    from conformance import v2_driver
+    from conformance.harness import SDK
+
+    decision = importlib.import_module(f"{SDK}.solutions.react.v3.agents.decision")
+    model = v2_driver.ScriptedModel()
+    model.text = v2_driver.model_text({"actions": list(actions)})
+    packet = await decision.react_decision_stream_v2(
+        svc=model,
+        agent_name="conformance.decision",
+        adapters=[],
+        multi_action_mode=mode,
+        user_blocks=[{"type": "text", "text": "user"}],
+    )
+    return str((packet.get("log") or {}).get("error") or "")
 
 
 def _execute(

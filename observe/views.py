@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.db.models import prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -34,6 +36,7 @@ from observe.live import (
     parse_filter,
     safe_round_url,
 )
+from observe.live.round_page import reported_mode, reported_react_version
 from observe.live.stream import cards_html
 from observe.models import Round, RoundTool
 from observe.selectors import (
@@ -47,6 +50,8 @@ from observe.selectors import (
     rounds_page,
 )
 from observe.timeline import build_timeline
+from policy.domain.backstop import multi_action_enabled
+from policy.domain.react_version import VersionSources, react_version
 from policy.selectors import draft_state
 from policy.versions import version_index, version_list
 
@@ -107,6 +112,7 @@ def live(request: HttpRequest) -> HttpResponse:
             "ws_url": f"{WS_PATH}?{urlencode([('since', str(since)), *query])}",
             "list_url": f"{reverse('observe:live')}?{urlencode([*query, ('partial', 'rounds')])}",
             "max_cards": MAX_CARDS,
+            "demo": settings.DEMO,
         },
     )
 
@@ -137,6 +143,13 @@ def round_page(request: HttpRequest, agent: str, turn_id: str, iteration: int) -
             "round": assembled,
             "timeline": build_timeline(assembled, _zoom(request)),
             "actions": action_details(assembled),
+            "mode": _mode_shown(assembled),
+            "react": react_version(
+                VersionSources(
+                    reported=reported_react_version(assembled),
+                    setting=settings.TRAITDECK_REACT_AGENT_VERSION,
+                )
+            ),
             "events": event_rows(assembled),
             "policy_version": version_index().credit(row.agent, row.policy_hash, row.started_at),
             "case_round": _case_round(row),
@@ -144,6 +157,14 @@ def round_page(request: HttpRequest, agent: str, turn_id: str, iteration: int) -
             "round_kinds": ROUND_KINDS,
         },
     )
+
+
+def _mode_shown(assembled: Any) -> dict[str, str] | None:
+    """The multi-action mode the round reported, as read by the runtime (None: not reported)."""
+    mode = reported_mode(assembled)
+    if mode is None:
+        return None
+    return {"reported": mode, "effective": "on" if multi_action_enabled(mode) else "off"}
 
 
 def round_by_ids(request: HttpRequest) -> HttpResponse:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -12,6 +13,7 @@ from accounts.access import PUBLISHER
 from accounts.roles import has_role
 from accounts.selectors import runtime_token_list
 from observe.selectors import rounds_overview
+from policy.domain.react_version import read_react_version, version_meaning
 from policy.selectors import draft_analysis, draft_state
 from policy.versions import draft_sha256, version_published
 
@@ -26,7 +28,15 @@ def _policy_summary() -> dict[str, Any]:
         "summary": draft_analysis(state).summary(),
         "published": published,
         "unpublished": published is None or draft_sha256(state) != published.sha256,
+        "react": _react_assumption(),
     }
+
+
+def _react_assumption() -> dict[str, Any]:
+    """Which react agent the instance's predictions assume (issue 37 §0) and what that means."""
+    raw = settings.TRAITDECK_REACT_AGENT_VERSION
+    version, known = read_react_version(raw)
+    return {"version": version, "meaning": version_meaning(version), "known": known, "raw": raw}
 
 
 def overview(request: HttpRequest) -> HttpResponse:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from ninja import Router, Schema, Status
 from ninja.errors import HttpError
@@ -19,6 +20,8 @@ from policy.domain.diagnostics import summarize
 from policy.domain.dryrun import dry_run, parse_round_spec
 from policy.domain.edits import as_sentence
 from policy.domain.jsonable import jsonable
+from policy.domain.multi_action import agent_presentation
+from policy.domain.react_version import REACT_VERSIONS
 from policy.domain.resolution import AgentResolution, effective_json
 from policy.domain.tools_unknown import render_unseen, unseen_tools
 from policy.domain.yaml_io import WEB_MAX_BYTES
@@ -35,6 +38,7 @@ from policy.selectors import (
     agent_resolution,
     draft_state,
     dry_run_mode,
+    dry_run_version,
     role_param,
     text_analysis,
 )
@@ -237,13 +241,17 @@ def effective(request: HttpRequest, agent: str, role: str | None = None) -> Any:
     """Effective traits of each tool and the layer each key came from (`traitdeck effective`).
     `role` (parent, child, none) picks the built-ins, as the CLI's `--role`."""
     # jsonable: a YAML trait key may be a date or a number; JSON keys are text.
-    run = agent_prediction(draft_state(), agent, role=role_param(role))
+    state = draft_state()
+    run = agent_prediction(state, agent, role=role_param(role))
     return jsonable(
         {
             **effective_json(run.resolution),
             "resolved_agent": run.resolved_agent,
             "unseen_tools": [entry.as_json() for entry in unseen_tools(run.resolution)],
             "diagnostics": [d.to_dict() for d in run.diagnostics],
+            **agent_presentation(
+                state.data, agent, mode_setting=settings.TRAITDECK_MULTI_ACTION_MODE
+            ),
         }
     )
 
@@ -281,14 +289,23 @@ def dry_run_round(
     agent: str,
     multi_action_mode: str | None = None,
     profile: str | None = None,
+    react_version: str | None = None,
 ) -> Any:
     """Run a round through the runtime's pipeline (as `traitdeck dry-run`): the online overseer,
     early starts and the ledger, the post-generation backstop when multi-action is on. The mode
     comes from the round's own `multi_action_mode`, else this query parameter, else the
-    instruction `profile` (or the agent's default profile), else the server setting."""
+    instruction `profile` (or the agent's default profile), else the server setting. The react
+    agent (`v2`, KDCube's default, or `v3`) from the round's `react_version`, else this query
+    parameter, else the setting `TRAITDECK_REACT_AGENT_VERSION`; the answer says which
+    (`react_version`, `react_version_source`)."""
+    if react_version is not None and react_version.strip().lower() not in REACT_VERSIONS:
+        raise HttpError(422, "react_version must be v2 or v3.")
     state = draft_state()
     run = agent_prediction(state, agent)
     spec = parse_round_spec(read_json(request, limit=WEB_MAX_BYTES))
     mode = dry_run_mode(state, agent, spec, mode=multi_action_mode, profile=profile)
-    result = dry_run(spec, run.resolution, multi_action_mode=mode)
+    version, source = dry_run_version(spec, react_version)
+    result = dry_run(
+        spec, run.resolution, multi_action_mode=mode, react_version=version, version_source=source
+    )
     return {**result, "resolved_agent": run.resolved_agent}

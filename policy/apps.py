@@ -7,4 +7,4 @@ class PolicyConfig(AppConfig):
     name = "policy"
 
     def ready(self) -> None:
-        from policy import checks  # noqa: F401  (registers the discovery settings check)
+        from policy import checks  # noqa: F401 (registers the system checks)

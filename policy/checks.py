@@ -1,5 +1,7 @@
-"""System checks (``python manage.py check``, also at ``runserver``/``migrate``): discovery
-settings that cannot be read are reported before the first discovery refuses with them."""
+"""Django system checks of the policy app's settings (``python manage.py check``, also at
+``runserver``/``migrate``; ``--deploy`` adds the deployment ones): discovery settings that cannot
+be read are reported before the first discovery refuses with them; an unknown react version is
+said."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from django.conf import settings
 from django.core import checks
 
 from policy.discovery.mcp_list import parse_commands, parse_credentials, parse_hosts
+from policy.domain.react_version import read_react_version
 
 _PARSERS = (
     ("TRAITDECK_MCP_STDIO_COMMANDS", parse_commands),
@@ -26,3 +29,21 @@ def discovery_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
         except ValueError as exc:  # json.JSONDecodeError is a ValueError
             errors.append(checks.Error(f"{name} cannot be read: {exc}", id=f"traitdeck.E00{index}"))
     return errors
+
+
+@checks.register(checks.Tags.compatibility, deploy=True)
+def react_version_setting(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """An unknown ``TRAITDECK_REACT_AGENT_VERSION`` is read as ``v2`` (as the runtime reads its
+    ``AI_REACT_AGENT_VERSION``): say so, since every prediction then assumes v2."""
+    raw = getattr(settings, "TRAITDECK_REACT_AGENT_VERSION", None)
+    version, known = read_react_version(raw)
+    if known:
+        return []
+    return [
+        checks.Warning(
+            f"TRAITDECK_REACT_AGENT_VERSION={raw!r} is neither v2 nor v3: predictions assume "
+            f"{version}, as the runtime reads an unknown AI_REACT_AGENT_VERSION.",
+            hint="Set it to the runtime's AI_REACT_AGENT_VERSION: v2 (KDCube's default) or v3.",
+            id="traitdeck.W001",
+        )
+    ]

@@ -43,7 +43,13 @@ from policy.domain.impact import (
 )
 from policy.domain.jsonable import json_text, jsonable
 from policy.domain.manifest import Manifest, ManifestError, parse_manifest
-from policy.domain.multi_action import ModeSources, multi_action_mode, profile_mode
+from policy.domain.multi_action import (
+    ModeSources,
+    agent_presentation,
+    multi_action_mode,
+    profile_mode,
+)
+from policy.domain.react_version import REACT_VERSIONS, VersionSources, react_version
 from policy.domain.resolution import (
     AgentResolution,
     UnknownAgentError,
@@ -133,6 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="the instruction profile whose multi_action_mode applies "
         "(default: the agent's instruction_profiles.default)",
+    )
+    dry.add_argument(
+        "--react-version",
+        choices=REACT_VERSIONS,
+        help="the react agent the runtime runs (KDCube's default v2, or v3); the round file's "
+        "react_version wins; default: TRAITDECK_REACT_AGENT_VERSION, else v2",
     )
     command("fmt", "Print the policy in Traitdeck's canonical export form.", formats=False)
     export = command(
@@ -328,6 +340,12 @@ def cmd_effective(args: argparse.Namespace, analysis: Analysis, out: TextIO, err
             "resolved_agent": run.resolved_agent,
             "unseen_tools": [entry.as_json() for entry in unseen_tools(run.resolution)],
             "diagnostics": [d.to_dict() for d in run.diagnostics],
+            **agent_presentation(
+                analysis.data,
+                args.agent,
+                # The setting's default is the runtime's: off (as config.settings reads it).
+                mode_setting=os.environ.get("TRAITDECK_MULTI_ACTION_MODE", "off"),
+            ),
         }
     )
     if args.format == "json":
@@ -383,7 +401,16 @@ def cmd_dry_run(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: 
             os.environ.get("TRAITDECK_MULTI_ACTION_MODE"),
         ),
     )
-    result = dry_run(spec, resolution, multi_action_mode=mode)
+    version, source = react_version(
+        VersionSources(
+            spec.react_version,
+            args.react_version,
+            setting=os.environ.get("TRAITDECK_REACT_AGENT_VERSION"),
+        )
+    )
+    result = dry_run(
+        spec, resolution, multi_action_mode=mode, react_version=version, version_source=source
+    )
     if args.format == "json":
         _print_json({**result, "resolved_agent": run.resolved_agent}, out)
     else:

@@ -19,9 +19,16 @@ from policy.domain.agent_run import AgentRun, agent_run
 from policy.domain.analysis import Analysis, analyze_loaded, analyze_text
 from policy.domain.builtins import DEFAULT_ROLE, ROLES
 from policy.domain.dryrun import RoundSpec
+from policy.domain.loading import select_connections
 from policy.domain.manifest import Manifest, parse_manifest
-from policy.domain.multi_action import ModeSources, multi_action_mode, profile_mode
+from policy.domain.multi_action import (
+    ModeSources,
+    multi_action_mode,
+    profile_mode,
+    react_agent_keys,
+)
 from policy.domain.placement import Placement, place
+from policy.domain.react_version import VersionSources, react_version
 from policy.domain.resolution import (
     AgentResolution,
     UnknownAgentError,
@@ -288,6 +295,32 @@ class AgentSummary:
     warnings: int
 
 
+@dataclass(frozen=True)
+class ReactOnlyAgent:
+    """An agent KDCube's widget lists because the react config names it (``react.agents.<name>``
+    or ``react.<name>``) while ``surfaces.as_consumer.agents`` has no entry for it: read-only
+    here; the runtime runs it with the tools of ``runs_with`` (None: the built-ins only)."""
+
+    name: str
+    where: str
+    runs_with: str | None
+
+
+def react_only_agents(state: DraftState) -> list[ReactOnlyAgent]:
+    """The roster's agents named only in ``react`` (issue 37 §4), in the widget's order."""
+    known = {str(name) for name in state.agents}
+    out: list[ReactOnlyAgent] = []
+    seen: set[str] = set()
+    for name, container in react_agent_keys(state.data):
+        if name in known or name in seen:
+            continue
+        seen.add(name)
+        key = select_connections(state.data, name)[0]
+        where = f"react.agents.{name}" if container == "agents" else f"react.{name}"
+        out.append(ReactOnlyAgent(name, where, None if key is None else str(key)))
+    return out
+
+
 def agent_summaries(state: DraftState) -> list[AgentSummary]:
     """Every agent of the draft with its connection and tool counts and its problems."""
     diagnostics = draft_analysis(state).diagnostics
@@ -317,6 +350,15 @@ def agent_default_mode(data: Any, agent: str) -> ModeSources:
     order is :func:`~policy.domain.multi_action.multi_action_mode`'s). Suites, impact and drift
     use it; the dry-run adds the request's mode and a picked profile."""
     return ModeSources(None, profile_mode(data, agent, None), settings.TRAITDECK_MULTI_ACTION_MODE)
+
+
+def dry_run_version(spec: RoundSpec, explicit: str | None) -> tuple[str, str]:
+    """The react agent a web dry-run assumes and where that came from: the round's own
+    ``react_version``, the request's, the ``TRAITDECK_REACT_AGENT_VERSION`` setting (the order is
+    :func:`~policy.domain.react_version.react_version`'s)."""
+    return react_version(
+        VersionSources(spec.react_version, explicit, setting=settings.TRAITDECK_REACT_AGENT_VERSION)
+    )
 
 
 def dry_run_mode(

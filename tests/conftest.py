@@ -16,6 +16,14 @@ settings.register_profile("dev", _SHARED_MACHINE, max_examples=200)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
+@pytest.fixture(autouse=True)
+def _react_v3(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite tests the v3 agent's pipeline (overseer, early start, ledger) unless a test says
+    otherwise: the CLI reads this variable, the web ``config.settings_test``'s same pin. Tests of
+    KDCube's default v2 take it away or set their own."""
+    monkeypatch.setenv("TRAITDECK_REACT_AGENT_VERSION", "v3")
+
+
 # --- logged-in clients per role (DESIGN §6). pytest-django's ``admin_client`` is a superuser. ---
 # Imports stay inside the fixtures: the browser group loads this file without pytest-django.
 

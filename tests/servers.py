@@ -29,7 +29,7 @@ START_S = 120
 def server_env(database: Path, purpose: str, **extra: str) -> dict[str, str]:
     """The environment of a real server with the production settings on a SQLite file: this
     process's environment, a secret key of its own (``purpose``), no Redis (the in-memory channel
-    layer: one process), plus ``extra``."""
+    layer: one process), the v3 react agent, plus ``extra``."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings",
@@ -37,6 +37,8 @@ def server_env(database: Path, purpose: str, **extra: str) -> dict[str, str]:
         "DEBUG": "0",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DATABASE_URL": f"sqlite:///{database}",
+        # The suite's pin (tests/conftest.py, config.settings_test): the v3 pipeline.
+        "TRAITDECK_REACT_AGENT_VERSION": "v3",
         **extra,
     }
     env.pop("REDIS_URL", None)

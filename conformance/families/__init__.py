@@ -22,9 +22,13 @@ FAMILY_MODULES = (
     "rounds",
     "config",
     "catalog",
+    "compact",
     "bundles",
     "files",
     "discovery",
+    "react",
+    "v2",
+    "v3off",
 )
 
 

@@ -899,8 +899,76 @@ def _random_cases(n: int) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def _legacy_form(case: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The case in the legacy shape (issue 37 §6): each agent's tools list moved from
+    ``surfaces.as_consumer.agents.<agent>.tools`` to ``tools.agents.<agent>``; ``None`` when the
+    case has no such list or already uses ``tools``."""
+    policy = case.get("policy")
+    if not isinstance(policy, Mapping) or "tools" in policy:
+        return None
+    surfaces = policy.get("surfaces")
+    consumer = surfaces.get("as_consumer") if isinstance(surfaces, Mapping) else None
+    agents = consumer.get("agents") if isinstance(consumer, Mapping) else None
+    if not isinstance(agents, Mapping):
+        return None
+    legacy = {
+        key: agent["tools"]
+        for key, agent in agents.items()
+        if isinstance(agent, Mapping) and isinstance(agent.get("tools"), list)
+    }
+    if not legacy:
+        return None
+    rest = {k: v for k, v in policy.items() if k != "surfaces"}
+    return {**case, "policy": {**rest, "tools": {"agents": legacy}}}
+
+
+def _legacy_cases() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for name, case in _hand_cases():
+        legacy = _legacy_form(case)
+        # (A manifest is stored per editor agent, which a legacy id is not: the API's front
+        # door could not replay such a case.)
+        if legacy is not None and not case.get("manifest"):
+            out.append((f"legacy-{name}", legacy))
+    out.append(
+        (
+            "legacy-named-service-default-agent",
+            {
+                "policy": {
+                    "tools": {
+                        "agents": {
+                            "default_agent": [
+                                {
+                                    "kind": "named_service",
+                                    "alias": "named_services",
+                                    "namespaces": {
+                                        "task": {
+                                            "allowed_operations": [
+                                                "provider.about",
+                                                "object.get",
+                                                "object.schema",
+                                                "object.upsert",
+                                                "object.delete",
+                                                "object.action",
+                                            ]
+                                        }
+                                    },
+                                }
+                            ]
+                        }
+                    }
+                },
+                "agent": "default_agent",
+                "manifest": {},
+                "role": "parent",
+            },
+        )
+    )
+    return out
+
+
 def all_inputs() -> list[tuple[str, dict[str, Any]]]:
-    return _hand_cases() + _random_cases(160)
+    return _hand_cases() + _random_cases(160) + _legacy_cases()
 
 
 # ----- the runtime's side ------------------------------------------------------------------

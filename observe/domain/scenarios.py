@@ -125,12 +125,15 @@ class Palette:
 @dataclass(frozen=True)
 class Plan:
     """The actions of attempt 0, for a provider retry the order attempt 1 re-streams them, and
-    the ``multi_action_mode`` the runtime runs the round with."""
+    the ``multi_action_mode`` the runtime runs the round with. The simulator plays a **v3**
+    runtime with multi-action **on** (issue 37: so every chip shows; under v3 with the mode off
+    a decision of two accepted actions would run nothing, and KDCube's default v2 has no
+    overseer, early start or ledger at all)."""
 
     scenario: str
     actions: tuple[Action, ...]
     retry_order: tuple[int, ...] | None = None
-    multi_action_mode: str = OFF
+    multi_action_mode: str = ON
 
 
 def timeout_s(tool: EffectiveTool) -> float | None:

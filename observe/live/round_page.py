@@ -114,6 +114,20 @@ def _reported_mode(round_: AssembledRound) -> str | None:
     return None
 
 
+def reported_mode(round_: AssembledRound) -> str | None:
+    """The round's ``multi_action_mode`` as ``round.started`` reported it (the round page)."""
+    return _reported_mode(round_)
+
+
+def reported_react_version(round_: AssembledRound) -> str | None:
+    """The react agent ``round.started`` reported (``react_version``: ``v2``/``v3``), if any."""
+    for event in round_.events:
+        if event.type == ROUND_STARTED:
+            version = str(event.data.get("react_version") or "").strip().lower()
+            return version if version in ("v2", "v3") else None
+    return None
+
+
 def action_details(round_: AssembledRound) -> list[ActionDetail]:
     """The actions table's rows, each with what the runtime did next when that needs saying."""
     mode = _reported_mode(round_)

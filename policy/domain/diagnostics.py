@@ -88,8 +88,9 @@ HIGH_RISK_CODES = frozenset(
         "wildcard-overrides",
     }
 )
-#: Warnings that change nothing the runtime does (a key it ignores, a name hard to type).
-LOW_RISK_CODES = frozenset({"id-key-ignored", "alias-untypeable", "execution-inert"})
+#: Warnings that change nothing the runtime does (a key it ignores, a name hard to type). Not
+#: execution-inert: a call its author meant to start early runs after generation instead.
+LOW_RISK_CODES = frozenset({"id-key-ignored", "alias-untypeable"})
 
 
 def risk(diagnostic: Diagnostic) -> str:

@@ -17,6 +17,7 @@ from policy.domain.engine import (
     DROPPED,
     REJECTED,
     REPLACED,
+    SCHEMA_ERROR,
     SINGLE_ONLY,
     Row,
     Stage,
@@ -25,14 +26,22 @@ from policy.domain.engine import (
 )
 from policy.domain.ledger import RoundLedger, tool_call_id
 from policy.domain.overseer import Action, Rejection, explain_rejection
+from policy.domain.react_v2 import MAX_DECISION_RETRIES, V2Decision, run_v2, v2_answer
+from policy.domain.react_version import version_meaning
 from policy.domain.round_policy import RoundPolicy
 from policy.domain.round_spec import RoundSpec, RoundSpecError, parse_round_spec
+from policy.domain.traits import normalize_strategy
 
-__all__ = ["RoundSpec", "RoundSpecError", "describe", "dry_run", "parse_round_spec"]
+__all__ = ["RoundSpec", "RoundSpecError", "describe", "dry_run", "dry_run_v2", "parse_round_spec"]
 
 
 def dry_run(
-    spec: RoundSpec, policy: RoundPolicy | AgentResolutionLike, *, multi_action_mode: str = "off"
+    spec: RoundSpec,
+    policy: RoundPolicy | AgentResolutionLike,
+    *,
+    multi_action_mode: str = "off",
+    react_version: str = "v3",
+    version_source: str | None = None,
 ) -> dict[str, Any]:
     """What the runtime does with the round, stage by stage (DESIGN §2.10 item 5), in words.
 
@@ -46,8 +55,14 @@ def dry_run(
     ``not_observed`` or ``dropped`` (accepted while streaming, never executed: multi-action off
     runs only the first action, and a replaced stream runs nothing but its early starts).
     ``early`` is true only on the row whose call started while the model was generating.
+
+    ``react_version``: the agent assumed (``v3`` here; the CLI, API and playground pass what the
+    precedence of :mod:`policy.domain.react_version` gives, KDCube's default ``v2``); under
+    ``v2`` each attempt is one answer of the model to a re-asked decision (:func:`dry_run_v2`).
     """
     round_policy = policy if isinstance(policy, RoundPolicy) else RoundPolicy.of(policy.tools)
+    if react_version == "v2":
+        return dry_run_v2(spec, round_policy, version_source=version_source)
     result = run(spec, round_policy, multi=multi_action_enabled(multi_action_mode))
     effective = "on" if result.multi else "off"
     return {
@@ -67,7 +82,104 @@ def dry_run(
             }
             for actions, steps, rows in zip(spec.attempts, result.steps, result.rows, strict=True)
         ],
+        "react_version": "v3",
+        "react_version_source": version_source,
     }
+
+
+V2_NOTHING_RUNS = (
+    "the v2 agent takes one action per decision: {n} action channels are "
+    "multiple_channel_instances:{n}, so nothing of this decision runs"
+)
+V2_WORDS = {
+    "action_schema_error": "the action does not fit v2's action model (a tool_call without "
+    "tool_id, or params that are not an object): nothing runs",
+    "tool_call_invalid": "the tool is not one v2 knows (the agent's tools and nine react.* "
+    "built-ins): nothing runs",
+    "tool_signature_red": "the tool subsystem has no such tool: nothing runs",
+    "tool_not_allowed_in_react": "ctx_tools.fetch_ctx is only for generated code: nothing runs",
+}
+
+
+def dry_run_v2(
+    spec: RoundSpec, policy: RoundPolicy, *, version_source: str | None = None
+) -> dict[str, Any]:
+    """The round under KDCube's **v2** agent (:mod:`policy.domain.react_v2`): each attempt is one
+    answer of the model; per attempt the decision (``route``: the tool runs, the model is asked
+    again, or the turn exits; the protocol notices; retries spent) and per action its verdict
+    (``accepted`` only for the one call that runs or the final answer; ``rejected`` with the
+    decision's first notice; ``not_reached`` after the turn ended). No overseer, early start,
+    ledger or bundle: ``early`` is always false and ``ledger`` null. The turn is assumed to have
+    spent no protocol retry before this round."""
+    decisions = run_v2(spec.attempts, frozenset(policy.traits_by_id), iteration=spec.iteration)
+    attempts = []
+    for number, actions in enumerate(spec.attempts):
+        decision = decisions[number] if number < len(decisions) else None
+        attempts.append(
+            {
+                "decision": None if decision is None else v2_answer(decision),
+                "actions": [
+                    _render_v2(index, action, decision, policy)
+                    for index, action in enumerate(actions)
+                ],
+            }
+        )
+    return {
+        "turn_id": spec.turn_id,
+        "iteration": spec.iteration,
+        "max_actions": 1,
+        "multi_action_mode": "off",
+        "attempts": attempts,
+        "react_version": "v2",
+        "react_version_source": version_source,
+        "protocol_retries": MAX_DECISION_RETRIES,
+    }
+
+
+def _render_v2(
+    index: int, action: Action, decision: V2Decision | None, policy: RoundPolicy
+) -> dict[str, Any]:
+    strategy = (
+        ()
+        if action.is_final
+        else normalize_strategy(policy.traits(action.tool, action.params).get("strategy"))
+    )
+    out: dict[str, Any] = {
+        "index": index,
+        "action": action.action,
+        "tool_id": None if action.is_final else action.tool_id,
+        "strategy": _sorted(strategy),
+        "online": None,
+        "backstop": None,
+        "early": False,
+        "ledger": None,
+        "tool_call_id": None,
+    }
+    if decision is None:
+        out["verdict"] = "not_reached"
+        out["explanation"] = "not reached: the turn had already run a tool or ended"
+        return out
+    if decision.route == "tool_execution" or (decision.route == "exit" and not decision.notices):
+        out["verdict"] = ACCEPTED
+        out["explanation"] = (
+            "accepted: the v2 agent runs it" if decision.runs else "accepted: the turn ends"
+        )
+        return out
+    code = decision.notices[0] if decision.notices else (decision.exit or "")
+    out["verdict"] = REJECTED
+    out["code"] = code
+    out["extra"] = None
+    if decision.channel_instances:
+        words = V2_NOTHING_RUNS.format(n=decision.channel_instances)
+    else:
+        words = V2_WORDS.get(code) or explain_code(code, None)
+    then = (
+        "the model is asked again"
+        if decision.route == "decision"
+        else f"no protocol retry is left: the turn exits ({decision.exit})"
+    )
+    out["explanation"] = f"{words}; {then} (v2)"
+    return out
 
 
 class AgentResolutionLike(Protocol):
@@ -79,10 +191,15 @@ REPLACED_WORDS = (
     "a later attempt re-streamed the round and replaced this stream: only its early starts ran"
 )
 SINGLE_ONLY_WORDS = (
-    "multi-action mode is off: the runtime executes only the first action of the decision and "
-    "drops the rest without a rejection"
+    "multi-action mode is off: an action was rejected while streaming, so the runtime keeps the "
+    "accepted ones and executes only the first of them; the rest are dropped without a rejection"
 )
 _WHY = {REPLACED: REPLACED_WORDS, SINGLE_ONLY: SINGLE_ONLY_WORDS}
+OFF_NOTHING_RUNS = (
+    "multi-action mode is off and nothing was rejected while streaming: the runtime's channel "
+    "streamer reads the decision's action channels as {parser_error}, so nothing of it runs "
+    "(an early start has already run) and the model is asked again (action_schema_error)"
+)
 _NOT_OBSERVED_STAGE: Final[Mapping[str, Any]] = {
     "verdict": "not_observed",
     "code": None,
@@ -159,6 +276,17 @@ def _render(
         )
     elif row.verdict == DROPPED and row.why:
         out["explanation"] = _WHY[row.why]
+    elif row.verdict == REJECTED and row.code == SCHEMA_ERROR:
+        out["explanation"] = OFF_NOTHING_RUNS.format(
+            parser_error=(row.extra or {}).get("parser_error", "multiple_channel_instances")
+        )
+        if action.is_final and (action.final_answer or "").strip():
+            # _keep_and_stop_if_answer_streamed: the answer lane already streamed it.
+            out["answer_streamed"] = True
+            out["explanation"] += (
+                "; but this final answer already streamed to the user, so the turn ends with "
+                "it instead of asking again"
+            )
     elif row.verdict == ACCEPTED:
         out["explanation"] = "accepted"
     else:
@@ -191,6 +319,15 @@ def describe(result: Mapping[str, Any]) -> list[str]:
             lines.append(f"attempt {number}: no actions")
         for item in actions:
             lines.append(f"attempt {number} {_describe_action(item)}")
+    version = result.get("react_version")
+    if version:
+        source = result.get("react_version_source")
+        lines.append(
+            f"assumed react agent {version}"
+            + (f" (from {source})" if source else "")
+            + ": "
+            + version_meaning(str(version))
+        )
     return lines
 
 
@@ -209,6 +346,8 @@ def _describe_action(item: Mapping[str, Any]) -> str:
             "online"
             if (item.get("online") or {}).get("verdict") == "rejected"
             else "after generation"
+            if item.get("online") is not None
+            else "by the decision node"
         )
         return f"{head}: rejected {stage} ({item.get('code')}){early}: {item.get('explanation')}"
     if verdict == "accepted":

@@ -63,6 +63,8 @@ DROPPED: Final = "dropped"
 #: Why an action accepted while streaming was dropped (the dry-run words each).
 REPLACED: Final = "replaced"
 SINGLE_ONLY: Final = "single_only"
+#: The decision node's code for a decision its channel streamer could not read as one action.
+SCHEMA_ERROR: Final = "action_schema_error"
 
 # Built-ins whose params the runtime checks (react.read's paths, react.write's key order) and the
 # code-execution tools: their calls are always asked of the runtime's own checks.
@@ -379,6 +381,16 @@ class Round(Overseer):
             sources = range(stop)
         if not sources:
             return  # nothing usable was accepted: the runtime retries; nothing runs
+        if not self.multi and not self.rejected and len(self.actions) > 1:
+            # Multi-action off, nothing rejected while streaming: the channel streamer reads two
+            # or more <channel:action> instances as multiple_channel_instances:N, so nothing of
+            # the decision runs (its early starts have run) and the model is asked again
+            # (recorded through v3's real decision node: the v3off conformance family).
+            extra = {"parser_error": f"multiple_channel_instances:{len(self.actions)}"}
+            for row in rows:
+                if row.verdict == ACCEPTED:
+                    row.finish(REJECTED, SCHEMA_ERROR, extra)
+            return
         if len(sources) > 1:
             if self.multi:
                 # Every source gets the backstop's verdict.

@@ -22,6 +22,8 @@ class RoundSpec:
     max_actions: int | None
     attempts: tuple[tuple[Action, ...], ...]
     multi_action_mode: str | None = None
+    #: ``"v2"`` or ``"v3"``: the react agent the round ran under (issue 37 §0), ``None``: unsaid.
+    react_version: str | None = None
 
 
 def _is_int(value: Any) -> TypeGuard[int]:
@@ -72,7 +74,20 @@ def parse_round_spec(data: Any) -> RoundSpec:
     mode = data.get("multi_action_mode")
     if mode is not None and not isinstance(mode, str):
         raise RoundSpecError(f"multi_action_mode must be a string, not {json_kind(mode)}")
-    return RoundSpec(turn_id.strip(), iteration, max_actions, attempts, mode)
+    version = data.get("react_version")
+    if version is not None and (
+        not isinstance(version, str) or version.strip().lower() not in ("v2", "v3")
+    ):
+        shown = repr(version) if isinstance(version, str) else json_kind(version)
+        raise RoundSpecError(f'react_version must be "v2" or "v3", not {shown}')
+    return RoundSpec(
+        turn_id.strip(),
+        iteration,
+        max_actions,
+        attempts,
+        mode,
+        None if version is None else version.strip().lower(),
+    )
 
 
 def _parse_attempt(raw: Any, name: str) -> tuple[Action, ...]:

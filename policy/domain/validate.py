@@ -25,6 +25,7 @@ from policy.domain.diagnostics import Diagnostic
 from policy.domain.loading import trait_candidates
 from policy.domain.manifest import Manifest
 from policy.domain.multi_action import (
+    catalog_form,
     inert_mode_keys,
     inert_mode_message,
     multi_action_enabled,
@@ -168,11 +169,13 @@ def _check_loaded(
     check_tools(reporter, resolution)
     check_discovered(reporter, data, resolution, manifest, servers)
     _multi_action_off(reporter, data, key, resolution)
+    _catalog_compact(reporter, data, key, resolution)
 
 
 def _multi_action_off(reporter: Reporter, data: Any, key: Any, resolution: AgentResolution) -> None:
-    """Strategy ordering only matters when the runtime lets the model emit several actions: say
-    so when nothing in the policy turns multi-action on for this agent."""
+    """Say what multi-action off means for this agent's strategy traits, per react version, as
+    recorded from the runtime (conformance families v3off and v2; tests/conformance/
+    test_diagnostic_claims.py checks each claim against those recordings)."""
     if not any("strategy" in tool.traits for tool in resolution.tools if not tool.builtin):
         return
     mode = profile_mode(data, str(key))
@@ -187,12 +190,49 @@ def _multi_action_off(reporter: Reporter, data: Any, key: Any, resolution: Agent
     reporter.info(
         "multi-action-off",
         (*AGENTS, key),
-        f"Multi-action mode is off for agent {key!r} unless the deployment turns it on ({why}): "
-        "the model is asked for one action per round and only the first action it streams is "
-        "executed, so the strategy ordering rules never see a second action.",
-        "To let the model emit several calls per round, set AI_REACT_AGENT_MULTI_ACTION=on in the "
-        "runtime or add an instruction profile with multi_action_mode: on "
-        f"(react.{key}.instruction_profiles); the playground's multi_action_mode field shows both.",
+        f"Multi-action mode is off for agent {key!r} unless the deployment turns it on ({why}), "
+        "so the model is asked for one action per decision. What the runtime does when it "
+        "streams several anyway depends on its react agent. Under v3 the overseer still checks "
+        "the strategy order while the model streams: an action it rejects stops the stream and "
+        "the first accepted action runs; if it rejects none, the decision's two or more action "
+        "channels are multiple_channel_instances and nothing of it runs (an early start already "
+        "ran) while the model is asked again. Under v2 (KDCube's default) there is no overseer: "
+        "two or more actions run nothing and the model is asked again (2 protocol retries per "
+        "turn), and no tool ever starts early.",
+        "To let the model emit several calls per decision under v3, set "
+        "AI_REACT_AGENT_MULTI_ACTION=on in the runtime or add an instruction profile with "
+        f"multi_action_mode: on (react.{key}.instruction_profiles); the playground's "
+        "multi_action_mode and react_version fields show each case.",
+        at="key",
+    )
+
+
+def _catalog_compact(reporter: Reporter, data: Any, key: Any, resolution: AgentResolution) -> None:
+    """The model reads the traits only in the full catalog (issue 37 §2): say so when the agent's
+    default form is compact, or no catalog at all, and its tools carry traits."""
+    if not any(
+        "strategy" in tool.traits or "execution" in tool.traits
+        for tool in resolution.tools
+        if not tool.builtin
+    ):
+        return
+    form = catalog_form(data, str(key))
+    if form.include and form.detail == "full":
+        return
+    if not form.include:
+        what, source = "no tool catalog at all", form.include_source
+    else:
+        what, source = "the compact tool catalog", form.detail_source
+    reporter.info(
+        "catalog-compact",
+        (*AGENTS, key),
+        f"The model of agent {key!r} reads {what} by default ({source}), so it reads no "
+        "strategy or early-start lines; under v3 the overseer still rejects what the traits "
+        "forbid (a model that never read them is rejected more often), and the end user may "
+        "pick either form for a conversation.",
+        "Set instructions.tool_catalog_detail: full in the agent's react block (or its default "
+        "instruction profile) for the model to read the traits; traitdeck effective --format "
+        "json shows the form and where it comes from.",
         at="key",
     )
 

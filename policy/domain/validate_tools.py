@@ -137,7 +137,8 @@ def _check_inert(
         target,
         f"{tool.tool_id}{where} has the complete early profile but its strategy is "
         f"{listing(strategy)}, not exactly [neutral], so it never starts early: it runs after "
-        "generation like any other call.",
+        "generation like any other call. (Under v2, KDCube's default react agent, no tool "
+        "starts early at all.)",
         "Set strategy: [neutral] if the call is truly detached, or remove execution.",
         at="key",
     )

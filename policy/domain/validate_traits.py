@@ -96,11 +96,14 @@ def check_execution(reporter: Reporter, raw: Any, path: Path, tool: str) -> None
         return
     problems = early_profile_problems(raw)
     if problems:
-        reporter.error(
+        # A warning, as execution-inert: one outcome (the runtime runs the tool, only never
+        # early), one severity (issue 38 item 2).
+        reporter.warning(
             "execution-incomplete",
             path,
             f"execution of {tool} is not the complete early profile, so the tool never starts "
-            f"early: {'; '.join(problems)}.",
+            f"early: {'; '.join(problems)}. (Under v2, KDCube's default react agent, no tool "
+            "starts early at all.)",
             f"Set all four fields ({EARLY_PROFILE_TEXT}), or remove execution to keep the "
             "ordinary post-generation path.",
             at="key",

@@ -46,6 +46,7 @@ from policy.selectors import (
     agent_summaries,
     draft_state,
     manifest_rows,
+    react_only_agents,
 )
 from policy.services import StaleRevision, manifest_upload
 from policy.services import agent_remove as agent_remove_service
@@ -148,6 +149,7 @@ def agents_context(state: DraftState) -> dict[str, Any]:
         "state": state,
         "base_revision": state.revision,
         "agents": agent_summaries(state),
+        "react_only": react_only_agents(state),
         "standing": draft_standing(state),
     }
 

@@ -21,6 +21,7 @@ from policy.domain.catalog import catalog_entries, render_catalog, render_value
 from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
 from policy.domain.jsonable import json_text
 from policy.domain.overseer import DEFAULT_MAX_ACTIONS, FINAL_ACTIONS
+from policy.domain.react_version import REACT_VERSIONS, VersionSources, react_version
 from policy.domain.resolution import AgentResolution, EffectiveTool
 from policy.domain.tools_unknown import unseen_tools
 from policy.domain.traits import normalize_traits, resolved_strategy
@@ -29,6 +30,7 @@ from policy.selectors import (
     agent_resolution,
     draft_state,
     dry_run_mode,
+    dry_run_version,
     role_param,
 )
 from policy.selectors_discovery import beyond_first_page
@@ -331,8 +333,15 @@ def playground(request: HttpRequest, agent: str) -> HttpResponse:
                         mode=_chosen_mode(request) or None,
                         profile=None,
                     )
+                    version, source = dry_run_version(parsed, _chosen_version(request))
                     result = {
-                        **dry_run(parsed, resolution, multi_action_mode=mode),
+                        **dry_run(
+                            parsed,
+                            resolution,
+                            multi_action_mode=mode,
+                            react_version=version,
+                            version_source=source,
+                        ),
                         "resolved_agent": run.resolved_agent,
                     }
                     # A saved case keeps the mode the round ran with.
@@ -345,6 +354,11 @@ def playground(request: HttpRequest, agent: str) -> HttpResponse:
         "agent": resolution.agent,
         "composition": composition,
         "multi_action_mode": _chosen_mode(request) if request.method == "POST" else "",
+        "react_version": (_chosen_version(request) or "") if request.method == "POST" else "",
+        "react_versions": REACT_VERSIONS,
+        "default_version": react_version(
+            VersionSources(setting=settings.TRAITDECK_REACT_AGENT_VERSION)
+        )[0],
         "known_modes": KNOWN_MODES,
         "default_mode": settings.TRAITDECK_MULTI_ACTION_MODE,
         "configured_ids": [t.tool_id for t in resolution.tools if not t.builtin],
@@ -369,6 +383,12 @@ def playground(request: HttpRequest, agent: str) -> HttpResponse:
 #: select; any other string is "other" (the runtime reads it as off).
 KNOWN_MODES = ("off", "on", "safe_fanout", "fanout", "true", "yes", "1")
 OTHER_MODE = "__other__"
+
+
+def _chosen_version(request: HttpRequest) -> str | None:
+    """The react agent the playground's select names (``""``: the server's setting)."""
+    chosen = request.POST.get("react_version", "").strip().lower()
+    return chosen if chosen in REACT_VERSIONS else None
 
 
 def _chosen_mode(request: HttpRequest) -> str:

@@ -115,3 +115,19 @@ def test_the_overview_counts_stored_rounds(logged_in: Client) -> None:
     assert text_of(page, "strong", class_="rounds-count") == "3"
     assert "3 rounds stored," in page_text(page)
     assert "3 in the last hour" in page_text(page)
+
+
+def test_the_overview_says_which_react_agent_predictions_assume(
+    logged_in: Client, settings: object
+) -> None:
+    setattr(settings, "TRAITDECK_REACT_AGENT_VERSION", "v2")  # noqa: B010
+    page = logged_in.get("/").content.decode()
+    said = " ".join(text_of(page, "p", id="react-assumption").split())
+    assert "react agent v2" in said
+    assert "never starts a tool early" in said
+    assert not find_all(page, id="react-version-invalid")
+    setattr(settings, "TRAITDECK_REACT_AGENT_VERSION", "v4")  # noqa: B010
+    page = logged_in.get("/").content.decode()
+    assert "v4 is neither v2 nor v3: read as v2" in text_of(
+        page, "span", id="react-version-invalid"
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, timedelta
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -14,7 +15,7 @@ from observe.models import Round
 from observe.selectors import round_url
 from policy.services import draft_replace
 from tests.conftest import make_user
-from tests.markup import Element, assert_element, find, find_all, is_fragment, page_text
+from tests.markup import Element, assert_element, find, find_all, is_fragment, page_text, text_of
 from tests.observe.live_support import HandRound, ingest, ingest_simulated, sample_policy
 
 pytestmark = pytest.mark.django_db
@@ -417,3 +418,29 @@ def test_the_history_form_keeps_the_search(viewer: Client) -> None:
     assert "checked" in find(page, "input", name="has", value="early").attrs
     assert_element(page, "input", value="react.read")
     assert_element(page, "input", name="since", id="history-since", value="2026-01-02T03:04")
+
+
+def test_the_round_page_shows_the_mode_and_react_agent_the_round_ran_with(
+    viewer: Client, settings: Any
+) -> None:
+    settings.TRAITDECK_REACT_AGENT_VERSION = "v3"
+    reported = HandRound(turn_id="turn-m", iteration=0).add(
+        "round.started",
+        after_ms=0,
+        max_actions=2,
+        multi_action_mode=" Fanout ",
+        react_version="V2",
+    )
+    ingest(reported.call(0, "workspace_jobs.search").generation().finished().events)
+    page = viewer.get("/live/rounds/main/turn-m/0/").content.decode()
+    mode = " ".join(text_of(page, "dd", id="round-mode").split())
+    assert mode == "Fanout (reported by round.started; the runtime reads it as on)"
+    assert " ".join(text_of(page, "dd", id="round-react").split()) == (
+        "v2 (from round.started's report)"
+    )
+    ingest(HandRound(turn_id="turn-n", iteration=0).started().events)
+    page = viewer.get("/live/rounds/main/turn-n/0/").content.decode()
+    assert text_of(page, "dd", id="round-mode").strip() == "not reported"
+    assert "v3 (from the setting TRAITDECK_REACT_AGENT_VERSION)" in " ".join(
+        text_of(page, "dd", id="round-react").split()
+    )

@@ -443,6 +443,18 @@ def test_dry_run_answers_exactly_what_the_cli_prints(imported: Client, tmp_path:
     assert (second[1]["ledger"], second[1]["match"]) == ("dedup", "fingerprint")
 
 
+def test_dry_run_says_which_react_agent_it_assumed(imported: Client) -> None:
+    response = post_json(imported, "/api/v1/agents/main/dry-run?react_version=v2", ROUND)
+    assert response.status_code == 200
+    data = response.json()
+    assert (data["react_version"], data["react_version_source"]) == ("v2", "the explicit choice")
+    assert data["attempts"][0]["decision"]["channel_instances"] == len(ROUND["attempts"][0])
+    assert not any(a["early"] for attempt in data["attempts"] for a in attempt["actions"])
+    refused = post_json(imported, "/api/v1/agents/main/dry-run?react_version=v9", ROUND)
+    assert refused.status_code == 422
+    assert refused.json()["error"] == "react_version must be v2 or v3."
+
+
 @pytest.mark.parametrize(
     "body",
     ["{not json", b"\xff\xfe{}", "[" * 50_000 + "]" * 50_000, " "],

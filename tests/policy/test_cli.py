@@ -681,13 +681,17 @@ def test_dry_run_text_says_when_a_call_starts_early_and_when_it_is_a_dedup(
         tmp_path, "r.json", {"turn_id": "turn-1", "iteration": 2, "attempts": [[call], [call]]}
     )
     result = traitdeck("dry-run", policy, "--agent", "main", "--round", round_file)
-    assert result.out.splitlines() == [
+    assert result.out.splitlines()[:-1] == [
         "attempt 1 #0 call_tool react.delegate [neutral]: dropped, started early as "
         "tc_5ca55cec48db: a later attempt re-streamed the round and replaced this stream: only "
         "its early starts ran",
         "attempt 2 #0 call_tool react.delegate [neutral]: accepted, dedup: reuses "
         "tc_5ca55cec48db (matched by slot)",
     ]
+    assert result.out.splitlines()[-1].startswith(
+        "assumed react agent v3 (from the setting TRAITDECK_REACT_AGENT_VERSION): the v3 agent's "
+        "overseer rejects"
+    )
 
 
 # --- fmt ----------------------------------------------------------------------------------------
@@ -770,3 +774,114 @@ def test_an_unknown_role_is_a_usage_error(policy: Path) -> None:
     result = traitdeck("effective", policy, "--agent", "main", "--role", "boss")
     assert result.code == 2
     assert "invalid choice: 'boss'" in result.err
+
+
+TWO_ACTIONS = [
+    {"action": "call_tool", "tool_id": "react.hide", "params": {}},
+    {"action": "call_tool", "tool_id": "react.plan", "params": {}},
+]
+
+
+def test_dry_run_assumes_kdcubes_default_v2_where_two_actions_run_nothing(
+    policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TRAITDECK_REACT_AGENT_VERSION")
+    round_file = write_json(
+        tmp_path, "r.json", {"turn_id": "t", "iteration": 0, "actions": TWO_ACTIONS}
+    )
+    data = traitdeck(
+        "dry-run", policy, "--agent", "main", "--round", round_file, "--format", "json"
+    ).json()
+    assert data["react_version"] == "v2"
+    assert "default" in data["react_version_source"]
+    (attempt,) = data["attempts"]
+    assert attempt["decision"]["route"] == "decision"
+    assert attempt["decision"]["channel_instances"] == 2
+    assert [a["verdict"] for a in attempt["actions"]] == ["rejected", "rejected"]
+    assert all(a["code"] == "action_schema_error" and not a["early"] for a in attempt["actions"])
+    assert "multiple_channel_instances:2" in attempt["actions"][0]["explanation"]
+    text = traitdeck("dry-run", policy, "--agent", "main", "--round", round_file).out
+    assert text.splitlines()[-1].startswith("assumed react agent v2 (from KDCube's default")
+    assert "nothing of this decision runs" in text
+
+
+def test_dry_run_takes_the_version_from_the_round_then_the_flag_then_the_setting(
+    policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = write_json(tmp_path, "p.json", {"turn_id": "t", "iteration": 0, "actions": TWO_ACTIONS})
+    own = write_json(
+        tmp_path,
+        "o.json",
+        {"turn_id": "t", "iteration": 0, "actions": TWO_ACTIONS, "react_version": " V3 "},
+    )
+
+    def version(round_file: Path, *flags: str) -> tuple[str, str]:
+        data = traitdeck(
+            "dry-run", policy, "--agent", "main", "--round", round_file, "--format", "json", *flags
+        ).json()
+        return data["react_version"], data["react_version_source"]
+
+    assert version(own, "--react-version", "v2") == ("v3", "the round's react_version")
+    assert version(plain, "--react-version", "v2") == ("v2", "the explicit choice")
+    assert version(plain)[0] == "v3"  # the setting the suite pins (tests/conftest.py)
+    monkeypatch.setenv("TRAITDECK_REACT_AGENT_VERSION", "v9")
+    assert version(plain) == ("v2", "the setting TRAITDECK_REACT_AGENT_VERSION")
+
+
+def test_dry_run_refuses_a_round_with_an_unknown_react_version(
+    policy: Path, tmp_path: Path
+) -> None:
+    bad = write_json(
+        tmp_path,
+        "b.json",
+        {"turn_id": "t", "iteration": 0, "actions": TWO_ACTIONS, "react_version": "v4"},
+    )
+    result = traitdeck("dry-run", policy, "--agent", "main", "--round", bad)
+    assert_one_line_usage_error(result)
+    assert 'react_version must be "v2" or "v3"' in result.err
+
+
+def test_an_unknown_react_version_setting_is_a_check_deploy_warning(settings: Any) -> None:
+    from django.core import checks
+
+    from policy.checks import react_version_setting
+
+    assert react_version_setting in checks.registry.registry.get_checks(
+        include_deployment_checks=True
+    )
+    settings.TRAITDECK_REACT_AGENT_VERSION = "v9"
+    [found] = react_version_setting()
+    assert found.id == "traitdeck.W001"
+    assert found.level == checks.WARNING
+    assert "predictions assume v2" in found.msg
+    settings.TRAITDECK_REACT_AGENT_VERSION = "V3 "
+    assert react_version_setting() == []
+
+
+def test_effective_json_says_the_catalog_form_and_mode_the_runtime_decides(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        POLICY
+        + """
+react:
+  agents:
+    main:
+      instructions: {tool_catalog_detail: " Compact "}
+      instruction_profiles:
+        default: fast
+        options:
+          - {id: fast, multi_action_mode: safe_fanout, include_tool_catalog: "no"}
+""",
+        encoding="utf-8",
+    )
+    data = traitdeck("effective", path, "--agent", "main", "--format", "json").json()
+    assert data["instruction_profile"] == "fast"
+    assert (data["tool_catalog_detail"], data["tool_catalog_detail_source"]) == (
+        "compact",
+        "react.agents.main.instructions.tool_catalog_detail",
+    )
+    assert data["include_tool_catalog"] is False
+    assert data["include_tool_catalog_source"] == (
+        "react.agents.main.instruction_profiles.options[0].include_tool_catalog"
+    )
+    assert (data["multi_action_mode"], data["multi_action_mode_effective"]) == ("safe_fanout", "on")

@@ -677,3 +677,32 @@ def test_draft_agent_names_follow_the_draft_without_copying_it(client) -> None: 
     client.post("/policy/agents/add/", {"name": "alpha", "base_revision": "0"})
     client.post("/policy/agents/add/", {"name": "beta", "base_revision": "1"})
     assert draft_agent_names() == ["alpha", "beta"] == draft_state().agents
+
+
+def test_an_agent_named_only_in_the_react_config_is_listed_read_only_and_can_get_its_tools(
+    editor: Client,
+) -> None:
+    from policy.services import draft_change
+
+    doc = {
+        "surfaces": {"as_consumer": {"agents": {"main": {"tools": []}}}},
+        "react": {
+            "agents": {"helper": {"instructions": {"tool_catalog_detail": "compact"}}},
+            "instructions": {"tool_catalog_detail": "full"},
+            "reviewer": {"model": "x"},
+            "main": {},
+        },
+    }
+    base = draft_change(edit=lambda _old: doc, base_revision=None).revision
+    text = page(editor.get("/policy/"))
+    listed = [li.attrs["data-react-agent"] for li in find_all(text, "li", data_react_agent=None)]
+    assert listed == ["helper", "reviewer"]
+    helper = find(text, "li", data_react_agent="helper")
+    assert "read-only" in helper.text
+    assert "react.agents.helper" in helper.text
+    # The runtime falls back for an agent with no tools list of its own (here: main's).
+    assert helper.find("strong", class_="runs-with").text == "main"
+    response = editor.post("/policy/agents/add/", {"name": "helper", "base_revision": base}, **HTMX)
+    assert response.status_code == 200
+    assert agents()["helper"] == {"tools": []}
+    assert not find_all(page(response), "li", data_react_agent="helper")

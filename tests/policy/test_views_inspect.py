@@ -246,16 +246,49 @@ def test_running_a_round_shows_verdicts_early_start_and_ledger_identity(web: Cli
     assert first.find("code", class_="tool-call-id").text == "tc_5ca55cec48db"
     fingerprint = "40b78e51de2d48e9f19370949ed7eafe6594198e5a75bc7896e0cd02e0a4681f"
     assert first.find("code", class_="fingerprint").text == fingerprint
-    # Both pass the overseer while streaming; with multi-action off (the default) only the
-    # first one is executed and the second is dropped: the page says so.
+    # Both pass the overseer while streaming; with multi-action off (the default) the channel
+    # streamer reads the two action channels as multiple_channel_instances: nothing of the
+    # decision runs (recorded, conformance family v3off), the early start already did.
     verdicts = [
-        [cell.text for cell in row.find_all("td", class_=stage)]
+        [" ".join(cell.text.split()) for cell in row.find_all("td", class_=stage)]
         for row in (first, second)
         for stage in ("online", "backstop", "final")
     ]
-    assert verdicts == [["accepted"], ["—"], ["accepted"], ["accepted"], ["—"], ["dropped"]]
-    assert second.find("td", class_="final").find("span", class_="chip warn")
+    rejected = ["rejected action_schema_error"]
+    assert verdicts == [["accepted"], ["—"], rejected, ["accepted"], ["—"], rejected]
+    assert "multiple_channel_instances:2" in first.find("td", class_="explanation").text
     assert results.find("p", id="multi-off-note").text.startswith("Multi-action is off")
+
+
+def test_under_v2_two_actions_run_nothing_and_the_page_says_which_agent_it_assumed(
+    web: Client, settings: Any
+) -> None:
+    # The server's setting (KDCube's default v2) applies when the select says nothing.
+    settings.TRAITDECK_REACT_AGENT_VERSION = "v2"
+    response = web.post(
+        PLAYGROUND, form([("react.delegate", DELEGATE_PARAMS), ("workspace_jobs.search", "{}")])
+    )
+    results = find(page(response), "section", id="results")
+    assert results.find("span", id="version-badge").text == "v2"
+    assert "TRAITDECK_REACT_AGENT_VERSION" in results.find("p", id="result-version").text
+    assert results.find("p", id="v2-note").text.startswith("The v2 agent takes one action")
+    assert not results.find_all("p", id="multi-off-note")
+    assert "nothing runs; the model is asked again" in results.find("p", class_="v2-decision").text
+    result = json.loads(pre(response, "result-json"))
+    actions = result["attempts"][0]["actions"]
+    assert [(a["verdict"], a["early"]) for a in actions] == [("rejected", False)] * 2
+    # The select wins over the setting.
+    response = web.post(
+        PLAYGROUND,
+        form(
+            [("react.delegate", DELEGATE_PARAMS), ("workspace_jobs.search", "{}")],
+            react_version="v3",
+        ),
+    )
+    assert find(page(response), "span", id="version-badge").text == "v3"
+    assert json.loads(pre(response, "result-json"))["react_version_source"] == (
+        "the explicit choice"
+    )
 
 
 def test_with_multi_action_on_both_actions_run_and_the_backstop_is_shown(web: Client) -> None:

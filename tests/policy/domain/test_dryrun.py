@@ -180,17 +180,32 @@ def test_it_accepts_one_action_online_under_a_negative_cap_but_rejects_every_pos
     assert {row["code"] for row in rows} == {"multi_action_bundle_too_many_actions"}
 
 
-def test_it_runs_only_the_first_action_when_multi_action_is_off() -> None:
+def test_with_multi_action_off_two_accepted_action_channels_run_nothing() -> None:
+    # Recorded through v3's real decision node (conformance family v3off): the channel streamer
+    # reads two <channel:action> instances as multiple_channel_instances:2, nothing of the
+    # decision runs and the model is asked again; an early start has already run.
     result = run(one_round(LOOKUP, DELEGATE), "off")
     assert result["multi_action_mode"] == "off"
     assert result["attempts"][0]["multi_action_mode"] == "off"
     first, second = result["attempts"][0]["actions"]
-    assert first["verdict"] == "accepted"
+    assert (first["online"]["verdict"], first["verdict"]) == ("accepted", "rejected")
+    assert (first["code"], first["extra"]) == (
+        "action_schema_error",
+        {"parser_error": "multiple_channel_instances:2"},
+    )
     assert first["backstop"] is None
-    # Accepted while streaming and started early there, but never run on the ordinary path.
-    assert (second["online"]["verdict"], second["verdict"]) == ("accepted", "dropped")
+    assert "nothing of it runs" in first["explanation"]
+    assert (second["online"]["verdict"], second["verdict"]) == ("accepted", "rejected")
     assert (second["ledger"], second["tool_call_id"]) == ("started", tool_call_id("turn-1", 2, 1))
     assert second["early"] is True
+
+
+def test_with_multi_action_off_an_online_rejection_keeps_the_first_action_and_runs_it() -> None:
+    # Recorded too: the overseer's rejection stops the stream, the recovery packet keeps what it
+    # accepted, and with the mode off the first of those runs.
+    first, second = run(one_round(LOOKUP, EXPORT), "off")["attempts"][0]["actions"]
+    assert (second["online"]["verdict"], second["verdict"]) == ("rejected", "rejected")
+    assert first["verdict"] == "accepted"
 
 
 def test_it_runs_every_surviving_action_when_multi_action_is_on() -> None:
@@ -207,7 +222,7 @@ def test_it_checks_a_single_decision_after_generation_even_with_multi_action_off
         "tool_id": "react.write",
         "params": {"content": "x", "path": "a"},
     }
-    row = actions(one_round(write, LOOKUP))[0]
+    row = actions(one_round(write))[0]
     assert (row["online"]["verdict"], row["backstop"]) == ("accepted", None)
     assert (row["verdict"], row["code"]) == ("rejected", "path_not_first")
 

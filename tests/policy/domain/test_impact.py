@@ -143,7 +143,14 @@ def test_an_exploration_export_is_no_longer_rejected_after_a_search() -> None:
         {"action": "call_tool", "tool_id": "workspace_jobs.export_report", "params": {"p": 1}},
     ]
     recorded = parse_recorded_round(
-        {"agent": "main", "turn_id": "t", "iteration": 0, "max_actions": 3, "actions": actions}
+        {
+            "agent": "main",
+            "turn_id": "t",
+            "iteration": 0,
+            "max_actions": 3,
+            "actions": actions,
+            "multi_action_mode": "on",
+        }
     )
     report = replay([recorded], **sides(SAMPLE, EXPORT_EXPLORES))
     [impact] = report.affected

@@ -54,12 +54,14 @@ react:
 """
 
 
-def test_it_says_ordering_rules_never_apply_while_multi_action_is_off() -> None:
+def test_it_says_what_multi_action_off_means_under_each_react_agent() -> None:
     (note,) = check(doc(CLEAN))
     assert note.severity is Severity.INFO
     assert note.path == "agents.main"
-    assert "one action per round" in note.message
-    assert "AI_REACT_AGENT_MULTI_ACTION" in note.message
+    assert "one action per decision" in note.message
+    assert "Under v3 the overseer still checks the strategy order" in note.message
+    assert "Under v2 (KDCube's default) there is no overseer" in note.message
+    assert "AI_REACT_AGENT_MULTI_ACTION" in note.hint
 
 
 def test_it_stays_quiet_when_the_default_profile_turns_multi_action_on() -> None:
@@ -299,7 +301,8 @@ def test_it_names_the_missing_and_wrong_fields_of_an_incomplete_execution() -> N
         """
     )
     diagnostic = only(check(text), "execution-incomplete")
-    assert diagnostic.severity is Severity.ERROR
+    # The same outcome as execution-inert (the tool runs, never early): the same severity.
+    assert diagnostic.severity is Severity.WARNING
     assert diagnostic.path == "agents.main.tools[0].tool_traits.launch.execution"
     assert position(diagnostic) == where(text, "execution:")
     assert "concurrency is 'sequential'" in diagnostic.message
@@ -735,3 +738,15 @@ def test_a_python_wildcard_overriding_a_concrete_entry_is_reported() -> None:
     )
     diagnostic = only(check(text), "wildcard-overrides")
     assert "jobs.s gets [neutral]" in diagnostic.message or "jobs.s gets" in diagnostic.message
+
+
+def test_it_says_when_the_model_reads_the_compact_catalog_or_none() -> None:
+    compact = "react:\n  main:\n    instructions: {tool_catalog_detail: Compact}\n" + doc(CLEAN)
+    note = only(check(compact), "catalog-compact")
+    assert note.severity is Severity.INFO
+    assert "reads the compact tool catalog by default" in note.message
+    assert "react.main.instructions.tool_catalog_detail" in note.message
+    assert "no strategy or early-start lines" in note.message
+    off = "react:\n  main:\n    instructions: {include_tool_catalog: false}\n" + doc(CLEAN)
+    assert "reads no tool catalog at all" in only(check(off), "catalog-compact").message
+    assert not [d for d in check(doc(CLEAN)) if d.code == "catalog-compact"]
