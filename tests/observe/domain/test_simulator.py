@@ -390,8 +390,15 @@ def test_a_failed_round_and_its_failed_call_say_why() -> None:
         first = next(a for a in calls if a.status in ("timeout", "error"))
         if first.status == "timeout":
             assert r.error_code == "tool_timeout"
-    # Not one reason for every failure: the demo shows timeouts and errors of several kinds.
-    assert len(codes | {r.error_code for r in failed}) >= 2
+    # Not one reason for every failure: the demo shows timeouts and errors of several kinds (over
+    # a few seeds: one seed's 40 rounds may fail by timeouts alone).
+    reasons = {
+        r.error_code
+        for seed in range(1, 6)
+        for r in (assemble(parsed(events)) for events in rounds(seed))
+        if r.outcome == "failed"
+    }
+    assert len(codes | reasons) >= 2
     many = {
         event["error_code"]
         for seed in range(2, 6)
