@@ -75,6 +75,7 @@ PAGES: dict[str, dict[str, str]] = {
     "policy:connection-move": {"POST": EDITOR},
     # GET: the URL the page leaves in the address bar after the POST opens the connection page.
     "policy:connection-discover": {"GET": VIEWER, "POST": EDITOR},
+    "policy:agent-discover": {"GET": VIEWER, "POST": EDITOR},
     "policy:mcp-server": {"GET": VIEWER, "POST": EDITOR},
     "policy:connection-suggestions": {"GET": VIEWER, "POST": EDITOR},
     "policy:tool-edit": {"GET": VIEWER, "POST": EDITOR},

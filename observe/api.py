@@ -23,7 +23,7 @@ from accounts.auth import RuntimeTokenAuth, session_auth
 from core.timewindow import TimeWindowError, parse_moment
 from observe.domain.events import format_ts
 from observe.domain.kinds import COUNT_KEYS
-from observe.domain.rounds import recorded_round, round_detail_dict
+from observe.domain.rounds import recorded_round, round_detail_dict, round_error
 from observe.impact import (
     DEFAULT_WINDOW,
     MAX_WINDOW,
@@ -97,6 +97,9 @@ class RoundOut(Schema):
     unknown_policy: bool
     counts: CountsOut
     url: str
+    #: Why a failed round failed, as its round.finished said (null when it did not say).
+    error_code: str | None
+    error_message: str | None
 
 
 class RoundsPageOut(Schema):
@@ -207,6 +210,7 @@ def round_out(row: Round, versions: VersionIndex) -> dict[str, Any]:
     ``versions`` is :func:`policy.versions.version_index`: ``policy_version`` is the version in
     force when the round started, among those whose per-agent hash is its ``policy_hash``
     (DESIGN §6)."""
+    error_code, error_message = round_error(row.assembly)
     return {
         "agent": row.agent,
         "turn_id": row.turn_id,
@@ -221,6 +225,8 @@ def round_out(row: Round, versions: VersionIndex) -> dict[str, Any]:
         "unknown_policy": _unknown_policy(row, versions),
         "counts": {key: getattr(row, key) for key in COUNT_KEYS},
         "url": round_url(row),
+        "error_code": error_code,
+        "error_message": error_message,
     }
 
 

@@ -61,6 +61,11 @@ urlpatterns = [
         name="connection-discover",
     ),
     path(
+        "agents/<id:agent>/connections/<int:index>/discover-from-agent/",
+        discovery.agent_discover,
+        name="agent-discover",
+    ),
+    path(
         "agents/<id:agent>/connections/<int:index>/mcp-server/",
         discovery.mcp_server_settings,
         name="mcp-server",

@@ -337,6 +337,7 @@ def assembly_summary(state: Assembly) -> AssemblySummary:
     for kind in ROUND_KINDS:
         counts[kind.counter] = held[kind.event_type]
     last_attempt = max(generation, key=int) if generation else None
+    error_code, error_message = round_error(state)
     return AssemblySummary(
         started_at=_time(start[0] if start is not None else first[0]),
         finished_at=_time(end[0]) if end is not None else None,
@@ -349,9 +350,18 @@ def assembly_summary(state: Assembly) -> AssemblySummary:
         max_actions=start[2] if start is not None else None,
         counts=counts,
         tool_ids=frozenset(state["tools"]),
-        error_code=end[3] if end is not None and len(end) > 3 else None,
-        error_message=end[4] if end is not None and len(end) > 4 else None,
+        error_code=error_code,
+        error_message=error_message,
     )
+
+
+def round_error(state: Mapping[str, object]) -> tuple[str | None, str | None]:
+    """Why the round failed, as its ``round.finished`` said (``error_code``, ``error_message``),
+    read from an assembly's end mark alone; ``(None, None)`` when it said nothing."""
+    end: Any = state.get("end")
+    if not isinstance(end, list) or len(end) < 5:
+        return None, None
+    return end[3], end[4]
 
 
 def _slot_key(key: str) -> tuple[int, int]:

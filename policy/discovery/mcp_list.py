@@ -204,6 +204,9 @@ async def list_tools(target: Target, limits: Limits, allowlist: Allowlist = Allo
     garbage = _GarbageWatch(stop)
     watched = logging.getLogger("mcp.client.stdio")
     watched.addHandler(garbage)
+    elsewhere = _EndpointWatch(stop, target.url)
+    sse_log = logging.getLogger("mcp.client.sse")
+    sse_log.addHandler(elsewhere)
     guard = _HostGuard(target, allowlist, stop, limits.max_bytes)
     counting = _RUN.set(guard)  # the stdio reader's tasks inherit it (_CountedText)
     try:
@@ -239,6 +242,7 @@ async def list_tools(target: Target, limits: Limits, allowlist: Allowlist = Allo
     finally:
         _RUN.reset(counting)
         watched.removeHandler(garbage)
+        sse_log.removeHandler(elsewhere)
     return Listing(tuple(tools), pages, time.perf_counter() - started)
 
 
@@ -484,6 +488,35 @@ class _GarbageWatch(logging.Handler):
             error = record.exc_info[1] if record.exc_info else None
             seen = _first_line(error) if error is not None else record.getMessage()
             self.stop(f"The server wrote something that is not MCP: {seen}")
+
+
+class _EndpointWatch(logging.Handler):
+    """An SSE server whose ``endpoint`` event names another origin: the SDK's reader logs it and
+    then waits on a stream nobody reads, so the run sat at its time limit (20 s) and said only
+    that the server did not answer. This stops the run at once, saying where the server pointed
+    (nothing is sent there: the SDK refuses it, and :class:`_HostGuard` would)."""
+
+    PREFIX: Final = "Endpoint origin does not match connection origin: "
+
+    def __init__(self, stop: _Stop, url: str) -> None:
+        super().__init__(logging.ERROR)
+        self.stop = stop
+        self.url = url
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if not message.startswith(self.PREFIX):
+            return
+        try:
+            named = _shown(httpx2.URL(message.removeprefix(self.PREFIX).strip()))
+        except Exception:  # noqa: BLE001 (a URL the server made up: name no part of it)
+            named = "an address Traitdeck cannot read"
+        own = origin_text(url_origin(self.url)) if self.url else "the endpoint's"
+        self.stop(
+            f"The SSE server named {named} for the client's messages, another origin than "
+            f"{own}: Traitdeck follows an SSE endpoint only within the server's origin; nothing "
+            "was sent there."
+        )
 
 
 def _first_line(exc: BaseException) -> str:

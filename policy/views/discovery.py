@@ -1,6 +1,6 @@
 """The discovery actions of an MCP connection's page: Discover tools, the server's discovery
-source and trust, Apply suggestions (docs/discovery.md). Plain POST forms: each answers with
-the connection page again, saying what happened."""
+source and trust, Apply suggestions (docs/discovery.md); and the agent page's Discover beside
+each MCP connection. Plain POST forms: each answers with its page again, saying what happened."""
 
 from __future__ import annotations
 
@@ -14,11 +14,13 @@ from policy.domain.loading import MCP, mcp_server
 from policy.selectors import DraftState, draft_state
 from policy.services import StaleRevision
 from policy.services_discovery import (
+    Discovered,
     DiscoveryRefused,
     mcp_discover,
     mcp_server_set,
     suggestions_apply,
 )
+from policy.views.agents import AGENT_TEMPLATE, agent_context, render_page
 from policy.views.common import base_revision
 from policy.views.connections import _connection, connection_page
 
@@ -40,13 +42,32 @@ def connection_discover(request: HttpRequest, agent: str, index: int) -> HttpRes
         found = mcp_discover(agent=agent, server_id=mcp_server(connection.raw), user=request.user)
     except (DiscoveryRefused, LookupError) as exc:
         return connection_page(request, agent, index, notice=str(exc), status=422)
-    return connection_page(
-        request,
-        agent,
-        index,
-        notice=f"Discovered {found.tools} tool(s) on {found.pages} page(s) in "
-        f"{found.seconds:.2f} s (mcp {found.sdk}).",
+    return connection_page(request, agent, index, notice=_found(found))
+
+
+def _found(found: Discovered) -> str:
+    return (
+        f"Discovered {found.tools} tool(s) on {found.pages} page(s) in {found.seconds:.2f} s "
+        f"(mcp {found.sdk})."
     )
+
+
+@require_http_methods(["GET", "POST"])
+def agent_discover(request: HttpRequest, agent: str, index: int) -> HttpResponse:
+    """Discover from the agent page: the connection's server is listed as from its own page,
+    and the agent page comes back with what happened beside that connection's button."""
+    connection = _mcp(draft_state(), agent, index)
+    if request.method == "GET":  # the URL the form leaves in the address bar
+        url = reverse("policy:agent", args=[agent])
+        return HttpResponseRedirect(f"{url}#connection-{index}")
+    try:
+        found = mcp_discover(agent=agent, server_id=mcp_server(connection.raw), user=request.user)
+    except (DiscoveryRefused, LookupError) as exc:
+        result, status = {"index": index, "ok": False, "text": str(exc)}, 422
+    else:
+        result, status = {"index": index, "ok": True, "text": _found(found)}, 200
+    context = agent_context(draft_state(), agent, discover_result=result)
+    return render_page(request, AGENT_TEMPLATE, context, status=status)
 
 
 @require_http_methods(["GET", "POST"])

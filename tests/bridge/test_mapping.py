@@ -173,6 +173,38 @@ def test_a_restream_that_ends_in_a_final_answer_keeps_the_answer() -> None:
 
 
 @pytest.mark.parametrize(
+    ("limit_s", "ended"),
+    [(12, ("tool.timeout", None)), (240, ("tool.finished", "error"))],
+    ids=["timed-out", "errored"],
+)
+def test_a_round_whose_only_call_failed_and_whose_turn_completed_is_ok(
+    limit_s: float, ended: tuple[str, str | None]
+) -> None:
+    """The runtime's recording: the isolated call was killed and answered missing_tool_output,
+    then the runtime published chat.complete ("Turn Completed", with the final answer). A tool's
+    error is an observation the react loop goes on with, never a failed turn: KDCube publishes
+    chat.error only when the turn itself raises (BaseEntrypoint.report_turn_error). So the round
+    is ``ok``, with no error of its own; the call carries the error (or the inferred timeout)."""
+    case = next(c for c in RECORDED["cases"] if c["id"] == "isolated-tool-killed-at-limit")
+    kinds = [m["payload"]["data"]["type"] for m in case["published"]]
+    assert kinds[-1] == "chat.complete"
+    assert "chat.error" not in kinds
+    assert case["published"][-1]["payload"]["data"]["event"]["status"] == "completed"
+    mapper = Mapper(POLICY_AGENTS, isolation_timeout_s=limit_s)
+    events = [
+        e
+        for m in case["published"]
+        for e in mapper.feed_message(m["channel"], json.dumps(m["payload"])).events
+    ]
+    (call,) = [e for e in events if e["type"] in ("tool.timeout", "tool.finished")]
+    assert (call["type"], call.get("status")) == ended
+    (finished,) = [e for e in events if e["type"] == "round.finished"]
+    assert finished["outcome"] == "ok"
+    assert "error_code" not in finished
+    assert "error_message" not in finished
+
+
+@pytest.mark.parametrize(
     ("case_id", "code", "message"),
     [
         (

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -122,3 +123,60 @@ def header_listener() -> Iterator[tuple[str, list[dict[str, str]]]]:
     yield f"http://127.0.0.1:{server.server_address[1]}", seen
     server.shutdown()
     server.server_close()
+
+
+@dataclass
+class Listener:
+    """A real HTTP listener on 127.0.0.1 (``listener`` fixture): its base URL and the headers of
+    every request it got, in order."""
+
+    url: str
+    seen: list[dict[str, str]] = field(default_factory=list)
+
+
+@pytest.fixture
+def listener() -> Iterator[Callable[..., Listener]]:
+    """Start listeners that record every request's headers and answer as told: ``404`` (no MCP
+    server), ``redirect=URL`` (307 to URL, or ``status``), or ``endpoint=URL`` (an SSE stream
+    whose ``endpoint`` event names URL for the client's POSTs, as an MCP SSE server's does)."""
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(*, redirect: str = "", status: int = 307, endpoint: str = "") -> Listener:
+        made = Listener(url="")
+
+        class Answer(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                made.seen.append({k.lower(): v for k, v in self.headers.items()})
+                if redirect:
+                    self.send_response(status)
+                    self.send_header("Location", redirect)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                elif endpoint and self.command == "GET":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Cache-Control", "no-store")
+                    self.end_headers()
+                    self.wfile.write(f"event: endpoint\ndata: {endpoint}\n\n".encode())
+                    self.wfile.flush()
+                    time.sleep(3)  # the stream stays open while the client would POST
+                else:
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+
+            do_GET = do_POST = do_DELETE = _answer
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+        servers.append(server)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        made.url = f"http://127.0.0.1:{server.server_address[1]}"
+        return made
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()

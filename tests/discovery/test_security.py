@@ -6,16 +6,20 @@ arrive; each of these ran a command or delivered a secret before the fix."""
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from django.test import Client, override_settings
 
 from audit.models import AuditEntry
+from policy.discovery.mcp_list import Allowlist, DiscoveryError, Limits, Target, list_tools
 from policy.models import AgentManifest
 from policy.services import draft_change
-from tests.discovery.conftest import stdio_argv
+from tests.discovery.conftest import Listener, stdio_argv
 
 pytestmark = pytest.mark.django_db
 
@@ -218,3 +222,127 @@ def test_check_reports_discovery_settings_it_cannot_read() -> None:
         call_command("check")
     for name in bad:
         assert f"{name} cannot be read" in str(raised.value)
+
+
+# --- a credential goes to the target's own origin only (issue 34, item 2) ---------------------
+# Two real listeners on 127.0.0.1 (two ports: two origins of one allowlisted host), each
+# recording the headers that reach it. The target is ``a``; ``b`` must never see the token.
+
+
+def _bearer_run(
+    client: Client, target: str, transport: str, hosts: str, credentials: dict[str, list[str]]
+) -> Any:
+    install(http_config(target, transport, {"type": "bearer", "env": "FILES_TOKEN"}))
+    with override_settings(
+        TRAITDECK_MCP_HTTP_HOSTS=hosts, TRAITDECK_MCP_CREDENTIALS=json.dumps(credentials)
+    ):
+        return client.post(DISCOVER)
+
+
+@pytest.mark.parametrize("status", [302, 307, 308])
+@pytest.mark.parametrize("b_may_have_it", [False, True], ids=["b-not-listed", "b-listed-too"])
+def test_a_credential_never_follows_a_redirect_to_another_origin(
+    editor_client: Client,
+    listener: Callable[..., Listener],
+    monkeypatch: pytest.MonkeyPatch,
+    status: int,
+    b_may_have_it: bool,
+) -> None:
+    """Even when b's host is allowlisted (a bare host: any port) and b's origin may receive the
+    same variable: during a run, the token goes to the target's own origin and nowhere else."""
+    monkeypatch.setenv("FILES_TOKEN", SECRET)
+    b = listener()
+    a = listener(redirect=f"{b.url}/mcp", status=status)
+    credentials = {a.url: ["FILES_TOKEN"], **({b.url: ["FILES_TOKEN"]} if b_may_have_it else {})}
+    response = _bearer_run(editor_client, f"{a.url}/mcp", "http", "127.0.0.1", credentials)
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert f"redirecting to {b.url}/mcp" in error
+    assert "another origin" in error
+    assert [h.get("authorization") for h in a.seen] == [f"Bearer {SECRET}"]
+    assert b.seen == []  # nothing at all reached the other origin
+    assert SECRET not in json.dumps([e.after for e in AuditEntry.objects.all()])
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["{b}/messages/?session_id=1", "//127.0.0.1:{b_port}/messages/?session_id=1"],
+    ids=["absolute", "scheme-relative"],
+)
+@pytest.mark.parametrize("b_may_have_it", [False, True], ids=["b-not-listed", "b-listed-too"])
+def test_a_credential_never_follows_an_sse_endpoint_that_points_elsewhere(
+    editor_client: Client,
+    listener: Callable[..., Listener],
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+    b_may_have_it: bool,
+) -> None:
+    """An SSE server names where the client POSTs (its ``endpoint`` event): naming another
+    origin must not draw the token (nor anything else) there."""
+    monkeypatch.setenv("FILES_TOKEN", SECRET)
+    b = listener()
+    a = listener(endpoint=where.format(b=b.url, b_port=b.url.rsplit(":", 1)[1]))
+    credentials = {a.url: ["FILES_TOKEN"], **({b.url: ["FILES_TOKEN"]} if b_may_have_it else {})}
+    hosts = f"{a.url},{b.url}"  # both origins allowlisted
+    started = time.perf_counter()
+    response = _bearer_run(editor_client, f"{a.url}/sse", "sse", hosts, credentials)
+    assert response.status_code == 422
+    assert time.perf_counter() - started < 10  # refused at once: it sat at the 20 s limit
+    error = response.json()["error"]
+    assert f"The SSE server named {b.url}/messages/ for the client's messages" in error
+    assert "session_id" not in error
+    assert [h.get("authorization") for h in a.seen] == [f"Bearer {SECRET}"]
+    assert b.seen == []
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [
+        "https://127.0.0.1:{port}",  # the https origin: never over plain http
+        "http://localhost:{port}",  # another host name for the same socket is another origin
+        "http://127.0.0.1",  # port 80
+        "http://127.0.0.1:1",  # another port
+    ],
+)
+def test_a_credential_goes_over_plain_http_only_to_an_origin_listed_with_http(
+    editor_client: Client,
+    listener: Callable[..., Listener],
+    monkeypatch: pytest.MonkeyPatch,
+    listed: str,
+) -> None:
+    monkeypatch.setenv("FILES_TOKEN", SECRET)
+    a = listener()
+    origin = listed.format(port=a.url.rsplit(":", 1)[1])
+    response = _bearer_run(editor_client, f"{a.url}/mcp", "http", a.url, {origin: ["FILES_TOKEN"]})
+    assert response.status_code == 422
+    assert "TRAITDECK_MCP_CREDENTIALS does not allow" in response.json()["error"]
+    assert a.seen == []  # refused before connecting: nothing was sent at all
+    # Listed with http:// exactly: sent, and only there.
+    _bearer_run(editor_client, f"{a.url}/mcp", "http", a.url, {a.url: ["FILES_TOKEN"]})
+    assert {h.get("authorization") for h in a.seen} == {f"Bearer {SECRET}"}
+
+
+def test_a_credential_origin_without_a_scheme_is_refused_and_nothing_is_sent(
+    editor_client: Client, listener: Callable[..., Listener], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FILES_TOKEN", SECRET)
+    a = listener()
+    bare = a.url.removeprefix("http://")
+    response = _bearer_run(editor_client, f"{a.url}/mcp", "http", a.url, {bare: ["FILES_TOKEN"]})
+    assert response.status_code == 422
+    assert "A discovery setting cannot be read" in response.json()["error"]
+    assert a.seen == []
+
+
+def test_during_a_run_only_the_targets_own_origin_is_added_to_the_host_list(
+    listener: Callable[..., Listener],
+) -> None:
+    """An origin entry allows that port only, also for the requests a server draws the client
+    to: an SSE endpoint on another port of the same host is refused (no credential at all)."""
+    b = listener()
+    a = listener(endpoint=f"{b.url}/messages/?session_id=1")
+    allowlist = Allowlist(hosts=frozenset({f"{a.url}"}))  # a's origin: http://127.0.0.1:<a>
+    with pytest.raises(DiscoveryError, match="another origin than http://127.0.0.1"):
+        anyio.run(list_tools, Target("sse", url=f"{a.url}/sse"), Limits(timeout_s=10), allowlist)
+    assert len(a.seen) == 1
+    assert b.seen == []

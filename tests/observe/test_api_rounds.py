@@ -50,6 +50,8 @@ ROUND_KEYS = {
     "unknown_policy",
     "counts",
     "url",
+    "error_code",
+    "error_message",
 }
 COUNT_KEYS = {"actions", "rejections", "early_starts", "dedups", "timeouts"}
 KIND_COUNTS = {
@@ -187,6 +189,28 @@ def test_a_round_in_progress_has_no_finish(writer: str, reader: Client) -> None:
     assert (item["finished_at"], item["outcome"]) == (None, None)
     assert item["policy_hash"] == "ab" * 32
     assert item["counts"] == dict.fromkeys(COUNT_KEYS, 0)
+
+
+def test_a_failed_round_says_why_in_the_list_as_in_the_detail(writer: str, reader: Client) -> None:
+    """docs/api.md: the list answers the round's error_code / error_message as the detail does."""
+    finished = event(
+        "round.finished",
+        ts="2026-11-29T18:00:01Z",
+        outcome="failed",
+        error_code="TypeError",
+        error_message="got multiple values for keyword argument 'force_sanitize'",
+    )
+    ingest(writer, [started(), finished, started(turn_id="ok")])
+    rounds = {r["turn_id"]: r for r in get(reader)["rounds"]}
+    failed = rounds["turn-1"]
+    assert (failed["outcome"], failed["error_code"]) == ("failed", "TypeError")
+    assert failed["error_message"] == "got multiple values for keyword argument 'force_sanitize'"
+    detail = get(reader, detail_url("main", "turn-1", 0))
+    assert (detail["error_code"], detail["error_message"]) == (
+        failed["error_code"],
+        failed["error_message"],
+    )
+    assert (rounds["ok"]["error_code"], rounds["ok"]["error_message"]) == (None, None)
 
 
 def test_a_round_of_an_agent_not_in_the_policy_is_marked(writer: str, reader: Client) -> None:
