@@ -292,6 +292,10 @@ def assembly_merge(state: Assembly, events: Iterable[Event]) -> Assembly:
         elif event_type == ROUND_STARTED:
             mode = data.get("multi_action_mode")
             mark = [ts, event_id, data["max_actions"], data.get("policy_hash"), mode]
+            version = str(data.get("react_version") or "").strip().lower()
+            if version in ("v2", "v3"):
+                # The react agent it reported, and whether a bridge inferred it.
+                mark += [version, bool(data.get("inferred"))]
             _keep(top, "start", mark, latest=False)
         elif event_type == ROUND_FINISHED:
             mark = [ts, event_id, data["outcome"]]
@@ -463,6 +467,15 @@ def _text_fields(action: str, slot: Slot) -> dict[str, str]:
     if name == "call_tool" and code == "final_answer_with_tool_call":
         found["final_answer"] = PRESENT
     return found
+
+
+def started_react_version(state: Assembly) -> tuple[str | None, str | None]:
+    """The react agent ``round.started`` named: (reported by the runtime, inferred by a bridge);
+    at most one is set (the precedence of :mod:`policy.domain.react_version` ranks them)."""
+    start = state["start"]
+    if start is None or len(start) < 7 or start[5] not in ("v2", "v3"):
+        return None, None
+    return (None, start[5]) if start[6] else (start[5], None)
 
 
 def recorded_round(key: tuple[str, str, int], state: Assembly) -> dict[str, Any] | None:
