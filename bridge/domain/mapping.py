@@ -901,7 +901,7 @@ def _v2_written_actions(data: Mapping[str, Any]) -> list[tuple[str, str | None]]
     for text in _ACTION_CHANNEL.findall(raw[:MAX_RAW])[:MAX_SLOTS]:
         try:
             item = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             item = None
         if not isinstance(item, Mapping):
             found.append(("call_tool", None))

@@ -189,3 +189,28 @@ def test_v2_protocol_failures_are_read_from_the_decision_step(
     data: dict[str, Any], found: tuple[str, str] | None
 ) -> None:
     assert v2_protocol_failure(data) == found
+
+
+def test_a_schema_error_step_with_hostile_raw_text_is_mapped_without_crashing() -> None:
+    """The raw text is the model's: deep nesting, non-objects and junk in action channels each
+    give an action of unknown tool, never an exception."""
+    case = next(c for c in RECORDED["cases"] if c["id"] == "v2-bad-tool-call")
+    deep = "[" * 20_000 + "]" * 20_000
+    raw = "".join(
+        f"<channel:action>{text}</channel:action>" for text in (deep, "[1]", "{nope", '"x"')
+    )
+    mapper, events = Mapper({"main"}), []
+    for message in case["published"]:
+        payload = json.loads(json.dumps(message["payload"]))
+        if payload["data"]["type"] == "solver.react.decision":
+            payload["data"]["data"]["raw"] = raw
+        events += mapper.feed_message(message["channel"], json.dumps(payload)).events
+    rejected = of(events, "action.rejected", 0)
+    assert [(e["action_index"], e["tool_id"]) for e in rejected] == [
+        (0, None),
+        (1, None),
+        (2, None),
+        (3, None),
+    ]
+    for event in events:
+        parse_event(event)
