@@ -17,7 +17,7 @@ from typing import Any, Final
 from django.conf import settings
 
 from core.numbers import parse_whole
-from observe.domain.rounds import recorded_round, started_react_version
+from observe.domain.rounds import recorded_round
 from observe.selectors import RoundFilter, rounds_page
 from policy.domain.dryrun import AgentResolutionLike
 from policy.domain.impact import (
@@ -124,11 +124,6 @@ class RoundWindow:
                 found = recorded_round((row.agent, row.turn_id, row.iteration), row.assembly)
                 if found is None:
                     continue
-                # The react agent round.started named (the runtime's report, else a bridge's
-                # inference) is the round's own: it wins over the instance's setting.
-                reported, inferred = started_react_version(row.assembly)
-                if reported or inferred:
-                    found["react_version"] = reported or inferred
                 try:
                     yield parse_recorded_round(found)
                 except RecordedRoundError:  # stored before ingest checked what it checks now

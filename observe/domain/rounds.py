@@ -481,7 +481,8 @@ def started_react_version(state: Assembly) -> tuple[str | None, str | None]:
 def recorded_round(key: tuple[str, str, int], state: Assembly) -> dict[str, Any] | None:
     """The round as the engine replays it (a dry-run round plus its ``agent``; impact, issue
     13): per attempt, the observed actions in index order with their tool ids and params, the
-    round's ``max_actions`` and the ``multi_action_mode`` it reported. ``None`` when no action
+    round's ``max_actions``, the ``multi_action_mode`` and ``react_version`` it reported. ``None``
+    when no action
     was observed (nothing to replay: a round the bridge only inferred, or one just started)."""
     attempts: dict[int, list[tuple[int, dict[str, Any]]]] = {}
     for slot_key, slot in state["slots"].items():
@@ -504,6 +505,11 @@ def recorded_round(key: tuple[str, str, int], state: Assembly) -> dict[str, Any]
         found["max_actions"] = start[2]
     if start is not None and len(start) > 4 and isinstance(start[4], str):
         found["multi_action_mode"] = start[4]
+    reported, inferred = started_react_version(state)
+    if reported or inferred:
+        # The react agent round.started named (the runtime's report, else a bridge's
+        # inference): the round's own, which a replay predicts it under.
+        found["react_version"] = reported or inferred
     found["attempts"] = [
         [action for _, action in sorted(attempts[number])] for number in sorted(attempts)
     ]
