@@ -21,6 +21,12 @@ Glue (the order of calls, as the decision node makes them; the arguments the nod
 - the decision step through ``infra.emit_event`` with ``etype="solver.react.decision"`` and the
   accepted bundle; then each accepted ``call_tool`` that the ledger does not hold through
   ``ReactRound.execute`` with a fresh ``tc_`` id; the turn ends with ``ChatCommunicator.complete``.
+
+The v2 turns (:data:`V2_SCENARIOS`, fixture :data:`NAME_V2`; ``python -m conformance.envelopes
+v2`` records only them) need less glue: v2's own ``_decision_node`` publishes its deltas and its
+decision step (``conformance.v2_driver``'s scaffolding otherwise), a decision routed to a tool runs
+``ReactRound.execute`` as v2's tool-execution node does, and the turn ends with
+``ChatCommunicator.complete`` and the state's final answer.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import asyncio
 import copy
 import importlib
 import json
+import logging
 import os
 import shutil
 import sys
@@ -40,6 +47,8 @@ from typing import Any
 from conformance import fixtures, harness
 
 NAME = "kdcube-envelopes"
+#: The v2 turns (:data:`V2_SCENARIOS`): KDCube's default react agent.
+NAME_V2 = "kdcube-envelopes-v2"
 TENANT, PROJECT, SESSION = "acme", "demo", "sess-1"
 
 J = "workspace_jobs."
@@ -367,6 +376,188 @@ async def _play(
     return capture.published
 
 
+#: Rounds of KDCube's default **v2** react agent (issue 37 §0): each a turn of scripted model
+#: answers (``v2_driver.model_text``) run through v2's own ``_decision_node`` until it exits or
+#: the answers run out; a decision routed to tool execution runs ``ReactRound.execute``.
+V2_SCENARIOS: list[dict[str, Any]] = [
+    {
+        # Two action channels: multiple_channel_instances:2, nothing runs, the model is asked
+        # again (the next iteration), which then calls one tool.
+        "id": "v2-two-channels-reask",
+        "turn_id": "v2-turn-a",
+        "decisions": [
+            {
+                "actions": [
+                    {"action": "call_tool", "tool_id": J + "search", "params": {"query": "a"}},
+                    {"action": "call_tool", "tool_id": J + "export_report", "params": {}},
+                ]
+            },
+            {"actions": [{"action": "call_tool", "tool_id": J + "search", "params": {"q": "a"}}]},
+            {"actions": [{"action": "complete", "final_answer": "done"}]},
+        ],
+    },
+    {
+        # A tool_call whose params are a list: the action model fails, action_schema_error.
+        "id": "v2-bad-tool-call",
+        "turn_id": "v2-turn-b",
+        "decisions": [
+            {"actions": [{"action": "call_tool", "tool_id": J + "search", "params": [1]}]},
+            {"actions": [{"action": "complete", "final_answer": "done"}]},
+        ],
+    },
+    {
+        # A final answer inside a call_tool: _validate_decision's final_answer_with_tool_call.
+        "id": "v2-final-answer-with-tool-call",
+        "turn_id": "v2-turn-c",
+        "decisions": [
+            {
+                "actions": [
+                    {
+                        "action": "call_tool",
+                        "tool_id": J + "search",
+                        "params": {"q": "c"},
+                        "final_answer": "done",
+                    }
+                ]
+            },
+            {"actions": [{"action": "complete", "final_answer": "done"}]},
+        ],
+    },
+    {
+        # Two channels three times: two protocol retries, then the turn exits.
+        "id": "v2-retries-exhausted",
+        "turn_id": "v2-turn-d",
+        "decisions": [
+            {
+                "actions": [
+                    {"action": "call_tool", "tool_id": J + "search", "params": {"q": str(n)}},
+                    {"action": "call_tool", "tool_id": J + "export_report", "params": {}},
+                ]
+            }
+            for n in range(3)
+        ],
+    },
+    {
+        # An unknown tool: tool_call_invalid and tool_signature_red (both retries in one
+        # decision); the next answer calls a known tool.
+        "id": "v2-unknown-tool",
+        "turn_id": "v2-turn-e",
+        "decisions": [
+            {"actions": [{"action": "call_tool", "tool_id": "nope.tool", "params": {}}]},
+            {"actions": [{"action": "call_tool", "tool_id": J + "search", "params": {"q": "e"}}]},
+            {"actions": [{"action": "complete", "final_answer": "done"}]},
+        ],
+    },
+    {
+        # A plain accepted call, then the final answer.
+        "id": "v2-plain-call",
+        "turn_id": "v2-turn-f",
+        "decisions": [
+            {"actions": [{"action": "call_tool", "tool_id": J + "search", "params": {"q": "f"}}]},
+            {"actions": [{"action": "complete", "final_answer": "done"}]},
+        ],
+    },
+]
+
+
+async def _play_v2(
+    rt: harness.Runtime, scenario: dict[str, Any], adapters: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One v2 turn published through the runtime's own emitters: v2's ``_decision_node`` (its
+    ``_mk_mainstream`` deltas, its ``emit_event`` decision step), ``ReactRound.execute`` for a
+    decision routed to tool execution (the tool answers at once), ``ChatCommunicator.complete``
+    with the state's final answer when the node exits (the workflow's exit node publishes nothing
+    of its own). The same scaffolding as ``v2_driver`` otherwise. What each decision did, and
+    every captured envelope."""
+    from conformance import v2_driver
+
+    capture = CapturingRedis()
+    turn_id = scenario["turn_id"]
+    comm = _communicator(rt, capture, "main", turn_id)
+    infra = importlib.import_module(f"{harness.SDK}.solutions.infra")
+    round_mod = importlib.import_module(f"{harness.SDK}.solutions.react.round")
+    v2 = importlib.import_module(v2_driver.V2)
+    v2_driver._patch_scaffolding()
+    v2.emit_event = infra.emit_event  # the node's own decision step, published
+
+    async def tool(**kwargs: Any) -> dict[str, Any]:
+        # The runtime's handler returns the whole state (the node's next state).
+        state = kwargs["state"]
+        state["last_tool_result"] = [{"ok": True}]
+        return state
+
+    rt.react_call.handle_external_tool = tool
+    model, browser = v2_driver.ScriptedModel(), v2_driver._Browser()
+    browser.runtime_ctx.turn_id = turn_id
+    s = v2_driver._solver(rt, copy.deepcopy(adapters), model, browser)
+    s.comm = comm
+    s.scratchpad.turn_id = turn_id
+    del s._mk_mainstream  # the class's own: the decision agent's deltas
+    routes: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as outdir:
+        state: dict[str, Any] = {
+            "iteration": 0,
+            "max_iterations": 15,
+            "adapters": copy.deepcopy(adapters),
+            "outdir": outdir,
+            "workdir": outdir,
+            "turn_id": turn_id,
+            "decision_retries": 0,
+            "max_decision_retries": 2,
+            "steer_finalize_mode": False,
+            "session_log": [],
+        }
+        for decision in scenario["decisions"]:
+            model.text = v2_driver.model_text(decision)
+            iteration = int(state.get("iteration") or 0)
+            state = await s._decision_node(state)
+            route = s._route_after_decision(state)
+            routes.append(
+                {
+                    "iteration": iteration,
+                    "route": route,
+                    "retries": int(state.get("decision_retries") or 0),
+                    "notes": str((state.get("last_decision") or {}).get("notes") or ""),
+                }
+            )
+            if route == "tool_execution":
+                state = await round_mod.ReactRound.execute(react=s, state=state)
+            if route == "exit":
+                break
+        await comm.complete(data={"final_answer": str(state.get("final_answer") or "")})
+    return routes, capture.published
+
+
+def record_v2(rt: harness.Runtime) -> list[dict[str, Any]]:
+    from conformance import round_policies, runtime_policy
+
+    sample = round_policies.policies()["sample"]
+    adapters = runtime_policy.agent_adapters(
+        rt, sample["policy"], "main", manifest=sample["manifest"]
+    )
+    logging.disable(logging.CRITICAL)  # the streamer logs every parse error it meets
+    try:
+        cases = []
+        for scenario in V2_SCENARIOS:
+            routes, published = asyncio.run(_play_v2(rt, scenario, adapters))
+            cases.append(
+                {
+                    "id": scenario["id"],
+                    "input": {
+                        "policy": "sample",
+                        "agent_id": "main",
+                        "react_version": "v2",
+                        "decisions": scenario["decisions"],
+                    },
+                    "runtime_v2": routes,
+                    "published": published,
+                }
+            )
+        return cases
+    finally:
+        logging.disable(logging.NOTSET)
+
+
 #: What the decision node passes ``retry_with_compaction`` as ``render_params``
 #: (``ReactSolverV2``'s decision call, ``v3/runtime.py``; no compaction was asked for).
 DECISION_RENDER_PARAMS: dict[str, Any] = {
@@ -560,16 +751,22 @@ def record(rt: harness.Runtime) -> list[dict[str, Any]]:
     return cases
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """Record both fixtures, or only the one named (``v3``: :data:`NAME`; ``v2``:
+    :data:`NAME_V2`)."""
+    which = (argv if argv is not None else sys.argv[1:]) or ["v3", "v2"]
     try:
         rt = harness.load()
     except harness.HarnessError as exc:
         print(f"conformance: {exc}", file=sys.stderr)
         return 2
-    cases = record(rt)
-    path = fixtures.write(NAME, rt.commit, cases)
-    count = sum(len(c["published"]) for c in cases)
-    print(f"recorded {len(cases)} rounds, {count} published envelopes -> {path}")
+    for name, recorder in ((NAME, record), (NAME_V2, record_v2)):
+        if (name == NAME and "v3" not in which) or (name == NAME_V2 and "v2" not in which):
+            continue
+        cases = recorder(rt)
+        path = fixtures.write(name, rt.commit, cases)
+        count = sum(len(c["published"]) for c in cases)
+        print(f"recorded {len(cases)} turns/rounds, {count} published envelopes -> {path}")
     return 0
 
 

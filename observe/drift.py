@@ -21,9 +21,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from observe.domain.drift import round_drift, summary
-from observe.domain.rounds import Assembly
+from observe.domain.rounds import Assembly, started_react_version
 from observe.models import Round
 from policy.domain.multi_action import ModeSources, profile_mode
+from policy.domain.react_version import VersionSources, react_version
 from policy.domain.round_policy import RoundPolicy
 from policy.selectors import policy_agent_run
 from policy.versions import VersionIndex, version_data, version_get, version_index, version_manifest
@@ -71,11 +72,21 @@ def rounds_check_drift(
         else:
             policy, mode = _version_policy(number, row.agent)
             assembly = assemblies[row.pk] if assemblies is not None else row.assembly
+            reported, inferred = started_react_version(assembly)
+            version, _source = react_version(
+                VersionSources(
+                    reported=reported,
+                    inferred=inferred,
+                    setting=settings.TRAITDECK_REACT_AGENT_VERSION,
+                )
+            )
             found = round_drift(
                 (row.agent, row.turn_id, row.iteration),
                 assembly,
                 policy,
-                policy_label=f"policy v{number}",
+                # The drift notes say which react agent the prediction assumed.
+                policy_label=f"policy v{number} (react {version})",
+                react_version=version,
                 # The setting is read now, not cached with the version.
                 mode=ModeSources(None, mode, settings.TRAITDECK_MULTI_ACTION_MODE),
                 dedups_reported=not assembly.get("inferred", False),

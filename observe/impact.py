@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from django.conf import settings
+
 from core.numbers import parse_whole
 from observe.domain.rounds import recorded_round
 from observe.selectors import RoundFilter, rounds_page
@@ -29,6 +31,7 @@ from policy.domain.impact import (
 )
 from policy.domain.manifest import Manifest
 from policy.domain.multi_action import ModeSources
+from policy.domain.react_version import VersionSources, react_version
 from policy.domain.resolution import AgentResolution
 from policy.domain.round_policy import RoundPolicy
 from policy.selectors import agent_default_mode, draft_state, manifest_for, policy_agent_run
@@ -143,13 +146,18 @@ def policy_impact(
     window: RoundWindow | None = None,
 ) -> ImpactReport:
     """Replay the window's rounds under both sides (``report.rounds`` counts the rounds with
-    something to replay). Pass ``window`` to read where it stopped (its ``next`` cursor)."""
+    something to replay). Pass ``window`` to read where it stopped (its ``next`` cursor). Each
+    round is predicted under the react agent its round.started named, else the setting's
+    (``report.react_version`` and its source)."""
+    version, source = react_version(VersionSources(setting=settings.TRAITDECK_REACT_AGENT_VERSION))
     return replay(
         window if window is not None else stored_rounds(round_filter, limit),
         candidate=_resolver(candidate),
         baseline=_resolver(baseline),
         candidate_mode=_mode(candidate.data),
         baseline_mode=_mode(baseline.data),
+        react_version=version,
+        version_source=source,
     )
 
 

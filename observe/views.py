@@ -36,7 +36,11 @@ from observe.live import (
     parse_filter,
     safe_round_url,
 )
-from observe.live.round_page import reported_mode, reported_react_version
+from observe.live.round_page import (
+    inferred_react_version,
+    reported_mode,
+    reported_react_version,
+)
 from observe.live.stream import cards_html
 from observe.models import Round, RoundTool
 from observe.selectors import (
@@ -147,6 +151,7 @@ def round_page(request: HttpRequest, agent: str, turn_id: str, iteration: int) -
             "react": react_version(
                 VersionSources(
                     reported=reported_react_version(assembled),
+                    inferred=inferred_react_version(assembled),
                     setting=settings.TRAITDECK_REACT_AGENT_VERSION,
                 )
             ),

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -36,6 +37,7 @@ from policy.domain.impact import (
     parse_recorded_round,
 )
 from policy.domain.multi_action import multi_action_mode
+from policy.domain.react_version import VersionSources, react_version
 from policy.domain.round_policy import RoundPolicy
 from policy.domain.traits import EXPLORATION, resolved_strategy
 from policy.selectors import DraftState, draft_analysis, draft_state
@@ -405,11 +407,23 @@ def impact_round_view(
     except SideError as exc:
         context = {"refusal": str(exc), "row": row, "round_url": round_url(row)}
         return render(request, "policy/impact_round.html", context, status=422)
+    # As the impact card: the react agent the round's round.started named, else the setting.
+    version, version_source = react_version(
+        VersionSources(spec.react_version, setting=settings.TRAITDECK_REACT_AGENT_VERSION)
+    )
     results = []
     for side in (baseline, candidate):
         policy, mode = side_policy(side, agent)
         chosen = multi_action_mode(spec.multi_action_mode, mode)
-        results.append(dry_run(spec, policy, multi_action_mode=chosen))
+        results.append(
+            dry_run(
+                spec,
+                policy,
+                multi_action_mode=chosen,
+                react_version=version,
+                version_source=version_source,
+            )
+        )
     before, after = outcomes(results[0]), outcomes(results[1])
     changed = {(c.attempt, c.index) for c in changes(results[0], results[1])}
     rows = [
@@ -431,5 +445,6 @@ def impact_round_view(
         "rows": rows,
         "changed": len(changed),
         "modes": (results[0]["multi_action_mode"], results[1]["multi_action_mode"]),
+        "react": (version, version_source),
     }
     return render(request, "policy/impact_round.html", context)

@@ -40,6 +40,7 @@ from policy.domain.impact import (
     predict,
     prediction_summary,
     replay,
+    version_line,
 )
 from policy.domain.jsonable import json_text, jsonable
 from policy.domain.manifest import Manifest, ManifestError, parse_manifest
@@ -140,12 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the instruction profile whose multi_action_mode applies "
         "(default: the agent's instruction_profiles.default)",
     )
-    dry.add_argument(
-        "--react-version",
-        choices=REACT_VERSIONS,
-        help="the react agent the runtime runs (KDCube's default v2, or v3); the round file's "
-        "react_version wins; default: TRAITDECK_REACT_AGENT_VERSION, else v2",
-    )
+    _react_version_option(dry)
     command("fmt", "Print the policy in Traitdeck's canonical export form.", formats=False)
     export = command(
         "export",
@@ -185,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="for rounds that did not record one, instead of each agent's default profile's",
     )
     _role_option(replay)
+    _react_version_option(replay)
     suite = command(
         "test",
         "Run a regression suite (SUITE.yaml: cases with the verdicts each round must get) under "
@@ -198,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="for cases whose round sets none, instead of the agent's default profile's",
     )
     _role_option(suite)
+    _react_version_option(suite)
     manifest = command(
         "manifest",
         "Import each python connection's module (or ref) as the runtime does and print the "
@@ -496,15 +494,42 @@ def _side(
     return resolver, mode
 
 
+def _react_version_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--react-version",
+        choices=REACT_VERSIONS,
+        help="the react agent the runtime runs (KDCube's default v2, or v3); a round's own "
+        "react_version wins; default: TRAITDECK_REACT_AGENT_VERSION, else v2",
+    )
+
+
+def _chosen_version(args: argparse.Namespace) -> tuple[str, str]:
+    """The react agent a command predicts under (for rounds that do not say their own) and where
+    it came from: ``--react-version``, else the setting, else KDCube's default ``v2``."""
+    return react_version(
+        VersionSources(
+            explicit=args.react_version, setting=os.environ.get("TRAITDECK_REACT_AGENT_VERSION")
+        )
+    )
+
+
 def cmd_replay(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
     resolved: dict[str, str | None] = {}
     candidate, candidate_mode = _side(analysis, args, resolved)
+    version, source = _chosen_version(args)
     if args.against is None:
-        prediction = predict(_recorded_rounds(args.rounds), policy=candidate, mode=candidate_mode)
+        prediction = predict(
+            _recorded_rounds(args.rounds),
+            policy=candidate,
+            mode=candidate_mode,
+            react_version=version,
+            version_source=source,
+        )
         if args.format == "json":
             _print_json({**prediction, "resolved_agents": resolved}, out)
         else:
             out.write(prediction_summary(prediction) + "\n")
+            out.write(version_line(version, source) + "\n")
         return _note_errors(args.file, analysis, err)
     other = _analyze(args.against, args, args.against_bundle)
     if other.refused:
@@ -523,6 +548,8 @@ def cmd_replay(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: T
         candidate_mode=candidate_mode,
         baseline_mode=baseline_mode,
         progress=progress,
+        react_version=version,
+        version_source=source,
     )
     if progress is not None:
         err.write("\n")
@@ -547,12 +574,15 @@ def cmd_test(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: Tex
     run = agent_run(analysis.data, suite.agent, args.manifest_data, role=role)
     for diagnostic in run.diagnostics:
         err.write(_diagnostic_line(args.file, diagnostic) + "\n")
-    results = run_suite(suite, run.resolution, mode=mode(suite.agent))
+    version, source = _chosen_version(args)
+    results = run_suite(suite, run.resolution, mode=mode(suite.agent), react_version=version)
     if args.format == "json":
         _print_json(
             {
                 "agent": suite.agent,
                 "resolved_agent": run.resolved_agent,
+                "react_version": version,
+                "react_version_source": source,
                 "cases": [
                     {"name": r.name, "passed": r.passed, "failures": list(r.failures)}
                     for r in results
@@ -567,6 +597,7 @@ def cmd_test(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: Tex
             for failure in result.failures:
                 out.write(f"       {failure}\n")
         out.write(suite_summary(results) + "\n")
+        out.write(version_line(version, source) + "\n")
     errors = _note_errors(args.file, analysis, err)
     return EXIT_NEGATIVE if any(not r.passed for r in results) else errors
 

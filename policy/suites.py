@@ -11,12 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from audit.services import audit_record
 from policy.domain.decide import decide_any, outcomes_by_slot
 from policy.domain.dryrun import parse_round_spec
 from policy.domain.multi_action import multi_action_mode
+from policy.domain.react_version import VersionSources, react_version
 from policy.domain.suites import (
     Case,
     CaseResult,
@@ -46,6 +48,8 @@ class AgentSuiteResult:
     results: tuple[CaseResult, ...]
     #: The agent is not in the draft (nor is a default agent): nothing could run.
     missing: bool = False
+    #: The react agent the cases ran under (a case's own ``react_version`` wins).
+    react_version: str = "v3"
 
     @property
     def failing(self) -> tuple[CaseResult, ...]:
@@ -72,7 +76,14 @@ def suite_check(agent: str, state: DraftState | None = None) -> AgentSuiteResult
     suite = suite_of(agent)
     resolution = policy_agent_run(data, agent).resolution
     mode = agent_default_mode(data, agent)
-    return AgentSuiteResult(agent, run_suite(suite, resolution, mode=mode))
+    version = _assumed_version()
+    results = run_suite(suite, resolution, mode=mode, react_version=version)
+    return AgentSuiteResult(agent, results, react_version=version)
+
+
+def _assumed_version() -> str:
+    """The react agent the instance assumes (the setting, else KDCube's default v2)."""
+    return react_version(VersionSources(setting=settings.TRAITDECK_REACT_AGENT_VERSION))[0]
 
 
 def suites_check(state: DraftState | None = None) -> list[AgentSuiteResult]:
@@ -99,6 +110,9 @@ def case_save(*, agent: str, name: str, round_data: Mapping[str, Any], actor: An
         raise CaseRefused("A case name is at most 200 characters.")
     data = dict(round_data)
     data.pop("agent", None)
+    if not data.get("react_version"):
+        # The case pins what the draft predicts under the agent assumed now, and keeps it.
+        data["react_version"] = _assumed_version()
     too_large = case_size_error(data)
     if too_large is not None:
         raise CaseRefused(f"The round cannot be a case: {too_large}.")
@@ -110,7 +124,9 @@ def case_save(*, agent: str, name: str, round_data: Mapping[str, Any], actor: An
     resolution = policy_agent_run(draft, agent).resolution
     mode = multi_action_mode(spec.multi_action_mode, agent_default_mode(draft, agent))
     # Pinned by the same path run_suite checks the case with.
-    decision = decide_any(spec, resolution, multi_action_mode=mode)
+    decision = decide_any(
+        spec, resolution, multi_action_mode=mode, react_version=spec.react_version or "v3"
+    )
     case = case_from_outcomes(name, data, outcomes_by_slot(spec, decision))
     item = case.as_dict()
     too_large = case_size_error(item)

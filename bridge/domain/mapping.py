@@ -47,6 +47,9 @@ DEFAULT_PATTERN: Final = DEFAULT_RELAY + ".*"
 CHANNEL_MARK: Final = ":chat.events."
 #: The decision agent's delta label (the module name as the runtime writes it, any version).
 DECISION_DELTA: Final = re.compile(r"^solver\.react(?:\.v\d+)?\.decision \((\d+)\)(?:\.i\d+)?$")
+#: A multi-action instance's delta (``.iK``): only v3 writes one (v2's ``_mk_mainstream`` has no
+#: instance); v3's thinking and single-action deltas have none either, so its absence says nothing.
+INSTANCE_SUFFIX: Final = re.compile(r"\.i\d+$")
 DECISION_STEP: Final = re.compile(r"^react\((\d+)\)\.decision$")
 #: How many action indexes are tried when matching a ``tc_`` id to its slot.
 MAX_SLOTS: Final = 32
@@ -60,6 +63,15 @@ ISOLATION_TIMEOUT_S: Final = 240.0
 #: The error code KDCube publishes for an isolated call its subprocess runner killed at the limit
 #: (the result file the child reserved is missing; the timeout error itself is dropped).
 MISSING_OUTPUT: Final = "missing_tool_output"
+#: v2's decision step after a protocol failure (``solutions/react/v2/runtime.py``): the decision
+#: it re-asks with carries ``notes`` "<code>; retry decision" (or "; retry action" after a schema
+#: error); the one it exits with carries the code alone, or (a failed ``_validate_decision`` with
+#: no retry left) no notes and this final answer.
+V2_RETRY_NOTES: Final = re.compile(r"^([a-z_]{1,80}); retry (?:decision|action)$")
+V2_EXIT_CODES: Final = frozenset(
+    {"action_schema_error", "tool_not_allowed_in_react", "tool_call_invalid", "tool_signature_red"}
+)
+V2_VALIDATION_EXIT: Final = "Decision validation failed."
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 #: The emit points proposed to the runtime (docs/kdcube-events.md): when a runtime publishes them
 #: the bridge maps them as they are (not inferred) and stops inferring what they cover.
@@ -134,6 +146,12 @@ class _Round:
     #: Rejections that came without an index, held until the decision step tells whether the
     #: round had one action (then it is action 0) or a bundle (the index stays unknown).
     unindexed: list[tuple[dict[str, Any] | None, dict[str, Any]]] = field(default_factory=list)
+    #: The runtime's react.tool.rejected came for this round (only v3 publishes it).
+    runtime_rejected: bool = False
+    #: The turn's failure a v2 exit decision told (``error_code`` / ``error_message``).
+    failure: dict[str, str] | None = None
+    #: A v2 re-ask with no decision step (``_validate_decision`` failed: the node returns first).
+    silent_retry: bool = False
 
 
 class _Skip(Exception):
@@ -238,6 +256,8 @@ class Mapper:
         self.rounds: OrderedDict[tuple[str, str, int], _Round] = OrderedDict()
         #: Each call's round, action index and stream, for its result.
         self.calls: dict[str, tuple[tuple[str, str, int], int | None, int]] = {}
+        #: The react agent each (agent, turn) proved to run, and the sentence saying why.
+        self.versions: OrderedDict[tuple[str, str], tuple[str, str]] = OrderedDict()
 
     def set_agents(self, agents: Collection[str]) -> None:
         self.agents = frozenset(agents)
@@ -280,17 +300,37 @@ class Mapper:
                 and other.iteration < iteration
                 and not other.finished
             ):
-                out.extend(self._finish(env, other))
+                out.extend(self._finish(env, other, by_next_round=True))
         made = _Round(env.agent, env.turn_id, iteration)
         self.rounds[key] = made
         while len(self.rounds) > MAX_ROUNDS:
             self.rounds.popitem(last=False)
         if not exact_start:
-            out.append(env.make(made, "round.started", max_actions=None, policy_hash=None))
+            known = self.versions.get((env.agent, env.turn_id))
+            version: dict[str, Any] = (
+                {"react_version": known[0], "inferred_from": known[1]} if known else {}
+            )
+            out.append(
+                env.make(made, "round.started", max_actions=None, policy_hash=None, **version)
+            )
         return made
 
+    def _prove(self, env: _Env, version: str, why: str) -> None:
+        """What the turn's envelopes proved about the react agent; later rounds' round.started
+        carry it (the precedence's "bridge inference", policy.domain.react_version)."""
+        key = (env.agent, env.turn_id)
+        if key not in self.versions:
+            self.versions[key] = (version, why)
+            while len(self.versions) > MAX_ROUNDS:
+                self.versions.popitem(last=False)
+
     def _finish(
-        self, env: _Env, rnd: _Round, failed: Mapping[str, str] | None = None
+        self,
+        env: _Env,
+        rnd: _Round,
+        failed: Mapping[str, str] | None = None,
+        *,
+        by_next_round: bool = False,
     ) -> list[dict[str, Any]]:
         """The round's end, after the rejections still waiting for an index (none came: the
         decision step never did). ``failed``: the turn's error (``chat.error``), which makes the
@@ -298,14 +338,22 @@ class Mapper:
         held = [event for pair in rnd.unindexed for event in pair[1:]]
         rnd.unindexed.clear()
         rnd.finished = True
+        failed = failed if failed is not None else rnd.failure
         outcome = None
+        reason: dict[str, Any] = dict(failed or {})
         if failed is not None:
             outcome = "failed"
         elif rnd.accepted:
             outcome = "ok"
         elif rnd.decided and (rnd.rejected or rnd.rejected_whole):
             outcome = "retried"
-        reason: dict[str, Any] = dict(failed or {})
+        elif by_next_round and _v2_silent_retry(rnd):
+            outcome, rnd.silent_retry = "retried", True
+            reason["inferred_from"] = V2_SILENT_RETRY
+        known = self.versions.get((rnd.agent, rnd.turn_id))
+        if known is not None:
+            # The round that proved it (or a later one): the round page reads it here too.
+            reason["react_version"] = known[0]
         return [*held, env.make(rnd, "round.finished", outcome=outcome, **reason)]
 
     def _map(self, env: _Env) -> Outcome:
@@ -316,6 +364,8 @@ class Mapper:
             if match is None:
                 raise _Skip(f"chat.delta of {str(env.event.get('agent'))[:60]!r}: no round signal")
             key = (env.agent, env.turn_id, int(match.group(1)))
+            if INSTANCE_SUFFIX.search(str(env.event.get("agent"))):
+                self._prove(env, "v3", V3_BY_INSTANCE)
             if key in self.rounds:
                 raise _Skip("decision delta of a round already started")
             self._round(env, int(match.group(1)), out)
@@ -418,6 +468,7 @@ class Mapper:
         self.calls[call_id] = ((rnd.agent, rnd.turn_id, rnd.iteration), index, rnd.attempt)
         if early and index is not None:
             rnd.early_tools.setdefault(index, tool_id)
+            self._prove(env, "v3", V3_BY_EARLY_START)
         if early:
             fingerprint = data.get("fingerprint") if exact else None
             out.append(
@@ -537,6 +588,8 @@ class Mapper:
         code = error.get("code") if isinstance(error, Mapping) else None
         code = _text(code, "error.code")
         rnd = self._round(env, iteration, out)
+        rnd.runtime_rejected = True
+        self._prove(env, "v3", V3_BY_REJECTION)
         raw_index = data.get("action_index")
         index = (
             raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else None
@@ -594,6 +647,8 @@ class Mapper:
             raise _Skip("decision step without react(N).decision")
         rnd = self._round(env, int(match.group(1)), out)
         data = env.data
+        if self._v2_decision(env, rnd, out):
+            return
         bundle = data.get("bundle")
         if isinstance(bundle, list):
             items = [item for item in bundle if isinstance(item, Mapping)]
@@ -631,6 +686,88 @@ class Mapper:
             rnd.used_positions.add(position)
             notes = {"inferred_from": restream} if restream else {}
             out.extend(self._observe(env, rnd, index, action[:MAX_TEXT], None, **notes))
+
+    # --- v2 (KDCube's default react agent, issue 37 §0) ----------------------------------------
+
+    def _v2_decision(self, env: _Env, rnd: _Round, out: list[dict[str, Any]]) -> bool:
+        """A decision step of v2's protocol failure (:func:`v2_protocol_failure`) in a round with
+        no runtime rejection (v3 publishes ``react.tool.rejected`` before the same step): the
+        action the model wrote is observed and rejected with v2's code, and then either the
+        model is asked again (the round's outcome ``retried``; the re-ask is the next iteration,
+        as the runtime counts it) or the turn exits (the round ``failed`` with that code and the
+        exit's text). False: not a v2 failure, mapped as any decision step."""
+        failure = v2_protocol_failure(env.data)
+        if failure is None or rnd.runtime_rejected or "actions" in rnd.exact:
+            return False
+        kind, code = failure
+        self._prove(env, "v2", V2_BY_PROTOCOL)
+        rnd.decided = True
+        if "generation" not in rnd.exact:
+            out.append(env.make(rnd, "generation.finished"))
+        if kind == "exit":
+            rnd.failure = {"error_code": code}
+            message = _error_field(env.data.get("final_answer"))
+            if message is not None:
+                rnd.failure["error_message"] = message
+            note = (
+                f"v2's protocol retries ran out ({code}): the decision node exits the turn "
+                "(its decision step is action exit); the turn failed"
+            )
+        else:
+            note = (
+                f"v2 rejected the decision ({code}) and asks the model again (its decision step's "
+                f"notes: {str(env.data.get('notes'))[:MAX_TEXT]!r}; the re-ask is the next "
+                "iteration)"
+            )
+        extra: dict[str, Any] = {
+            "react_version": "v2",
+            "then": "exit" if kind == "exit" else "retry",
+        }
+        parser_error = _v2_parser_error(env.data)
+        if parser_error is not None:
+            extra["parser_error"] = parser_error
+        rnd.rejected_whole += 1
+        actions = _v2_written_actions(env.data)
+        if not actions:
+            # Nothing of what the model wrote is published: one rejection, index unknown.
+            out.append(
+                env.make(
+                    rnd,
+                    "action.rejected",
+                    action_index=None,
+                    tool_id=None,
+                    code=code,
+                    extra=extra,
+                    inferred_from=note,
+                )
+            )
+            return True
+        for index, (word, tool_id) in enumerate(actions):
+            rnd.rejected.add(index)
+            rnd.observed.add(index)
+            out.append(
+                env.make(
+                    rnd,
+                    "action.observed",
+                    action_index=index,
+                    action=word,
+                    tool_id=tool_id,
+                    params_summary=None,
+                    inferred_from=note,
+                )
+            )
+            out.append(
+                env.make(
+                    rnd,
+                    "action.rejected",
+                    action_index=index,
+                    tool_id=tool_id,
+                    code=code,
+                    extra=extra,
+                    inferred_from=note,
+                )
+            )
+        return True
 
     def _place_unindexed(self, rnd: _Round, out: list[dict[str, Any]]) -> None:
         note = (
@@ -691,6 +828,100 @@ class Mapper:
                 )
             )
         return note
+
+
+V3_BY_REJECTION: Final = (
+    "react v3: the runtime published react.tool.rejected in this turn (v2 never does; its "
+    "protocol failures show only in its decision step)"
+)
+V3_BY_EARLY_START: Final = (
+    "react v3: a tool of this turn started early (its tc_ slot id before the decision step); "
+    "v2 never starts a tool early"
+)
+V3_BY_INSTANCE: Final = (
+    "react v3: a decision delta of this turn carries a multi-action instance suffix (.iK), which "
+    "v2 never writes"
+)
+V2_BY_PROTOCOL: Final = (
+    "react v2: a decision step of this turn re-asked or exited for a protocol failure with no "
+    "react.tool.rejected before it (v3 publishes one)"
+)
+V2_SILENT_RETRY: Final = (
+    "v2 re-asks without a decision step when _validate_decision fails (e.g. "
+    "final_answer_with_tool_call): the round streamed, published no decision and the next "
+    "iteration began"
+)
+
+
+def v2_protocol_failure(data: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``("retry", code)`` or ``("exit", code)`` when a decision step is v2's answer to a protocol
+    failure (:data:`V2_RETRY_NOTES`, :data:`V2_EXIT_CODES`, :data:`V2_VALIDATION_EXIT`), else
+    None. The exit after a failed ``_validate_decision`` names no code: ``decision_invalid``
+    (the runtime's session-log word for it) stands in."""
+    notes = str(data.get("notes") or "").strip()
+    retry = V2_RETRY_NOTES.match(notes)
+    if retry is not None:
+        return "retry", retry.group(1)
+    if str(data.get("action") or "").strip() != "exit":
+        return None
+    if notes in V2_EXIT_CODES:
+        return "exit", notes
+    if not notes and str(data.get("final_answer") or "").strip() == V2_VALIDATION_EXIT:
+        return "exit", "decision_invalid"
+    return None
+
+
+#: The most of the model's raw text read for the actions it wrote (a v2 schema error).
+MAX_RAW: Final = 65536
+_ACTION_CHANNEL: Final = re.compile(r"<channel:action>(.*?)</channel:action>", re.S)
+
+
+def _v2_parser_error(data: Mapping[str, Any]) -> str | None:
+    """The first line of the stream's parse error a v2 schema-error step carries (``log.error``:
+    ``multiple_channel_instances:2``, the action model's validation error, …)."""
+    log = data.get("log")
+    error = log.get("error") if isinstance(log, Mapping) else None
+    if not isinstance(error, str) or not error.strip():
+        return None
+    return _error_field(error.strip().splitlines()[0][:MAX_TEXT])
+
+
+def _v2_written_actions(data: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """What the model wrote in the rejected decision, as (action, tool id) per action: the call
+    the node kept (``tool_call_invalid``, ``tool_signature_red``: the decision names its tool),
+    else each ``<channel:action>`` of the raw text a schema-error step carries (v2 publishes the
+    stream's packet: ``raw``, ``log.error``); empty when neither says."""
+    tool_id = _bundle_tool(data)
+    if tool_id is not None:
+        return [("call_tool", tool_id)]
+    raw = data.get("raw")
+    if not isinstance(raw, str):
+        return []
+    found: list[tuple[str, str | None]] = []
+    for text in _ACTION_CHANNEL.findall(raw[:MAX_RAW])[:MAX_SLOTS]:
+        try:
+            item = json.loads(text)
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
+            item = None
+        if not isinstance(item, Mapping):
+            found.append(("call_tool", None))
+            continue
+        word = item.get("action")
+        word = word.strip()[:MAX_TEXT] if isinstance(word, str) and word.strip() else "call_tool"
+        found.append((word, _bundle_tool(item)))
+    return found
+
+
+def _v2_silent_retry(rnd: _Round) -> bool:
+    """A round that streamed and published nothing else before the next iteration began: v2's
+    re-ask after a failed ``_validate_decision`` (it returns before its decision step)."""
+    return (
+        not rnd.decided
+        and not rnd.accepted
+        and not rnd.observed
+        and not rnd.runtime_rejected
+        and not rnd.exact
+    )
 
 
 def _clash(rnd: _Round) -> tuple[int, str, str] | None:

@@ -44,17 +44,24 @@ def round_drift(
     policy_label: str,
     mode: ModeSources = ModeSources(),  # noqa: B008 - an immutable NamedTuple
     dedups_reported: bool = True,
+    react_version: str = "v3",
 ) -> tuple[Discrepancy, ...]:
     """Every disagreement between the round as recorded and its prediction under ``policy``
     (empty: the runtime did what the policy says). ``mode``: where the multi-action mode comes
-    from when the round did not report one (DESIGN §2.10 item 6)."""
+    from when the round did not report one (DESIGN §2.10 item 6); ``react_version``: the agent
+    the prediction assumes (the precedence's answer for the round)."""
     found = recorded_round(key, state)
     if found is None:
         return ()
     spec = parse_recorded_round(found).spec
     predicted = outcomes_by_slot(
         spec,
-        decide_any(spec, policy, multi_action_mode=multi_action_mode(spec.multi_action_mode, mode)),
+        decide_any(
+            spec,
+            policy,
+            multi_action_mode=multi_action_mode(spec.multi_action_mode, mode),
+            react_version=react_version,
+        ),
     )
     drift: list[Discrepancy] = []
     for (attempt, index), action in assembly_outcomes(state).items():

@@ -292,6 +292,10 @@ def assembly_merge(state: Assembly, events: Iterable[Event]) -> Assembly:
         elif event_type == ROUND_STARTED:
             mode = data.get("multi_action_mode")
             mark = [ts, event_id, data["max_actions"], data.get("policy_hash"), mode]
+            version = str(data.get("react_version") or "").strip().lower()
+            if version in ("v2", "v3"):
+                # The react agent it reported, and whether a bridge inferred it.
+                mark += [version, bool(data.get("inferred"))]
             _keep(top, "start", mark, latest=False)
         elif event_type == ROUND_FINISHED:
             mark = [ts, event_id, data["outcome"]]
@@ -475,10 +479,20 @@ def _text_fields(action: str, slot: Slot) -> dict[str, str]:
     return found
 
 
+def started_react_version(state: Assembly) -> tuple[str | None, str | None]:
+    """The react agent ``round.started`` named: (reported by the runtime, inferred by a bridge);
+    at most one is set (the precedence of :mod:`policy.domain.react_version` ranks them)."""
+    start = state["start"]
+    if start is None or len(start) < 7 or start[5] not in ("v2", "v3"):
+        return None, None
+    return (None, start[5]) if start[6] else (start[5], None)
+
+
 def recorded_round(key: tuple[str, str, int], state: Assembly) -> dict[str, Any] | None:
     """The round as the engine replays it (a dry-run round plus its ``agent``; impact, issue
     13): per attempt, the observed actions in index order with their tool ids and params, the
-    round's ``max_actions`` and the ``multi_action_mode`` it reported. ``None`` when no action
+    round's ``max_actions``, the ``multi_action_mode`` and ``react_version`` it reported. ``None``
+    when no action
     was observed (nothing to replay: a round the bridge only inferred, or one just started)."""
     attempts: dict[int, list[tuple[int, dict[str, Any]]]] = {}
     for slot_key, slot in state["slots"].items():
@@ -501,6 +515,11 @@ def recorded_round(key: tuple[str, str, int], state: Assembly) -> dict[str, Any]
         found["max_actions"] = start[2]
     if start is not None and len(start) > 4 and isinstance(start[4], str):
         found["multi_action_mode"] = start[4]
+    reported, inferred = started_react_version(state)
+    if reported or inferred:
+        # The react agent round.started named (the runtime's report, else a bridge's
+        # inference): the round's own, which a replay predicts it under.
+        found["react_version"] = reported or inferred
     found["attempts"] = [
         [action for _, action in sorted(attempts[number])] for number in sorted(attempts)
     ]

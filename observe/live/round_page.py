@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from observe.domain.events import ROUND_STARTED, TOOL_FINISHED, format_ts
+from observe.domain.events import ROUND_FINISHED, ROUND_STARTED, TOOL_FINISHED, format_ts
 from observe.domain.rounds import Round as AssembledRound
 from observe.domain.rounds import RoundAction
 from observe.live.cards import ActionRow, action_row, params_by_slot, params_text
@@ -120,11 +120,23 @@ def reported_mode(round_: AssembledRound) -> str | None:
 
 
 def reported_react_version(round_: AssembledRound) -> str | None:
-    """The react agent ``round.started`` reported (``react_version``: ``v2``/``v3``), if any."""
+    """The react agent ``round.started`` reported (``react_version``: ``v2``/``v3``), if any; a
+    bridge's inferred ``round.started`` is :func:`inferred_react_version`'s."""
     for event in round_.events:
-        if event.type == ROUND_STARTED:
+        if event.type == ROUND_STARTED and not event.data.get("inferred"):
             version = str(event.data.get("react_version") or "").strip().lower()
             return version if version in ("v2", "v3") else None
+    return None
+
+
+def inferred_react_version(round_: AssembledRound) -> str | None:
+    """The react agent a bridge inferred from the envelopes (``react_version`` on its inferred
+    ``round.started``, or on ``round.finished`` of the round whose envelopes proved it)."""
+    for event in round_.events:
+        if event.type in (ROUND_STARTED, ROUND_FINISHED) and event.data.get("inferred"):
+            version = str(event.data.get("react_version") or "").strip().lower()
+            if version in ("v2", "v3"):
+                return version
     return None
 
 

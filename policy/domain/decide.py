@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from policy.domain.backstop import multi_action_enabled
 from policy.domain.engine import ACCEPTED, DROPPED, NOT_OBSERVED, REJECTED, Row, run
+from policy.domain.react_v2 import run_v2
 from policy.domain.round_policy import RoundPolicy
 from policy.domain.round_spec import RoundSpec
 
@@ -33,6 +34,9 @@ class Outcome:
     def rejected(self) -> bool:
         return self.verdict == "rejected"
 
+
+#: v2: an attempt after the turn ran a tool or ended (the dry-run's ``not_reached`` verdict).
+NOT_REACHED: Final = "not_reached"
 
 #: Per attempt, per streamed action (in stream order): its outcome.
 Decision = tuple[tuple[Outcome, ...], ...]
@@ -118,8 +122,46 @@ def outcomes_by_slot(
     }
 
 
-def decide_any(spec: RoundSpec, policy: Any, *, multi_action_mode: str = "off") -> Decision:
-    """:func:`decide` for a round policy or anything with ``tools`` (an agent resolution)."""
+def decide_v2(spec: RoundSpec, policy: RoundPolicy) -> Decision:
+    """Each streamed action's outcome under KDCube's **v2** agent, as :func:`dry_run_v2` gives it
+    (:mod:`policy.domain.react_v2`): per attempt (one answer of the model), the call that runs or
+    the final answer ``accepted``, every action of a decision that fails v2's protocol
+    ``rejected`` with its first notice, and ``not_reached`` after the turn ran a tool or ended.
+    No early start and no dedup under v2."""
+    decisions = run_v2(spec.attempts, frozenset(policy.traits_by_id), iteration=spec.iteration)
+    out: list[tuple[Outcome, ...]] = []
+    for number, actions in enumerate(spec.attempts):
+        decision = decisions[number] if number < len(decisions) else None
+        if decision is None:
+            outcome = _outcome(NOT_REACHED, None, False, False)
+        elif decision.route == "tool_execution" or (
+            decision.route == "exit" and not decision.notices
+        ):
+            outcome = _PLAIN[ACCEPTED]
+        else:
+            code = decision.notices[0] if decision.notices else (decision.exit or "")
+            outcome = _outcome(REJECTED, code, False, False)
+        out.append(tuple(outcome for _ in actions))
+    return tuple(out)
+
+
+def decide_version(
+    spec: RoundSpec, policy: RoundPolicy, *, multi_action_mode: str = "off", react_version: str
+) -> Decision:
+    """:func:`decide` under ``v3``, :func:`decide_v2` under ``v2`` (the version the precedence of
+    :mod:`policy.domain.react_version` gives)."""
+    if react_version == "v2":
+        return decide_v2(spec, policy)
+    return decide(spec, policy, multi_action_mode=multi_action_mode)
+
+
+def decide_any(
+    spec: RoundSpec, policy: Any, *, multi_action_mode: str = "off", react_version: str = "v3"
+) -> Decision:
+    """:func:`decide_version` for a round policy or anything with ``tools`` (an agent
+    resolution)."""
     if not isinstance(policy, RoundPolicy):
         policy = RoundPolicy.of(policy.tools)
-    return decide(spec, policy, multi_action_mode=multi_action_mode)
+    return decide_version(
+        spec, policy, multi_action_mode=multi_action_mode, react_version=react_version
+    )

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from policy.domain.backstop import multi_action_enabled
-from policy.domain.decide import Outcome, decide, outcome_of_row, outcomes_by_slot
+from policy.domain.decide import Outcome, decide_version, outcome_of_row, outcomes_by_slot
 from policy.domain.dryrun import (
     AgentResolutionLike,
     RoundSpec,
@@ -265,6 +265,12 @@ class ImpactReport:
     per_agent: dict[str, Counter[str]] = field(default_factory=dict)
     #: (kind, rule) → actions, for the rejection kinds.
     per_rule: Counter[tuple[str, str]] = field(default_factory=Counter)
+    #: The react agent the predictions assumed (a round's own ``react_version`` wins) and where
+    #: it came from (:func:`policy.domain.react_version.react_version`'s words).
+    react_version: str = "v3"
+    react_version_source: str | None = None
+    #: Rounds predicted per version (a round file's own version can differ).
+    versions: Counter[str] = field(default_factory=Counter)
 
     def add(self, impact: RoundImpact) -> None:
         self.affected.append(impact)
@@ -274,6 +280,11 @@ class ImpactReport:
             self.per_agent.setdefault(impact.agent, Counter())[change.kind] += 1
             if change.kind in _REJECTION_KINDS:
                 self.per_rule[(change.kind, change.rule or "—")] += 1
+
+    @property
+    def version_rows(self) -> list[tuple[str, int]]:
+        """(react version, rounds predicted under it), by version."""
+        return sorted(self.versions.items())
 
     @property
     def rows(self) -> list[tuple[str, str, int]]:
@@ -289,6 +300,9 @@ class ImpactReport:
     def as_json(self) -> dict[str, Any]:
         return {
             "rounds": self.rounds,
+            "react_version": self.react_version,
+            "react_version_source": self.react_version_source,
+            "rounds_by_react_version": dict(sorted(self.versions.items())),
             "affected_rounds": len(self.affected),
             "totals": {k: self.totals[k] for k in KINDS},
             "per_agent": {a: _kinds(c) for a, c in sorted(self.per_agent.items())},
@@ -435,18 +449,23 @@ def replay(
     baseline_mode: ModeFor = _off,
     progress: Callable[[int], None] | None = None,
     every: int = 1000,
+    react_version: str = "v3",
+    version_source: str | None = None,
 ) -> ImpactReport:
     """Replay every round under both sides; a round whose predictions differ is *affected*.
 
     A round's own ``multi_action_mode`` wins over the side's (so a mode difference is never
     mistaken for a policy change). ``progress`` is called with the number of rounds done every
-    ``every`` rounds; it may raise to cancel."""
-    report = ImpactReport()
+    ``every`` rounds; it may raise to cancel. ``react_version``: the agent both sides are
+    predicted under (:func:`decide_version`), unless a round says its own."""
+    report = ImpactReport(react_version=react_version, react_version_source=version_source)
     before_policy, after_policy = _Policies(baseline), _Policies(candidate)
     differing: dict[str, frozenset[str]] = {}
     for recorded in rounds:
         spec, agent = recorded.spec, recorded.agent
         report.rounds += 1
+        version = spec.react_version or react_version
+        report.versions[version] += 1
         before_mode = multi_action_mode(spec.multi_action_mode, baseline_mode(agent))
         after_mode = multi_action_mode(spec.multi_action_mode, candidate_mode(agent))
         changed = differing.get(agent)
@@ -464,8 +483,12 @@ def replay(
             continue
         # Verdicts, rules, early starts and dedups are all a change can alter: the
         # verdicts-only path answers them without the dry-run's words.
-        before = decide(spec, before_policy(agent), multi_action_mode=before_mode)
-        after = decide(spec, after_policy(agent), multi_action_mode=after_mode)
+        before = decide_version(
+            spec, before_policy(agent), multi_action_mode=before_mode, react_version=version
+        )
+        after = decide_version(
+            spec, after_policy(agent), multi_action_mode=after_mode, react_version=version
+        )
         if before == after:
             if progress is not None and report.rounds % every == 0:
                 progress(report.rounds)
@@ -479,18 +502,29 @@ def replay(
 
 
 def predict(
-    rounds: Iterable[RecordedRound], *, policy: Resolver, mode: ModeFor = _off
+    rounds: Iterable[RecordedRound],
+    *,
+    policy: Resolver,
+    mode: ModeFor = _off,
+    react_version: str = "v3",
+    version_source: str | None = None,
 ) -> dict[str, Any]:
     """What one policy predicts for the rounds, in totals (``traitdeck replay`` without a
-    baseline): rounds, final actions, rejections by rule, early starts, dedups."""
+    baseline): rounds, final actions, rejections by rule, early starts, dedups, under
+    ``react_version`` unless a round says its own."""
     policies = _Policies(policy)
     rounds_seen = actions = early = dedup = 0
     rejected: Counter[str] = Counter()
     with_kind: Counter[str] = Counter()
+    versions: Counter[str] = Counter()
     for recorded in rounds:
         spec, agent = recorded.spec, recorded.agent
         chosen = multi_action_mode(spec.multi_action_mode, mode(agent))
-        decision = decide(spec, policies(agent), multi_action_mode=chosen)
+        version = spec.react_version or react_version
+        versions[version] += 1
+        decision = decide_version(
+            spec, policies(agent), multi_action_mode=chosen, react_version=version
+        )
         rounds_seen += 1
         kinds: set[str] = set()
         for outcome in (outcome for attempt in decision for outcome in attempt):
@@ -512,6 +546,9 @@ def predict(
         "early_starts": early,
         "dedups": dedup,
         "rounds_with": {k: with_kind[k] for k in ("rejection", "early", "dedup")},
+        "react_version": react_version,
+        "react_version_source": version_source,
+        "rounds_by_react_version": dict(sorted(versions.items())),
     }
 
 
@@ -529,9 +566,15 @@ def _counts(counts: Counter[str]) -> str:
     return ", ".join(f"{counts[k]:,} {LABELS[k]}" for k in KINDS if counts[k])
 
 
+def version_line(version: str, source: str | None) -> str:
+    """The text output's line naming the react agent a prediction assumed."""
+    where = f" (from {source})" if source else ""
+    return f"react agent assumed: {version}{where}; a round's own react_version wins"
+
+
 def describe_report(report: ImpactReport) -> list[str]:
     """The report as text: the summary, per agent, per tool, per rule, then every change."""
-    lines = [report.summary()]
+    lines = [report.summary(), version_line(report.react_version, report.react_version_source)]
     if not report.affected:
         return lines
     lines += [f"  agent {agent}: {_counts(c)}" for agent, c in sorted(report.per_agent.items())]

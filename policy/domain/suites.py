@@ -32,7 +32,7 @@ from typing import Any, Final
 import yaml
 
 from core.json_limits import MAX_DEPTH, nests_deeper
-from policy.domain.decide import Outcome, decide, outcomes_by_slot
+from policy.domain.decide import Outcome, decide_version, outcomes_by_slot
 from policy.domain.diagnostics import Severity
 from policy.domain.dryrun import (
     AgentResolutionLike,
@@ -245,15 +245,22 @@ def run_suite(
     policy: RoundPolicy | AgentResolutionLike,
     *,
     mode: ModeSources = ModeSources(),  # noqa: B008 - an immutable NamedTuple
+    react_version: str = "v3",
 ) -> tuple[CaseResult, ...]:
     """Every case run through the engine under ``policy`` (the suite's agent's), its round's own
-    multi-action mode winning over ``mode``."""
+    multi-action mode winning over ``mode`` and its own ``react_version`` over
+    ``react_version``."""
     round_policy = policy if isinstance(policy, RoundPolicy) else RoundPolicy.of(policy.tools)
     results = []
     for case in suite.cases:
         spec = case.spec
         chosen = multi_action_mode(spec.multi_action_mode, mode)
-        decision = decide(spec, round_policy, multi_action_mode=chosen)
+        decision = decide_version(
+            spec,
+            round_policy,
+            multi_action_mode=chosen,
+            react_version=spec.react_version or react_version,
+        )
         results.append(CaseResult(case.name, check_case(case, outcomes_by_slot(spec, decision))))
     return tuple(results)
 

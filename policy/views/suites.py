@@ -37,6 +37,7 @@ def _page(request: HttpRequest, agent: str, *, status: int = 200, **extra: Any) 
         "rows": rows,
         "missing": checked.missing,
         "failing": len(checked.failing),
+        "react_version": checked.react_version,
         **extra,
     }
     return render(request, SUITE_TEMPLATE, context, status=status)

@@ -64,6 +64,31 @@ def test_a_runtime_that_follows_its_version_shows_no_drift(v1_hash: str) -> None
     assert set(finished.values_list("drift", flat=True)) == {False}
 
 
+def test_drift_predicts_under_the_react_version_the_precedence_gives(
+    v1_hash: str, settings: Any
+) -> None:
+    """The simulator plays v3 (early starts); an instance that assumes v2 (KDCube's default)
+    predicts no early start, so those rounds drift and the notes say v2 was assumed. A round
+    whose round.started reports v3 is predicted under v3 whatever the setting."""
+    settings.TRAITDECK_REACT_AGENT_VERSION = "v2"
+    run(SAMPLE, v1_hash, 40)
+    drifted = Round.objects.filter(drift=True)
+    assert drifted.exists()
+    notes = [n["what"] for row in drifted for n in row.drift_notes]
+    assert any(n.endswith("policy v1 (react v2) predicts no early start") for n in notes)
+    Round.objects.all().delete()
+    simulator = Simulator(data(SAMPLE), seed=5, policy_hashes={"main": v1_hash})
+    start = timezone.now() - timedelta(minutes=20)
+    for number in range(40):
+        events = simulator.next_round(start + timedelta(seconds=10 * number))[1]
+        for event in events:
+            if event["type"] == "round.started":
+                event["react_version"] = "v3"
+        ingest(events)
+    assert not Round.objects.filter(drift=True).exists()
+    assert Round.objects.filter(drift=False).count() == 40
+
+
 def test_a_runtime_running_something_else_is_flagged_in_words_everywhere(
     v1_hash: str, viewer_client: Client
 ) -> None:
@@ -74,7 +99,7 @@ def test_a_runtime_running_something_else_is_flagged_in_words_everywhere(
     assert row is not None
     note = row.drift_notes[0]["what"]
     assert note.startswith("the runtime did not start workspace_jobs.launch_background_job early")
-    assert note.endswith("policy v1 predicts an early start")
+    assert note.endswith("policy v1 (react v3) predicts an early start")
     # API: the flag, the filter and the notes.
     listed = viewer_client.get("/api/v1/rounds?has=drift&limit=500").json()["rounds"]
     assert len(listed) == drifted.count()

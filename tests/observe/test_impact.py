@@ -3,6 +3,7 @@ publish page's summary (issue 13)."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -16,7 +17,7 @@ from observe.models import Round
 from policy.domain.yaml_io import load_policy
 from policy.services import draft_change, draft_replace
 from policy.versions import policy_publish
-from tests.markup import find, find_all
+from tests.markup import find, find_all, text_of
 from tests.observe.live_support import ingest_simulated
 
 pytestmark = pytest.mark.django_db
@@ -207,3 +208,29 @@ def test_an_affected_round_shows_both_predictions_side_by_side(
     assert "started early" in " ".join(row.text for row in changed)
     missing = viewer_client.get("/policy/impact/rounds/main/no-such-turn/0/")
     assert missing.status_code == 404
+
+
+def test_a_round_that_reported_its_react_agent_is_replayed_under_it(
+    viewer_client: Client, recorded: None, settings: Any
+) -> None:
+    """round.started said v2 while the instance assumes v3: the side-by-side predicts it under v2
+    and says so, the impact counts it under v2, and the export carries it for offline replay."""
+    from tests.observe.live_support import HandRound, ingest
+
+    settings.TRAITDECK_REACT_AGENT_VERSION = "v3"
+    hand = HandRound(turn_id="turn-v2", iteration=0).add(
+        "round.started", after_ms=0, max_actions=2, react_version="v2"
+    )
+    ingest(hand.call(0, "workspace_jobs.launch_background_job").generation().finished().events)
+    page = viewer_client.get(
+        "/policy/impact/rounds/main/turn-v2/0/?baseline=1&candidate=draft"
+    ).content.decode()
+    assert " ".join(text_of(page, "p", id="impact-round-react").split()) == (
+        "React agent assumed v2 (from the round's react_version)"
+    )
+    report = post(viewer_client, {"baseline": "1"}).json()
+    assert report["react_version"] == "v3"
+    assert report["rounds_by_react_version"]["v2"] == 1
+    export = viewer_client.get("/api/v1/rounds/export.jsonl?turn=turn-v2")
+    lines = [json.loads(line) for line in b"".join(export).decode().splitlines()]
+    assert [line["react_version"] for line in lines] == ["v2"]

@@ -420,6 +420,35 @@ def test_the_history_form_keeps_the_search(viewer: Client) -> None:
     assert_element(page, "input", name="since", id="history-since", value="2026-01-02T03:04")
 
 
+def test_the_round_page_shows_the_react_agent_the_bridge_inferred_from_v2_envelopes(
+    viewer: Client, settings: Any
+) -> None:
+    """The v2 turn whose protocol retries ran out, mapped by the bridge from the envelopes v2's
+    own decision node published: its rounds say v2 although the setting says v3, and the last
+    one is the turn's failure."""
+    import json
+
+    from bridge.domain.mapping import Mapper
+    from conformance import fixtures
+
+    settings.TRAITDECK_REACT_AGENT_VERSION = "v3"
+    case = next(
+        c
+        for c in fixtures.read("kdcube-envelopes-v2")["cases"]
+        if c["id"] == "v2-retries-exhausted"
+    )
+    mapper, events = Mapper({"main"}), []
+    for message in case["published"]:
+        events += mapper.feed_message(message["channel"], json.dumps(message["payload"])).events
+    ingest(events)
+    for iteration in (0, 2):
+        page = viewer.get(f"/live/rounds/main/v2-turn-d/{iteration}/").content.decode()
+        assert " ".join(text_of(page, "dd", id="round-react").split()) == (
+            "v2 (from the bridge's inference from the envelopes)"
+        )
+    assert "action_schema_error validation failed." in page_text(page)
+
+
 def test_the_round_page_shows_the_mode_and_react_agent_the_round_ran_with(
     viewer: Client, settings: Any
 ) -> None:

@@ -15,7 +15,7 @@ from policy.domain.yaml_io import load_policy
 from policy.models import PolicyVersion
 from policy.services import draft_replace
 from policy.versions import policy_publish
-from tests.markup import find_all, page_text
+from tests.markup import find_all, page_text, text_of
 from tests.observe.live_support import ingest
 
 pytestmark = pytest.mark.django_db
@@ -75,3 +75,27 @@ def test_it_lists_the_riskiest_changes_first_explained_and_in_words(
     headings = group_headings(only_early)
     assert [text for text in headings if text.endswith("early starts lost")]
     assert not [text for text in headings if text.endswith("no longer rejected")]
+
+
+def test_the_impact_predicts_under_the_react_agent_the_instance_assumes_and_says_so(
+    recorded: None, publisher_client: Client, settings: object
+) -> None:
+    """Under v3 (the suite's pin) the change loses early starts; an instance that assumes v2
+    (KDCube's default) predicts none to lose, and the publish page's badge says v2."""
+    page = publisher_client.get("/policy/publish/").content.decode()
+    assert " ".join(text_of(page, "p", id="impact-react").split()).startswith(
+        "React agent assumed v3 (from the setting TRAITDECK_REACT_AGENT_VERSION;"
+    )
+    settings.TRAITDECK_REACT_AGENT_VERSION = "v2"  # type: ignore[attr-defined]
+    page = publisher_client.get("/policy/publish/").content.decode()
+    badge = " ".join(text_of(page, "p", id="impact-react").split())
+    assert badge.startswith("React agent assumed v2 (from the setting")
+    assert badge.endswith(" rounds under v2)")
+    assert not [text for text in group_headings(page) if text.endswith("early starts lost")]
+    data = publisher_client.post(
+        "/api/v1/policy/impact", data="{}", content_type="application/json"
+    ).json()
+    assert (data["react_version"], data["react_version_source"]) == (
+        "v2",
+        "the setting TRAITDECK_REACT_AGENT_VERSION",
+    )

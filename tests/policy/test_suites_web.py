@@ -17,7 +17,7 @@ from policy.domain.yaml_io import load_policy
 from policy.models import PolicyVersion, SuiteCase
 from policy.services import draft_change, draft_replace
 from policy.versions import policy_publish
-from tests.markup import find
+from tests.markup import find, text_of
 from tests.observe.live_support import HandRound, ingest
 
 pytestmark = pytest.mark.django_db
@@ -70,9 +70,31 @@ def test_a_saved_case_pins_what_the_draft_gets_and_passes(
     page = editor_client.get(SUITE).content.decode()
     assert "all pass under the draft" in page
     assert AuditEntry.objects.filter(action="suite.case_add").count() == 1
+    # Saved under the agent the instance assumes (the suite's pin: v3), which the case keeps.
+    assert case.round["react_version"] == "v3"
+    assert "React agent assumed v3" in " ".join(text_of(page, "p", id="suite-react").split())
     again = save_case(editor_client)
     assert again.status_code == 422
     assert b"already has a case named" in again.content
+
+
+def test_a_case_saved_under_v2_pins_what_v2_does_and_keeps_it(
+    editor_client: Client, published: None, settings: Any
+) -> None:
+    """Under v2 (KDCube's default) two action channels run nothing: the saved case pins both as
+    action_schema_error and keeps v2, so it still passes once the instance assumes v3."""
+    settings.TRAITDECK_REACT_AGENT_VERSION = "v2"
+    assert save_case(editor_client).status_code == 302
+    case = SuiteCase.objects.get(agent="main")
+    assert case.round["react_version"] == "v2"
+    assert [(e["verdict"], e.get("rule")) for e in case.expect] == [
+        ("rejected", "action_schema_error"),
+        ("rejected", "action_schema_error"),
+    ]
+    page = editor_client.get(SUITE).content.decode()
+    assert "React agent assumed v2" in " ".join(text_of(page, "p", id="suite-react").split())
+    settings.TRAITDECK_REACT_AGENT_VERSION = "v3"
+    assert "all pass under the draft" in editor_client.get(SUITE).content.decode()
 
 
 def test_a_draft_change_that_breaks_a_case_shows_on_the_agent_and_suite_pages(

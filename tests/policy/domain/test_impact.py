@@ -13,6 +13,7 @@ import pytest
 
 from observe.domain.scenarios import Palette, pick_scenario, plan_round
 from policy.cli import run
+from policy.domain.decide import decide_v2, outcomes_by_slot
 from policy.domain.dryrun import RoundSpec, dry_run
 from policy.domain.impact import (
     CHANGE_KINDS,
@@ -36,6 +37,7 @@ from policy.domain.impact import (
 )
 from policy.domain.multi_action import ModeSources, multi_action_mode
 from policy.domain.resolution import AgentResolution, resolve_consumer
+from policy.domain.round_policy import RoundPolicy
 from policy.domain.yaml_io import load_policy
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -268,6 +270,58 @@ def test_the_cli_without_a_baseline_prints_the_prediction(files: dict[str, str])
     assert code == 0
     assert out.startswith("100 rounds, ")
     assert "early starts" in out
+
+
+def test_decide_v2_gives_the_v2_dry_run_s_outcomes() -> None:
+    """The verdicts-only path under v2 is the dry-run's v2 rows, round for round."""
+    sample = resolution(SAMPLE)
+    policy = RoundPolicy.of(sample.tools)
+    for recorded in ROUNDS:
+        spec = recorded.spec
+        got = outcomes_by_slot(spec, decide_v2(spec, policy))
+        assert got == outcomes(dry_run(spec, sample, react_version="v2")), spec.turn_id
+
+
+def test_replay_and_predict_run_under_the_react_version_they_are_given() -> None:
+    """v2 starts nothing early, so a policy that loses launch_background_job's early starts
+    under v3 changes no early start under v2; the report says which agent it assumed."""
+    v3 = replay(ROUNDS, **sides(SAMPLE, LAUNCH_EXPLORES))
+    v2 = replay(ROUNDS, **sides(SAMPLE, LAUNCH_EXPLORES), react_version="v2")
+    assert v3.totals[EARLY_LOST] > 0
+    assert v2.totals[EARLY_LOST] == 0
+    assert v2.as_json()["react_version"] == "v2"
+    assert v2.as_json()["rounds_by_react_version"] == {"v2": len(ROUNDS)}
+    totals = predict(ROUNDS, policy=lambda agent: resolution(SAMPLE), react_version="v2")
+    assert totals["early_starts"] == totals["dedups"] == 0
+    assert totals["rejected"].get("action_schema_error", 0) > 0
+    assert totals["react_version"] == "v2"
+
+
+def test_the_cli_replay_says_which_react_agent_it_assumed(
+    files: dict[str, str], tmp_path: Path
+) -> None:
+    code, out, _ = cli(
+        "replay", files["old.yaml"], "--rounds", files["rounds.jsonl"], "--react-version", "v2",
+        "--format", "json",
+    )  # fmt: skip
+    assert code == 0
+    data = json.loads(out)
+    assert (data["react_version"], data["react_version_source"]) == ("v2", "the explicit choice")
+    assert data["early_starts"] == 0
+    code, text, _ = cli("replay", files["old.yaml"], "--rounds", files["rounds.jsonl"])
+    assert text.splitlines()[1] == (
+        "react agent assumed: v3 (from the setting TRAITDECK_REACT_AGENT_VERSION); a round's own "
+        "react_version wins"
+    )
+    # A round's own react_version wins over the command's.
+    own = tmp_path / "own.jsonl"
+    first = json.loads(Path(files["rounds.jsonl"]).read_text().splitlines()[0])
+    own.write_text(json.dumps({**first, "react_version": "v2"}) + "\n", encoding="utf-8")
+    code, out, _ = cli(
+        "replay", files["new.yaml"], "--rounds", str(own), "--against", files["old.yaml"],
+        "--react-version", "v3", "--format", "json",
+    )  # fmt: skip
+    assert json.loads(out)["rounds_by_react_version"] == {"v2": 1}
 
 
 def test_a_malformed_line_is_a_usage_error_naming_it(files: dict[str, str], tmp_path: Path) -> None:

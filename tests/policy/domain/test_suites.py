@@ -179,7 +179,36 @@ def test_traitdeck_test_exits_0_when_every_case_passes(files: dict[str, str]) ->
     code, out, _ = cli("test", files["sample.yaml"], files["suite.yaml"])
     assert code == 0
     assert out.splitlines()[0] == "ok   an export may not follow a search"
-    assert out.splitlines()[-1] == "1 case(s), all pass"
+    assert out.splitlines()[-2] == "1 case(s), all pass"
+    assert out.splitlines()[-1] == (
+        "react agent assumed: v3 (from the setting TRAITDECK_REACT_AGENT_VERSION); a round's own "
+        "react_version wins"
+    )
+
+
+def test_traitdeck_test_runs_the_cases_under_the_react_version_it_names(
+    files: dict[str, str],
+) -> None:
+    """Under v2 (KDCube's default) the two action channels of the pinned round run nothing:
+    both are action_schema_error and the model is asked again; the output says which agent."""
+    code, out, _ = cli(
+        "test", files["sample.yaml"], files["suite.yaml"], "--react-version", "v2",
+        "--format", "json",
+    )  # fmt: skip
+    assert code == 1
+    data = json.loads(out)
+    assert (data["react_version"], data["react_version_source"]) == ("v2", "the explicit choice")
+    assert data["cases"][0]["failures"] == [
+        "attempt 1 #1 workspace_jobs.export_report: expected rejection by "
+        "multi_action_bundle_strategy_incompatible, got rejected (action_schema_error)"
+    ]
+    # A case's own react_version wins over the command's.
+    pinned = suite(
+        {"attempt": 1, "index": 0, "verdict": "rejected", "rule": "action_schema_error"},
+        round_data={**SEARCH_THEN_EXPORT, "react_version": "v2"},
+    )
+    [result] = run_suite(pinned, resolution(SAMPLE), react_version="v3")
+    assert result.passed, result.failures
 
 
 def test_traitdeck_test_exits_1_on_a_failing_case(files: dict[str, str]) -> None:
