@@ -17,9 +17,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from policy.domain.builtins import DEFAULT_ROLE
-from policy.domain.catalog import catalog_entries, render_catalog, render_value
+from policy.domain.catalog import COMPACT_OMITS, catalog_preview, render_value
 from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
 from policy.domain.jsonable import json_text
+from policy.domain.multi_action import CATALOG_DETAILS
 from policy.domain.overseer import DEFAULT_MAX_ACTIONS, FINAL_ACTIONS
 from policy.domain.react_version import REACT_VERSIONS, VersionSources, react_version
 from policy.domain.resolution import AgentResolution, EffectiveTool
@@ -107,17 +108,26 @@ def effective_view(request: HttpRequest, agent: str) -> HttpResponse:
 
 
 def catalog_view(request: HttpRequest, agent: str) -> HttpResponse:
-    """The exact catalog text the model reads (the same bytes as the API's text catalog)."""
+    """The exact catalog text the model reads (the same bytes as the API's text catalog), in the
+    form ``?detail=`` asks for (``full`` or ``compact``), else the one the agent reads by
+    default."""
     role = role_param(request.GET.get("role"))
-    resolution = _resolution(agent, role)
-    text = render_catalog(catalog_entries(resolution.listing))
+    state = draft_state()
+    resolution = agent_resolution(state, agent, role=role)
+    asked = request.GET.get("detail")
+    preview = catalog_preview(
+        state.data, agent, resolution.listing, detail=asked if asked in CATALOG_DETAILS else None
+    )
     hidden = set(beyond_first_page(resolution.agent))
     return render_page(
         request,
         "policy/catalog.html",
         {
             "agent": resolution.agent,
-            "catalog": text,
+            "catalog": preview.document(),
+            "preview": preview,
+            "details": CATALOG_DETAILS,
+            "omitted": COMPACT_OMITS,
             "tool_count": len(resolution.tools),
             "role": role or "none",
             "unseen": [t.tool_id for t in resolution.tools if t.tool_id in hidden],

@@ -181,6 +181,31 @@ def test_the_catalog_preview_equals_traitdeck_catalog(web: Client, tmp_path: Pat
     assert shown == cli(["catalog", "FILE", "--agent", "main"], tmp_path)
 
 
+def test_the_compact_preview_is_the_api_and_cli_compact_text(web: Client, tmp_path: Path) -> None:
+    response = web.get("/policy/agents/main/catalog/?detail=compact")
+    shown = pre(response, "catalog")
+    assert shown.startswith("[AVAILABLE TOOLS] [COMPACT]\n")
+    assert shown == web.get("/api/v1/agents/main/catalog?detail=compact").content.decode("utf-8")
+    assert shown == cli(["catalog", "FILE", "--agent", "main", "--detail", "compact"], tmp_path)
+    assert "purpose line" in text_of(page(response), "p", id="compact-omits")
+
+
+def test_the_preview_marks_the_default_form_and_no_catalog(web: Client) -> None:
+    data = load_policy(POLICY).data
+    data["react"] = {
+        "main": {"instructions": {"tool_catalog_detail": "compact", "include_tool_catalog": "no"}}
+    }
+    draft_replace(data=data, base_revision=draft_state().revision)
+    response = web.get("/policy/agents/main/catalog/")
+    forms = text_of(page(response), "p", id="catalog-form")
+    assert "reads the compact catalog" in forms
+    assert "react.main.instructions.tool_catalog_detail" in forms
+    assert pre(response, "catalog").startswith("[AVAILABLE TOOLS] [COMPACT]\n")
+    warning = text_of(page(response), "p", id="no-catalog")
+    assert "No catalog" in warning
+    assert "react.main.instructions.include_tool_catalog" in warning
+
+
 def test_the_catalog_preview_shows_namespace_overrides(web: Client) -> None:
     shown = pre(web.get("/policy/agents/main/catalog/"), "catalog")
     assert (
