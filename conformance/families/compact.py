@@ -12,13 +12,20 @@ from typing import Any
 NAME = "compact"
 MIN_CASES = 60
 HEADER = "X"
+#: The lines of a compact entry the runtime takes from the tool's code (``purpose``, ``params``
+#: and each param, ``constraint``): what a policy does not determine.
+CODE_LINE_PREFIXES = ("  purpose: ", "  params:", "    - ", "  constraint: ")
+
+
+def without_code_lines(text: str) -> str:
+    """The runtime's compact text without the lines taken from the tools' code."""
+    return "\n".join(line for line in text.split("\n") if not line.startswith(CODE_LINE_PREFIXES))
 
 
 def record(rt: Any) -> list[dict[str, Any]]:
     from conformance.families.catalog import all_catalog_inputs
     from conformance.families.config import canonical
     from conformance.runtime_policy import agent_adapters
-    from policy.domain.catalog import without_code_lines
 
     out = []
     for name, case in all_catalog_inputs():

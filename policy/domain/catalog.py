@@ -137,9 +137,6 @@ COMPACT_RULE: Final = (
 #: The header the preview draws its one block under (the runtime splits the list into react,
 #: common and code-only blocks, each in this layout under its own header).
 PREVIEW_HEADER: Final = "[AVAILABLE TOOLS]"
-#: The lines of a compact entry the runtime takes from the tool's code (its docstring, its
-#: parameters, its first constraint), which a policy does not determine and Traitdeck cannot read.
-CODE_LINE_PREFIXES: Final = ("  purpose: ", "  params:", "    - ", "  constraint: ")
 
 
 #: The connection kinds whose tools the runtime runs as coroutines (its MCP adapter and
@@ -162,9 +159,10 @@ class CompactTool(Protocol):
 def render_compact(tools: Sequence[CompactTool], *, header: str = PREVIEW_HEADER) -> str:
     """The compact catalog (``tool_catalog_detail: compact``) of ``tools`` (pass
     ``resolution.listing``) as the runtime renders it, without the lines it takes from each tool's
-    code (:data:`CODE_LINE_PREFIXES`): the header, the roster of ids, the rule, then per tool
-    ``- <id>`` (`` [async]`` for :data:`ASYNC_KINDS`) and its ``namespaces`` line. No Scope
-    block, no trait line. ``""`` when there is no tool (the runtime renders nothing either)."""
+    code (``purpose``, ``params`` and ``constraint``, :data:`COMPACT_OMITS`): the header, the
+    roster of ids, the rule, then per tool ``- <id>`` (`` [async]`` for :data:`ASYNC_KINDS`) and
+    its ``namespaces`` line. No Scope block, no trait line. ``""`` when there is no tool (the
+    runtime renders nothing either)."""
     ids = [str(tool.tool_id or "unknown") for tool in tools]
     if not ids:
         return ""
@@ -178,12 +176,6 @@ def render_compact(tools: Sequence[CompactTool], *, header: str = PREVIEW_HEADER
         if tool.namespaces_applicable:
             lines.append("  namespaces: " + ", ".join(map(str, tool.namespaces_applicable)))
     return "\n".join(lines)
-
-
-def without_code_lines(text: str) -> str:
-    """A runtime compact text with the lines taken from the tools' code left out: what a policy
-    determines, the part :func:`render_compact` is held to byte for byte."""
-    return "\n".join(line for line in text.split("\n") if not line.startswith(CODE_LINE_PREFIXES))
 
 
 #: What the preview says of the lines it leaves out of the compact form.
