@@ -82,14 +82,21 @@ def outcome_of_row(row: Mapping[str, Any]) -> Outcome:
     )
 
 
-def decide(spec: RoundSpec, policy: RoundPolicy, *, multi_action_mode: str = "off") -> Decision:
-    """Each streamed action's outcome under ``policy``, as :func:`dry_run` gives it."""
+def decide(
+    spec: RoundSpec,
+    policy: RoundPolicy,
+    *,
+    multi_action_mode: str = "off",
+    exec_code_complete: bool = True,
+) -> Decision:
+    """Each streamed action's outcome under ``policy``, as :func:`dry_run` gives it
+    (``exec_code_complete`` as there)."""
     multi = _ENABLED.get(multi_action_mode)
     if multi is None:
         multi = multi_action_enabled(multi_action_mode)
         if len(_ENABLED) < _MAX_SHARED:
             _ENABLED[multi_action_mode] = multi
-    attempts = run(spec, policy, multi).rows
+    attempts = run(spec, policy, multi, exec_code_complete).rows
     if len(attempts) == 1:  # (most rounds: no tuple of a list of attempts)
         return (_outcomes(attempts[0]),)
     return tuple([_outcomes(rows) for rows in attempts])
@@ -118,8 +125,12 @@ def outcomes_by_slot(
     }
 
 
-def decide_any(spec: RoundSpec, policy: Any, *, multi_action_mode: str = "off") -> Decision:
+def decide_any(
+    spec: RoundSpec, policy: Any, *, multi_action_mode: str = "off", exec_code_complete: bool = True
+) -> Decision:
     """:func:`decide` for a round policy or anything with ``tools`` (an agent resolution)."""
     if not isinstance(policy, RoundPolicy):
         policy = RoundPolicy.of(policy.tools)
-    return decide(spec, policy, multi_action_mode=multi_action_mode)
+    return decide(
+        spec, policy, multi_action_mode=multi_action_mode, exec_code_complete=exec_code_complete
+    )
