@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
-from policy.domain.backstop import explain_code, multi_action_enabled
+from policy.domain.backstop import EXEC_TOOLS, explain_code, multi_action_enabled
 from policy.domain.engine import (
     ACCEPTED,
     DROPPED,
@@ -368,7 +368,12 @@ def describe(result: Mapping[str, Any]) -> list[str]:
             + ": "
             + version_meaning(str(version))
         )
-    if "exec_code_complete" in result:
+    executes = any(
+        item.get("tool_id") in EXEC_TOOLS
+        for attempt in result.get("attempts", [])
+        for item in attempt.get("actions", [])
+    )
+    if executes and "exec_code_complete" in result:
         lines.append(
             "assumed the code channel "
             + ("streamed complete" if result["exec_code_complete"] else "incomplete")

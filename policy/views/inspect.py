@@ -206,6 +206,9 @@ class Composition:
     max_actions: str = ""
     attempts: list[list[ComposedAction]] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
+    #: The round's ``exec_code_complete`` (issue 37 §5): ``False`` only when the form says the
+    #: code channel did not stream complete.
+    exec_code_complete: bool = True
 
     @classmethod
     def from_post(cls, data: Any) -> Composition:
@@ -230,6 +233,7 @@ class Composition:
             iteration=data.get("iteration", "").strip(),
             max_actions=data.get("max_actions", "").strip(),
             attempts=attempts,
+            exec_code_complete=data.get("exec_code_complete", "true") != "false",
         )
 
     def apply(self, op: str, default_choice: str) -> None:
@@ -282,6 +286,8 @@ class Composition:
         if max_actions is not None:
             spec["max_actions"] = max_actions
         spec["attempts"] = [[action.spec() for action in attempt] for attempt in self.attempts]
+        if not self.exec_code_complete:
+            spec["exec_code_complete"] = False
         return spec
 
 

@@ -653,3 +653,13 @@ def test_a_collision_that_depends_on_the_runtimes_set_order_is_marked() -> None:
 def test_exec_code_complete_must_be_a_boolean() -> None:
     with pytest.raises(RoundSpecError, match="exec_code_complete must be true or false, not"):
         parse_round_spec(_exec_round(exec_code_complete="yes"))
+
+
+def test_the_text_says_the_code_channel_assumed_only_for_a_round_that_executes_code() -> None:
+    with_code = dry_run(parse_round_spec(_exec_round()), EXEC_POLICY, multi_action_mode="on")
+    assert any(
+        line.startswith("assumed the code channel streamed complete")
+        for line in describe(with_code)
+    )
+    plain = dry_run(parse_round_spec(one_round(PLAN)), EXEC_POLICY, multi_action_mode="on")
+    assert not any("code channel" in line for line in describe(plain))
