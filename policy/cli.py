@@ -385,6 +385,8 @@ def _catalog_note(agent: str, preview: CatalogPreview) -> str:
         f"traitdeck: {preview.detail} catalog; agent {agent!r} reads the "
         f"{preview.default_detail} one by default ({preview.default_source})"
     )
+    if preview.profile is not None:
+        note += f" under its default instruction profile {preview.profile!r}"
     if not preview.include:
         note += (
             f"; its model reads no catalog (include_tool_catalog is off: "

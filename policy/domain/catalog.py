@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from policy.domain.loading import runtime_traits
-from policy.domain.multi_action import CATALOG_DETAILS, catalog_form
+from policy.domain.multi_action import CATALOG_DETAILS, applied_profile, catalog_form
 
 SCOPE_HEADER: Final = "   Scope:\n"
 TRAIT_INDENT: Final = " " * 7 + "\u2022 "
@@ -208,6 +208,8 @@ class CatalogPreview:
     default_source: str
     include: bool
     include_source: str
+    #: The instruction profile that applies by default (its id), or ``None``.
+    profile: str | None = None
 
     def document(self, extra: str = "") -> str:
         """The text as a file: the compact form (which the runtime ends without a line end)
@@ -226,6 +228,7 @@ class CatalogPreview:
             "default_detail_source": self.default_source,
             "include_tool_catalog": self.include,
             "include_tool_catalog_source": self.include_source,
+            "instruction_profile": self.profile,
             **({"omitted": COMPACT_OMITS} if self.detail == "compact" else {}),
         }
 
@@ -239,6 +242,13 @@ def catalog_preview(
     form = catalog_form(data, agent)
     shown = detail if detail in CATALOG_DETAILS else form.detail
     text = render_compact(tools) if shown == "compact" else render_catalog(catalog_entries(tools))
+    profile = applied_profile(data, agent)
     return CatalogPreview(
-        shown, text, form.detail, form.detail_source, form.include, form.include_source
+        shown,
+        text,
+        form.detail,
+        form.detail_source,
+        form.include,
+        form.include_source,
+        None if profile is None else profile.id,
     )

@@ -548,6 +548,22 @@ def test_catalog_reads_the_form_the_agent_applies_and_says_where_it_comes_from(
     assert full.out.startswith("[1] workspace_jobs.search\n   Scope:\n")
 
 
+def test_catalog_names_the_profile_whose_form_applies(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        POLICY
+        + "react:\n  main:\n    instruction_profiles:\n      default: fast\n"
+        + "      options: [{id: fast, tool_catalog_detail: compact}]\n",
+        encoding="utf-8",
+    )
+    result = traitdeck("catalog", path, "--agent", "main")
+    assert result.out.startswith("[AVAILABLE TOOLS] [COMPACT]\n")
+    assert (
+        "(react.main.instruction_profiles.options[0].tool_catalog_detail) under its default "
+        "instruction profile 'fast'"
+    ) in result.err
+
+
 def test_catalog_says_when_the_model_reads_no_catalog(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text(
