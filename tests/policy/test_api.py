@@ -484,6 +484,17 @@ def test_dry_run_says_which_react_agent_it_assumed(imported: Client) -> None:
     assert refused.json()["error"] == "react_version must be v2 or v3."
 
 
+def test_dry_run_reads_the_rounds_code_channel(imported: Client) -> None:
+    data = post_json(imported, "/api/v1/agents/main/dry-run?react_version=v3", ROUND).json()
+    assert data["exec_code_complete"] is True
+    said = {**ROUND, "exec_code_complete": False}
+    data = post_json(imported, "/api/v1/agents/main/dry-run?react_version=v3", said).json()
+    assert data["exec_code_complete"] is False
+    refused = post_json(imported, "/api/v1/agents/main/dry-run", {**ROUND, "exec_code_complete": 1})
+    assert refused.status_code == 422
+    assert "exec_code_complete must be true or false" in refused.content.decode("utf-8")
+
+
 @pytest.mark.parametrize(
     "body",
     ["{not json", b"\xff\xfe{}", "[" * 50_000 + "]" * 50_000, " "],
