@@ -262,7 +262,9 @@ async def _post_generation(
         _accepted, _error, extra = await s._prepare_safe_multi_action_bundle(
             bundle=bundle,
             adapters_by_id=by_id,
-            allow_single_exec_with_code=False,
+            # The round's exec_code_complete, true when unsaid (as Traitdeck reads a round file):
+            # the exec streamer's is_complete (code captured and a contract), taken as given.
+            allow_single_exec_with_code=bool(spec.get("exec_code_complete", True)),
             prevalidated_action_indices=prevalidated,
             accepted_action_indices_out=accepted_positions,
         )

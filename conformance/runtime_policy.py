@@ -113,6 +113,9 @@ def agent_adapters(
             entry: dict[str, Any] = {
                 "id": f"mcp.{alias}.{name}",
                 "plugin_alias": alias,
+                # Every MCP tool is async (mcp_tools_subsystem._mk_mcp_entry): " [async]" in the
+                # compact catalog.
+                "is_async": True,
                 "doc": {"purpose": "", "args": {}, "returns": ""},
             }
             code = manifest.get(entry["id"])

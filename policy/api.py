@@ -13,14 +13,14 @@ from ninja import Router, Schema, Status
 from ninja.errors import HttpError
 
 from accounts.auth import session_auth
-from policy.domain.catalog import catalog_entries, render_catalog, render_scope
+from policy.domain.catalog import catalog_preview, render_scope
 from policy.domain.descriptor_write import ExportRefused
 from policy.domain.descriptors import DescriptorError
 from policy.domain.diagnostics import summarize
 from policy.domain.dryrun import dry_run, parse_round_spec
 from policy.domain.edits import as_sentence
 from policy.domain.jsonable import jsonable
-from policy.domain.multi_action import agent_presentation
+from policy.domain.multi_action import CATALOG_DETAILS, agent_presentation
 from policy.domain.react_version import REACT_VERSIONS
 from policy.domain.resolution import AgentResolution, effective_json
 from policy.domain.tools_unknown import render_unseen, unseen_tools
@@ -257,29 +257,47 @@ def effective(request: HttpRequest, agent: str, role: str | None = None) -> Any:
 
 
 @router.get("/agents/{agent}/catalog")
-def catalog(request: HttpRequest, agent: str, format: str = "text", role: str | None = None) -> Any:
-    """The catalog text the model reads (`text/plain`), or `{"tools": [{"id", "scope"}]}`;
-    `role` as for the effective traits."""
+def catalog(
+    request: HttpRequest,
+    agent: str,
+    format: str = "text",
+    role: str | None = None,
+    detail: str | None = None,
+) -> Any:
+    """The catalog text the model reads (`text/plain`), or in JSON `{"tools": [{"id", "scope"}],
+    "detail", "text", "default_detail", "default_detail_source", "include_tool_catalog",
+    "include_tool_catalog_source"}`; `detail` (`full` or `compact`) picks the runtime's form,
+    else the one the agent reads by default; `role` as for the effective traits."""
     if format not in {"text", "json"}:
         raise HttpError(422, "format must be text or json.")
+    if detail is not None and detail not in CATALOG_DETAILS:
+        raise HttpError(422, "detail must be full or compact.")
     # The runtime's list: a tool two connections both load is listed twice, as the model reads it.
-    run = agent_prediction(draft_state(), agent, role=role_param(role))
+    state = draft_state()
+    run = agent_prediction(state, agent, role=role_param(role))
     tools = run.resolution.listing
+    preview = catalog_preview(state.data, agent, tools, detail=detail)
     if format == "json":
-        return {
-            "resolved_agent": run.resolved_agent,
-            "unseen_tools": [
-                {**entry.as_json(), "scope": entry.scope} for entry in unseen_tools(run.resolution)
-            ],
-            "tools": [
-                {
-                    "id": t.tool_id,
-                    "scope": render_scope(t.traits, t.namespace_overrides, t.namespaces_applicable),
-                }
-                for t in tools
-            ],
-        }
-    text = render_catalog(catalog_entries(tools)) + render_unseen(unseen_tools(run.resolution))
+        return jsonable(
+            {
+                "resolved_agent": run.resolved_agent,
+                **preview.as_json(),
+                "unseen_tools": [
+                    {**entry.as_json(), "scope": entry.scope}
+                    for entry in unseen_tools(run.resolution)
+                ],
+                "tools": [
+                    {
+                        "id": t.tool_id,
+                        "scope": render_scope(
+                            t.traits, t.namespace_overrides, t.namespaces_applicable
+                        ),
+                    }
+                    for t in tools
+                ],
+            }
+        )
+    text = preview.document(render_unseen(unseen_tools(run.resolution)))
     return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
 

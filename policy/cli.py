@@ -25,7 +25,7 @@ from typing import Any, NoReturn, TextIO
 from policy.domain.agent_run import AgentRun, agent_run
 from policy.domain.analysis import Analysis, analyze_text
 from policy.domain.builtins import DEFAULT_ROLE, ROLES
-from policy.domain.catalog import catalog_entries, render_catalog
+from policy.domain.catalog import COMPACT_OMITS, CatalogPreview, catalog_preview
 from policy.domain.descriptor_write import ExportRefused, export_into_descriptor
 from policy.domain.descriptors import DescriptorError
 from policy.domain.diagnostics import Diagnostic
@@ -45,6 +45,7 @@ from policy.domain.impact import (
 from policy.domain.jsonable import json_text, jsonable
 from policy.domain.manifest import Manifest, ManifestError, parse_manifest
 from policy.domain.multi_action import (
+    CATALOG_DETAILS,
     ModeSources,
     agent_presentation,
     multi_action_mode,
@@ -123,6 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
     _role_option(catalog)
     catalog.add_argument("--tool", metavar="ID", help="only this model-facing tool id")
     catalog.add_argument("--no-builtins", action="store_true", help="leave out the react.* tools")
+    catalog.add_argument(
+        "--detail",
+        choices=CATALOG_DETAILS,
+        help="the runtime's form to render (default: the one that applies to the agent when the "
+        "end user picks none: its default instruction profile's or react block's "
+        "tool_catalog_detail, else full)",
+    )
     dry = command(
         "dry-run", "Run a round through the overseer, early gate and ledger.", formats=True
     )
@@ -369,6 +377,24 @@ def cmd_effective(args: argparse.Namespace, analysis: Analysis, out: TextIO, err
     return _note_errors(args.file, analysis, err)
 
 
+def _catalog_note(agent: str, preview: CatalogPreview) -> str:
+    """Which form the model of ``agent`` reads by default and where that comes from (stderr)."""
+    note = (
+        f"traitdeck: {preview.detail} catalog; agent {agent!r} reads the "
+        f"{preview.default_detail} one by default ({preview.default_source})"
+    )
+    if preview.profile is not None:
+        note += f" under its default instruction profile {preview.profile!r}"
+    if not preview.include:
+        note += (
+            f"; its model reads no catalog (include_tool_catalog is off: "
+            f"{preview.include_source}), this is the text it would read with it on"
+        )
+    if preview.detail == "compact":
+        note += ". " + COMPACT_OMITS
+    return note
+
+
 def cmd_catalog(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
     resolution = _run(analysis, args, err).resolution
     tools = [t for t in resolution.tools if not (args.no_builtins and t.builtin)]
@@ -378,9 +404,11 @@ def cmd_catalog(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: 
             err.write(f"traitdeck: agent {args.agent!r} has no tool {args.tool!r}\n")
             return EXIT_NEGATIVE
     listing = [t for t in resolution.listing if t in tools]
-    out.write(render_catalog(catalog_entries(listing)))
-    if args.tool is None:
-        out.write(render_unseen(unseen_tools(resolution)))
+    preview = catalog_preview(analysis.data, args.agent, listing, detail=args.detail)
+    err.write(_catalog_note(args.agent, preview) + "\n")
+    out.write(
+        preview.document(render_unseen(unseen_tools(resolution)) if args.tool is None else "")
+    )
     return _note_errors(args.file, analysis, err)
 
 

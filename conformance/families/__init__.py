@@ -29,6 +29,7 @@ FAMILY_MODULES = (
     "react",
     "v2",
     "v3off",
+    "setorder",
 )
 
 

@@ -7,11 +7,12 @@ are exercised: paths equal in another case, with ``/`` or as ``conv:fi:`` refere
 Two kinds of case:
 
 - ``round``: the whole round pipeline (``conformance.round_driver``) against Traitdeck's dry-run,
-  compared as the ``rounds`` family compares;
+  compared as the ``rounds`` family compares (the round's ``exec_code_complete`` unsaid: true);
 - ``bundle``: the runtime's ``_prepare_safe_multi_action_bundle`` called directly, with
-  ``allow_single_exec_with_code`` on or off (a round file has no code channel, so only here can
-  the one code-execution call of a bundle stay and count its contract files), against
-  :func:`policy.domain.backstop.backstop`.
+  ``allow_single_exec_with_code`` on or off, against :func:`policy.domain.backstop.backstop`.
+
+Contracts whose files make the runtime's answer depend on its set order are the ``setorder``
+family's.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from policy.domain.dryrun import AgentResolutionLike
 from policy.domain.impact import parse_recorded_round
 from policy.domain.multi_action import ModeSources, multi_action_mode
 from policy.domain.round_policy import RoundPolicy
+from policy.domain.round_spec import RoundSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,13 +55,42 @@ def round_drift(
     if found is None:
         return ()
     spec = parse_recorded_round(found).spec
+    chosen = multi_action_mode(spec.multi_action_mode, mode)
+    if spec.exec_code_complete is not None:
+        return _drift(
+            state, spec, policy, policy_label, chosen, dedups_reported, None, react_version
+        )
+    # The events do not say whether the decision's code channel streamed complete (issue 37 §5):
+    # both are predicted, and the round drifts only as far as the closer prediction says.
+    complete = _drift(
+        state, spec, policy, policy_label, chosen, dedups_reported, True, react_version
+    )
+    if not complete:
+        return complete
+    incomplete = _drift(
+        state, spec, policy, policy_label, chosen, dedups_reported, False, react_version
+    )
+    return incomplete if len(incomplete) < len(complete) else complete
+
+
+def _drift(
+    state: Assembly,
+    spec: RoundSpec,
+    policy: RoundPolicy | AgentResolutionLike,
+    policy_label: str,
+    chosen: str,
+    dedups_reported: bool,
+    exec_code_complete: bool | None,
+    react_version: str,
+) -> tuple[Discrepancy, ...]:
     predicted = outcomes_by_slot(
         spec,
         decide_any(
             spec,
             policy,
-            multi_action_mode=multi_action_mode(spec.multi_action_mode, mode),
+            multi_action_mode=chosen,
             react_version=react_version,
+            exec_code_complete=True if exec_code_complete is None else exec_code_complete,
         ),
     )
     drift: list[Discrepancy] = []

@@ -173,8 +173,15 @@ class _Round:
         attempts: list[tuple[Action, ...]] = [self.plan.actions]
         if self.plan.retry_order is not None:
             attempts.append(tuple(_reworded(self.plan.actions[i]) for i in self.plan.retry_order))
+        # The simulated model streams no code channel: a code-execution call in a bundle is
+        # unsafe, as the runtime says when its exec streamer holds no code (issue 37 §5).
         spec = RoundSpec(
-            self.turn_id, self.iteration, MAX_ACTIONS, tuple(attempts), self.plan.multi_action_mode
+            self.turn_id,
+            self.iteration,
+            MAX_ACTIONS,
+            tuple(attempts),
+            self.plan.multi_action_mode,
+            exec_code_complete=False,
         )
         result = dry_run(spec, policy, multi_action_mode=self.plan.multi_action_mode)
         self.emit(

@@ -285,6 +285,36 @@ def causality_rejections(
     return rejected
 
 
+def set_order_files(bundle: Sequence[Action], accepted: Sequence[int]) -> tuple[str, ...]:
+    """The files whose outcome depends on Python's set order in the runtime (DESIGN §7 "Complete
+    exec code"), ``()`` when none: the runtime walks a code-execution call's contract files as a
+    set and stops at the first one an earlier action writes. When two or more of them are taken,
+    which one it names (and with which first writer) changes from process to process; when one is
+    taken, the files it walked before it are claimed by the call, so a later writer of one of
+    them may or may not collide with it. :func:`causality_rejections` walks the contract in
+    order; these are the files that walk may name differently from the runtime."""
+    owner: set[str] = set()
+    for position, index in enumerate(accepted):
+        paths = output_paths(bundle[index])
+        taken = [path for path in paths if path in owner]
+        if len(paths) > 1 and taken:
+            if len(taken) > 1:
+                return tuple(taken)
+            free = {path for path in paths if path not in owner}
+            later = [
+                path
+                for other in accepted[position + 1 :]
+                for path in output_paths(bundle[other])
+                if path in free
+            ]
+            if later:
+                return tuple(dict.fromkeys([*taken, *later]))
+        if taken:
+            continue  # (rejected there: its paths after the taken one are not claimed)
+        owner.update(paths)
+    return ()
+
+
 class Checked(Protocol):
     """One bundle position as the caller checked it already."""
 
@@ -306,9 +336,11 @@ class BundleVerdicts:
     rejection ``(code, extra)``; ``error`` when nothing at all survived. (A plain slotted class:
     made once per checked bundle, in the verdicts-only path's hot loop.)"""
 
-    __slots__ = ("accepted", "error", "final_index", "rejected")
+    __slots__ = ("accepted", "error", "final_index", "order_dependent", "rejected")
 
     def __init__(self) -> None:
+        #: :func:`set_order_files` of the bundle (only a kept code-execution call has several).
+        self.order_dependent: tuple[str, ...] = ()
         self.rejected: dict[int, tuple[str, dict[str, Any]]] = {}
         self.accepted: list[int] = []
         self.final_index: int | None = None
@@ -330,9 +362,10 @@ def backstop(
     negative cap rejects everything), a second final answer is ``mixed_actions``, every call is
     validated, and strategies are compared with each call's params (namespace overrides apply).
     ``exec_code_complete`` is the runtime's ``allow_single_exec_with_code`` (the decision's code
-    channel streamed complete): the bundle's one code-execution call may then stay. A round file
-    has no code channel, so the dry-run never sets it. ``checked``: per position, what the
-    caller already worked out with the same functions (the engine's steps), not asked again.
+    channel streamed complete): the bundle's one code-execution call may then stay (a round
+    file's ``exec_code_complete``, true by default: a decision the model finished streaming).
+    ``checked``: per position, what the caller already worked out with the same functions (the
+    engine's steps), not asked again.
     """
     out = BundleVerdicts()
     cap = int(max_actions or 2)
@@ -420,6 +453,8 @@ def backstop(
             accepted = [i for i in accepted if i not in dropped]
 
     causality = causality_rejections(bundle, accepted) if len(accepted) > 1 else None
+    if causality and single_exec is not None:
+        out.order_dependent = set_order_files(bundle, accepted)
     if causality:  # (rare: most bundles write at most one file)
         out.rejected.update(causality)
         accepted = [i for i in accepted if i not in causality]

@@ -86,14 +86,21 @@ def outcome_of_row(row: Mapping[str, Any]) -> Outcome:
     )
 
 
-def decide(spec: RoundSpec, policy: RoundPolicy, *, multi_action_mode: str = "off") -> Decision:
-    """Each streamed action's outcome under ``policy``, as :func:`dry_run` gives it."""
+def decide(
+    spec: RoundSpec,
+    policy: RoundPolicy,
+    *,
+    multi_action_mode: str = "off",
+    exec_code_complete: bool = True,
+) -> Decision:
+    """Each streamed action's outcome under ``policy``, as :func:`dry_run` gives it
+    (``exec_code_complete`` as there)."""
     multi = _ENABLED.get(multi_action_mode)
     if multi is None:
         multi = multi_action_enabled(multi_action_mode)
         if len(_ENABLED) < _MAX_SHARED:
             _ENABLED[multi_action_mode] = multi
-    attempts = run(spec, policy, multi).rows
+    attempts = run(spec, policy, multi, exec_code_complete).rows
     if len(attempts) == 1:  # (most rounds: no tuple of a list of attempts)
         return (_outcomes(attempts[0]),)
     return tuple([_outcomes(rows) for rows in attempts])
@@ -146,22 +153,39 @@ def decide_v2(spec: RoundSpec, policy: RoundPolicy) -> Decision:
 
 
 def decide_version(
-    spec: RoundSpec, policy: RoundPolicy, *, multi_action_mode: str = "off", react_version: str
+    spec: RoundSpec,
+    policy: RoundPolicy,
+    *,
+    multi_action_mode: str = "off",
+    react_version: str,
+    exec_code_complete: bool = True,
 ) -> Decision:
     """:func:`decide` under ``v3``, :func:`decide_v2` under ``v2`` (the version the precedence of
-    :mod:`policy.domain.react_version` gives)."""
+    :mod:`policy.domain.react_version` gives). v2 has no post-generation backstop, so the code
+    channel's completeness matters only under v3."""
     if react_version == "v2":
         return decide_v2(spec, policy)
-    return decide(spec, policy, multi_action_mode=multi_action_mode)
+    return decide(
+        spec, policy, multi_action_mode=multi_action_mode, exec_code_complete=exec_code_complete
+    )
 
 
 def decide_any(
-    spec: RoundSpec, policy: Any, *, multi_action_mode: str = "off", react_version: str = "v3"
+    spec: RoundSpec,
+    policy: Any,
+    *,
+    multi_action_mode: str = "off",
+    react_version: str = "v3",
+    exec_code_complete: bool = True,
 ) -> Decision:
     """:func:`decide_version` for a round policy or anything with ``tools`` (an agent
     resolution)."""
     if not isinstance(policy, RoundPolicy):
         policy = RoundPolicy.of(policy.tools)
     return decide_version(
-        spec, policy, multi_action_mode=multi_action_mode, react_version=react_version
+        spec,
+        policy,
+        multi_action_mode=multi_action_mode,
+        react_version=react_version,
+        exec_code_complete=exec_code_complete,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
-from policy.domain.backstop import explain_code, multi_action_enabled
+from policy.domain.backstop import EXEC_TOOLS, explain_code, multi_action_enabled
 from policy.domain.engine import (
     ACCEPTED,
     DROPPED,
@@ -42,6 +42,7 @@ def dry_run(
     multi_action_mode: str = "off",
     react_version: str = "v3",
     version_source: str | None = None,
+    exec_code_complete: bool = True,
 ) -> dict[str, Any]:
     """What the runtime does with the round, stage by stage (DESIGN §2.10 item 5), in words.
 
@@ -59,13 +60,26 @@ def dry_run(
     ``react_version``: the agent assumed (``v3`` here; the CLI, API and playground pass what the
     precedence of :mod:`policy.domain.react_version` gives, KDCube's default ``v2``); under
     ``v2`` each attempt is one answer of the model to a re-asked decision (:func:`dry_run_v2`).
+
+    ``exec_code_complete``: whether the decision's code channel streamed complete (the runtime's
+    ``allow_single_exec_with_code``: a bundle's one code-execution call may stay), unless the
+    round says (its ``exec_code_complete``); the answer says which it assumed. When a same-file
+    collision depends on the runtime's set order (:func:`backstop.set_order_files`) the answer
+    is ``"order_dependent": true`` with the info ``runtime-order-dependent`` naming the files.
     """
     round_policy = policy if isinstance(policy, RoundPolicy) else RoundPolicy.of(policy.tools)
     if react_version == "v2":
         return dry_run_v2(spec, round_policy, version_source=version_source)
-    result = run(spec, round_policy, multi=multi_action_enabled(multi_action_mode))
+    result = run(
+        spec,
+        round_policy,
+        multi=multi_action_enabled(multi_action_mode),
+        code_complete=exec_code_complete,
+    )
     effective = "on" if result.multi else "off"
+    order = _order_dependent(result.order_dependent)
     return {
+        **order,
         "turn_id": spec.turn_id,
         "iteration": spec.iteration,
         "max_actions": result.cap,
@@ -84,6 +98,32 @@ def dry_run(
         ],
         "react_version": "v3",
         "react_version_source": version_source,
+        "exec_code_complete": result.code_complete,
+    }
+
+
+#: The info a set-order-dependent prediction carries (DESIGN §7 "Complete exec code").
+ORDER_DEPENDENT = "runtime-order-dependent"
+
+
+def _order_dependent(files: tuple[str, ...]) -> dict[str, Any]:
+    if not files:
+        return {}
+    named = ", ".join(files)
+    return {
+        "order_dependent": True,
+        "infos": [
+            {
+                "code": ORDER_DEPENDENT,
+                "files": list(files),
+                "message": (
+                    f"The runtime walks the code-execution contract's files ({named}) in Python's "
+                    "set order, which changes from process to process: which of them it names as "
+                    "the collision (and what the call claims before it) is not reproducible. "
+                    "Traitdeck walks the contract in order."
+                ),
+            }
+        ],
     }
 
 
@@ -328,6 +368,20 @@ def describe(result: Mapping[str, Any]) -> list[str]:
             + ": "
             + version_meaning(str(version))
         )
+    executes = any(
+        item.get("tool_id") in EXEC_TOOLS
+        for attempt in result.get("attempts", [])
+        for item in attempt.get("actions", [])
+    )
+    if executes and "exec_code_complete" in result:
+        lines.append(
+            "assumed the code channel "
+            + ("streamed complete" if result["exec_code_complete"] else "incomplete")
+            + " (exec_code_complete): a bundle's one code-execution call "
+            + ("may stay" if result["exec_code_complete"] else "is unsafe_tool")
+        )
+    for info in result.get("infos", []):
+        lines.append(f"info {info['code']}: {info['message']}")
     return lines
 
 

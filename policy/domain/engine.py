@@ -268,11 +268,17 @@ def _is_mapping(value: Any) -> bool:
     return type(value) is dict or isinstance(value, Mapping)
 
 
-def run(spec: RoundSpec, policy: RoundPolicy, multi: bool) -> Round:
-    """What the runtime does with the round (see the module docstring)."""
+def run(spec: RoundSpec, policy: RoundPolicy, multi: bool, code_complete: bool = True) -> Round:
+    """What the runtime does with the round (see the module docstring). ``code_complete``: the
+    decision's code channel streamed complete (``allow_single_exec_with_code``) when the round
+    does not say (its ``exec_code_complete``)."""
     facts = policy.__dict__.get(_FACTS_ATTRIBUTE) or _facts(policy)
     result = Round(facts.resolve, spec.max_actions)
     result.spec, result.policy, result.multi = spec, policy, multi
+    result.code_complete = (
+        code_complete if spec.exec_code_complete is None else spec.exec_code_complete
+    )
+    result.order_dependent = ()
     result.steps, result.rows, result.ledger = [], [], None
     for actions in spec.attempts:
         result.stream(actions, facts)
@@ -287,13 +293,28 @@ class Round(Overseer):
     call: the overseer's state and rules, :meth:`Overseer.judge`), with the ledger and the last
     stream. (One object per round: the answer is the run itself.)"""
 
-    __slots__ = ("actions", "ledger", "multi", "policy", "rows", "spec", "steps", "stop")
+    __slots__ = (
+        "actions",
+        "code_complete",
+        "ledger",
+        "multi",
+        "order_dependent",
+        "policy",
+        "rows",
+        "spec",
+        "steps",
+        "stop",
+    )
 
     # Made by :func:`run`: the overseer's own ``__init__`` (no second call per round), then the
     # round's fields, set there.
     spec: RoundSpec
     policy: RoundPolicy
     multi: bool
+    #: The round's ``allow_single_exec_with_code``, and the files whose outcome depends on the
+    #: runtime's set order under it (``backstop.set_order_files``; ``()``: none).
+    code_complete: bool
+    order_dependent: tuple[str, ...]
     steps: list[list[Step]]
     rows: list[list[Row]]
     #: Made when the first call starts early (most rounds have none).
@@ -449,8 +470,10 @@ class Round(Overseer):
             self.policy,
             max_actions=self.spec.max_actions,
             prevalidated=prevalidated,
+            exec_code_complete=self.code_complete,
             checked=bundle,
         )
+        self.order_dependent = result.order_dependent
         for position, (code, extra) in result.rejected.items():
             row = rows[sources[position]]
             row.backstop = Stage(REJECTED, code, extra)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from policy.domain.backstop import multi_action_enabled
+from policy.domain.backstop import EXEC_TOOLS, multi_action_enabled
 from policy.domain.decide import Outcome, decide_version, outcome_of_row, outcomes_by_slot
 from policy.domain.dryrun import (
     AgentResolutionLike,
@@ -483,22 +483,44 @@ def replay(
             continue
         # Verdicts, rules, early starts and dedups are all a change can alter: the
         # verdicts-only path answers them without the dry-run's words.
-        before = decide_version(
-            spec, before_policy(agent), multi_action_mode=before_mode, react_version=version
-        )
-        after = decide_version(
-            spec, after_policy(agent), multi_action_mode=after_mode, react_version=version
-        )
-        if before == after:
-            if progress is not None and report.rounds % every == 0:
-                progress(report.rounds)
-            continue
-        found = changes_between(outcomes_by_slot(spec, before), outcomes_by_slot(spec, after))
+        found: list[ActionChange] = []
+        for complete in _code_channels(spec):
+            before = decide_version(
+                spec,
+                before_policy(agent),
+                multi_action_mode=before_mode,
+                react_version=version,
+                exec_code_complete=complete,
+            )
+            after = decide_version(
+                spec,
+                after_policy(agent),
+                multi_action_mode=after_mode,
+                react_version=version,
+                exec_code_complete=complete,
+            )
+            if before != after:
+                between = changes_between(
+                    outcomes_by_slot(spec, before), outcomes_by_slot(spec, after)
+                )
+                found += [change for change in between if change not in found]
         if found:
-            report.add(RoundImpact(agent, spec.turn_id, spec.iteration, found))
+            report.add(RoundImpact(agent, spec.turn_id, spec.iteration, tuple(found)))
         if progress is not None and report.rounds % every == 0:
             progress(report.rounds)
     return report
+
+
+def _code_channels(spec: RoundSpec) -> tuple[bool, ...]:
+    """The code-channel assumptions a recorded round is replayed under (issue 37 §5): its own
+    ``exec_code_complete`` when the events carried it; else both, when its last attempt has a
+    code-execution call among other actions (the only place it matters), else the default."""
+    if spec.exec_code_complete is not None:
+        return (spec.exec_code_complete,)
+    last = spec.attempts[-1] if spec.attempts else ()
+    if len(last) > 1 and any(action.tool in EXEC_TOOLS for action in last):
+        return (True, False)
+    return (True,)
 
 
 def predict(

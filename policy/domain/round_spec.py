@@ -24,6 +24,9 @@ class RoundSpec:
     multi_action_mode: str | None = None
     #: ``"v2"`` or ``"v3"``: the react agent the round ran under (issue 37 §0), ``None``: unsaid.
     react_version: str | None = None
+    #: Whether the decision's code channel streamed complete (issue 37 §5; the runtime's
+    #: ``allow_single_exec_with_code``), ``None``: unsaid (read as true: the model finished).
+    exec_code_complete: bool | None = None
 
 
 def _is_int(value: Any) -> TypeGuard[int]:
@@ -80,6 +83,9 @@ def parse_round_spec(data: Any) -> RoundSpec:
     ):
         shown = repr(version) if isinstance(version, str) else json_kind(version)
         raise RoundSpecError(f'react_version must be "v2" or "v3", not {shown}')
+    complete = data.get("exec_code_complete")
+    if complete is not None and not isinstance(complete, bool):
+        raise RoundSpecError(f"exec_code_complete must be true or false, not {json_kind(complete)}")
     return RoundSpec(
         turn_id.strip(),
         iteration,
@@ -87,6 +93,7 @@ def parse_round_spec(data: Any) -> RoundSpec:
         attempts,
         mode,
         None if version is None else version.strip().lower(),
+        complete,
     )
 
 

@@ -17,9 +17,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from policy.domain.builtins import DEFAULT_ROLE
-from policy.domain.catalog import catalog_entries, render_catalog, render_value
+from policy.domain.catalog import COMPACT_OMITS, catalog_preview, render_value
 from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
 from policy.domain.jsonable import json_text
+from policy.domain.multi_action import CATALOG_DETAILS
 from policy.domain.overseer import DEFAULT_MAX_ACTIONS, FINAL_ACTIONS
 from policy.domain.react_version import REACT_VERSIONS, VersionSources, react_version
 from policy.domain.resolution import AgentResolution, EffectiveTool
@@ -107,17 +108,26 @@ def effective_view(request: HttpRequest, agent: str) -> HttpResponse:
 
 
 def catalog_view(request: HttpRequest, agent: str) -> HttpResponse:
-    """The exact catalog text the model reads (the same bytes as the API's text catalog)."""
+    """The exact catalog text the model reads (the same bytes as the API's text catalog), in the
+    form ``?detail=`` asks for (``full`` or ``compact``), else the one the agent reads by
+    default."""
     role = role_param(request.GET.get("role"))
-    resolution = _resolution(agent, role)
-    text = render_catalog(catalog_entries(resolution.listing))
+    state = draft_state()
+    resolution = agent_resolution(state, agent, role=role)
+    asked = request.GET.get("detail")
+    preview = catalog_preview(
+        state.data, agent, resolution.listing, detail=asked if asked in CATALOG_DETAILS else None
+    )
     hidden = set(beyond_first_page(resolution.agent))
     return render_page(
         request,
         "policy/catalog.html",
         {
             "agent": resolution.agent,
-            "catalog": text,
+            "catalog": preview.document(),
+            "preview": preview,
+            "details": CATALOG_DETAILS,
+            "omitted": COMPACT_OMITS,
             "tool_count": len(resolution.tools),
             "role": role or "none",
             "unseen": [t.tool_id for t in resolution.tools if t.tool_id in hidden],
@@ -196,6 +206,9 @@ class Composition:
     max_actions: str = ""
     attempts: list[list[ComposedAction]] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
+    #: The round's ``exec_code_complete`` (issue 37 §5): ``False`` only when the form says the
+    #: code channel did not stream complete.
+    exec_code_complete: bool = True
 
     @classmethod
     def from_post(cls, data: Any) -> Composition:
@@ -220,6 +233,7 @@ class Composition:
             iteration=data.get("iteration", "").strip(),
             max_actions=data.get("max_actions", "").strip(),
             attempts=attempts,
+            exec_code_complete=data.get("exec_code_complete", "true") != "false",
         )
 
     def apply(self, op: str, default_choice: str) -> None:
@@ -272,6 +286,8 @@ class Composition:
         if max_actions is not None:
             spec["max_actions"] = max_actions
         spec["attempts"] = [[action.spec() for action in attempt] for attempt in self.attempts]
+        if not self.exec_code_complete:
+            spec["exec_code_complete"] = False
         return spec
 
 

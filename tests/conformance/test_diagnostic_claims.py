@@ -162,6 +162,11 @@ def test_the_withdrawn_multi_action_sentences_are_gone() -> None:
         assert "only the first action it streams is executed" not in text
 
 
+def _tool_lines(text: str) -> str:
+    # After the header, the roster and the rule: the tools' own lines.
+    return "\n".join(text.split("\n")[3:])
+
+
 def test_catalog_compact_says_what_the_recorded_compact_catalog_shows() -> None:
     """'reads no strategy or early-start lines': no recorded compact catalog has one (the
     ``compact`` family), for an agent whose react block picks the compact form."""
@@ -173,4 +178,5 @@ def test_catalog_compact_says_what_the_recorded_compact_catalog_shows() -> None:
     assert "reads no strategy or early-start lines" in " ".join(found.message.split())
     recorded = cases("compact")
     assert recorded
-    assert not any(case["runtime"]["trait_lines"] for case in recorded)
+    trait_words = re.compile(r"Scope:|strategy|exploration|exploitation|parallel_with_generation")
+    assert not [c["id"] for c in recorded if trait_words.search(_tool_lines(c["runtime_text"]))]

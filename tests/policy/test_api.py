@@ -401,6 +401,35 @@ def test_an_unknown_catalog_format_is_422(imported: Client) -> None:
     assert imported.get("/api/v1/agents/main/catalog?format=xml").status_code == 422
 
 
+def test_the_compact_catalog_is_the_cli_compact_catalog(imported: Client, tmp_path: Path) -> None:
+    response = imported.get("/api/v1/agents/main/catalog?detail=compact")
+    assert response.status_code == 200
+    text = response.content.decode("utf-8")
+    assert text.startswith("[AVAILABLE TOOLS] [COMPACT]\nThis catalog: ")
+    assert "Scope:" not in text
+    argv = ["catalog", "p.yaml", "--agent", "main", "--detail", "compact"]
+    assert text == cli_output(argv, tmp_path, {"p.yaml": POLICY})
+
+
+def test_the_json_catalog_says_which_form_applies_and_where_from(imported: Client) -> None:
+    data = imported.get("/api/v1/agents/main/catalog?format=json&detail=compact").json()
+    assert data["detail"] == "compact"
+    assert data["text"].startswith("[AVAILABLE TOOLS] [COMPACT]\n")
+    assert (data["default_detail"], data["default_detail_source"]) == (
+        "full",
+        "the runtime's default",
+    )
+    assert data["include_tool_catalog"] is True
+    assert "purpose line" in data["omitted"]
+    assert imported.get("/api/v1/agents/main/catalog?format=json").json()["detail"] == "full"
+
+
+def test_an_unknown_catalog_detail_is_422_and_says_the_two_forms(imported: Client) -> None:
+    response = imported.get("/api/v1/agents/main/catalog?detail=wide")
+    assert response.status_code == 422
+    assert "full or compact" in response.content.decode("utf-8")
+
+
 ROUND = {
     "turn_id": "turn-1",
     "iteration": 2,
@@ -453,6 +482,17 @@ def test_dry_run_says_which_react_agent_it_assumed(imported: Client) -> None:
     refused = post_json(imported, "/api/v1/agents/main/dry-run?react_version=v9", ROUND)
     assert refused.status_code == 422
     assert refused.json()["error"] == "react_version must be v2 or v3."
+
+
+def test_dry_run_reads_the_rounds_code_channel(imported: Client) -> None:
+    data = post_json(imported, "/api/v1/agents/main/dry-run?react_version=v3", ROUND).json()
+    assert data["exec_code_complete"] is True
+    said = {**ROUND, "exec_code_complete": False}
+    data = post_json(imported, "/api/v1/agents/main/dry-run?react_version=v3", said).json()
+    assert data["exec_code_complete"] is False
+    refused = post_json(imported, "/api/v1/agents/main/dry-run", {**ROUND, "exec_code_complete": 1})
+    assert refused.status_code == 422
+    assert "exec_code_complete must be true or false" in refused.content.decode("utf-8")
 
 
 @pytest.mark.parametrize(

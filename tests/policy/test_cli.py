@@ -527,6 +527,55 @@ def test_catalog_lists_the_builtins_after_the_configured_tools(policy: Path) -> 
     )
 
 
+def test_catalog_reads_the_form_the_agent_applies_and_says_where_it_comes_from(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        POLICY + "react:\n  main:\n    instructions: {tool_catalog_detail: compact}\n",
+        encoding="utf-8",
+    )
+    result = traitdeck("catalog", path, "--agent", "main")
+    assert result.code == 0
+    assert result.out.startswith("[AVAILABLE TOOLS] [COMPACT]\nThis catalog: 19 tools - ")
+    assert "- named_services.search_objects [async]\n  namespaces: task\n" in result.out
+    assert "Scope:" not in result.out
+    assert result.out.endswith("- react.delegate\n")
+    assert "reads the compact one by default (react.main.instructions.tool_catalog_detail)" in (
+        result.err
+    )
+    full = traitdeck("catalog", path, "--agent", "main", "--detail", "full")
+    assert full.out.startswith("[1] workspace_jobs.search\n   Scope:\n")
+
+
+def test_catalog_names_the_profile_whose_form_applies(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        POLICY
+        + "react:\n  main:\n    instruction_profiles:\n      default: fast\n"
+        + "      options: [{id: fast, tool_catalog_detail: compact}]\n",
+        encoding="utf-8",
+    )
+    result = traitdeck("catalog", path, "--agent", "main")
+    assert result.out.startswith("[AVAILABLE TOOLS] [COMPACT]\n")
+    assert (
+        "(react.main.instruction_profiles.options[0].tool_catalog_detail) under its default "
+        "instruction profile 'fast'"
+    ) in result.err
+
+
+def test_catalog_says_when_the_model_reads_no_catalog(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        POLICY + "react:\n  main:\n    instructions: {include_tool_catalog: false}\n",
+        encoding="utf-8",
+    )
+    result = traitdeck("catalog", path, "--agent", "main")
+    assert result.code == 0
+    assert "reads no catalog" in result.err
+    assert "react.main.instructions.include_tool_catalog" in result.err
+
+
 def test_catalog_for_one_tool(policy: Path) -> None:
     result = traitdeck("catalog", policy, "--agent", "main", "--tool", "mcp.browser.open_page")
     assert result.code == 0

@@ -181,6 +181,31 @@ def test_the_catalog_preview_equals_traitdeck_catalog(web: Client, tmp_path: Pat
     assert shown == cli(["catalog", "FILE", "--agent", "main"], tmp_path)
 
 
+def test_the_compact_preview_is_the_api_and_cli_compact_text(web: Client, tmp_path: Path) -> None:
+    response = web.get("/policy/agents/main/catalog/?detail=compact")
+    shown = pre(response, "catalog")
+    assert shown.startswith("[AVAILABLE TOOLS] [COMPACT]\n")
+    assert shown == web.get("/api/v1/agents/main/catalog?detail=compact").content.decode("utf-8")
+    assert shown == cli(["catalog", "FILE", "--agent", "main", "--detail", "compact"], tmp_path)
+    assert "purpose line" in text_of(page(response), "p", id="compact-omits")
+
+
+def test_the_preview_marks_the_default_form_and_no_catalog(web: Client) -> None:
+    data = load_policy(POLICY).data
+    data["react"] = {
+        "main": {"instructions": {"tool_catalog_detail": "compact", "include_tool_catalog": "no"}}
+    }
+    draft_replace(data=data, base_revision=draft_state().revision)
+    response = web.get("/policy/agents/main/catalog/")
+    forms = text_of(page(response), "p", id="catalog-form")
+    assert "reads the compact catalog" in forms
+    assert "react.main.instructions.tool_catalog_detail" in forms
+    assert pre(response, "catalog").startswith("[AVAILABLE TOOLS] [COMPACT]\n")
+    warning = text_of(page(response), "p", id="no-catalog")
+    assert "No catalog" in warning
+    assert "react.main.instructions.include_tool_catalog" in warning
+
+
 def test_the_catalog_preview_shows_namespace_overrides(web: Client) -> None:
     shown = pre(web.get("/policy/agents/main/catalog/"), "catalog")
     assert (
@@ -642,3 +667,56 @@ def test_it_names_the_missing_agent_on_the_404_page_and_in_the_api(web: Client) 
         404,
         {"error": "The draft has no agent 'nobody'."},
     )
+
+
+# --- complete exec code (issue 37 §5) -------------------------------------------------------------
+
+EXEC_POLICY = """\
+surfaces:
+  as_consumer:
+    agents:
+      main:
+        tools:
+          - kind: python
+            module: exec_tools
+            alias: exec_tools
+            allowed: [execute_code_python]
+            tool_traits: {execute_code_python: {strategy: [neutral]}}
+"""
+WRITE = '{"path": "%s", "channel": "canvas", "content": "x", "kind": "display"}'
+EXEC = '{"contract": [{"name": "p", "filename": "a.md"}, {"name": "q", "filename": "b.md"}]}'
+
+
+def _exec_round(web: Client, **fields: str) -> Any:
+    draft_replace(data=load_policy(EXEC_POLICY).data, base_revision=draft_state().revision)
+    actions = [
+        ("react.write", WRITE % "a.md"),
+        ("react.write", WRITE % "b.md"),
+        ("exec_tools.execute_code_python", EXEC),
+    ]
+    fields = {"max_actions": "4", **fields}
+    return web.post(PLAYGROUND, form(actions, multi_action_mode="on", react_version="v3", **fields))
+
+
+def test_the_playground_marks_a_collision_that_depends_on_the_runtimes_set_order(
+    web: Client,
+) -> None:
+    response = _exec_round(web)
+    assert response.status_code == 200
+    result = json.loads(pre(response, "result-json"))
+    assert result["exec_code_complete"] is True
+    assert result["order_dependent"] is True
+    assert result["infos"][0]["files"] == ["a.md", "b.md"]
+    assert "set order" in text_of(page(response), "p", id="order-dependent")
+    assert "exec_code_complete" not in json.loads(pre(response, "round-json"))
+
+
+def test_the_playground_takes_an_incomplete_code_channel(web: Client) -> None:
+    response = _exec_round(web, exec_code_complete="false")
+    result = json.loads(pre(response, "result-json"))
+    assert result["exec_code_complete"] is False
+    assert "order_dependent" not in result
+    assert result["attempts"][0]["actions"][2]["code"] == "multi_action_bundle_unsafe_tool"
+    assert json.loads(pre(response, "round-json"))["exec_code_complete"] is False
+    chosen = find(page(response), "select", id="pg-code").find("option", value="false")
+    assert "selected" in chosen.attrs

@@ -110,3 +110,51 @@ def test_dedups_are_compared_only_when_the_events_can_show_them() -> None:
     assert not any("earlier call" in d.what for d in without)
     assert summary(tuple(without))["drift"] is True
     assert summary(())["drift"] is False
+
+
+def test_a_round_whose_events_do_not_say_if_the_code_was_complete_is_checked_both_ways() -> None:
+    """The simulator streams no code channel, so the runtime it plays rejects a code-execution
+    call in a bundle as unsafe; the events do not carry ``exec_code_complete``, and a prediction
+    with the code complete (the round-file default) would keep the call. Predicting both, the
+    round does not drift (issue 37 §5)."""
+    import random
+
+    from observe.domain.simulator import simulate_round
+    from policy.domain.resolution import resolve_agent
+    from policy.domain.traits import EARLY_PROFILE
+
+    tools = [
+        {
+            "kind": "python",
+            "module": "exec_tools",
+            "alias": "exec_tools",
+            "allowed": ["execute_code_python", "launch"],
+            "tool_traits": {
+                "execute_code_python": {"strategy": ["neutral"]},
+                "launch": {"strategy": ["neutral"], "execution": dict(EARLY_PROFILE)},
+            },
+        }
+    ]
+    policy = resolve_agent(
+        {"surfaces": {"as_consumer": {"agents": {"main": {"tools": tools}}}}}, "main"
+    )
+    checked = 0
+    for seed in range(20):
+        raw = simulate_round(
+            policy,
+            rng=random.Random(seed),
+            agent="main",
+            turn_id="turn-1",
+            iteration=0,
+            start=START,
+            policy_hash=None,
+            scenario="early",
+        )
+        events = [parse_event(event) for event in raw]
+        if not any(e.data.get("code") == "multi_action_bundle_unsafe_tool" for e in events):
+            continue
+        key = ("main", "turn-1", 0)
+        state = assembly_merge(assembly_new(), events)
+        assert round_drift(key, state, policy, policy_label="v1") == ()
+        checked += 1
+    assert checked

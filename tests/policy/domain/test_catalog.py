@@ -135,3 +135,84 @@ def test_it_skips_a_trait_whose_value_prints_empty() -> None:
     assert render_scope({"strategy": "neutral", "owner": "", "tags": []}) == (
         "   Scope:\n       \u2022 strategy: neutral\n"
     )
+
+
+# --- the compact form (issue 37 §2) -------------------------------------------------------------
+
+COMPACT_POLICY: dict[str, Any] = {
+    "surfaces": {
+        "as_consumer": {
+            "agents": {
+                "main": {
+                    "tools": [
+                        {
+                            "kind": "python",
+                            "alias": "jobs",
+                            "module": "pkg.jobs",
+                            "allowed": ["search"],
+                            "tool_traits": {"search": {"strategy": "exploration"}},
+                        },
+                        {"kind": "mcp", "alias": "web", "server_id": "web", "allowed": ["open"]},
+                        {
+                            "kind": "named_service",
+                            "alias": "named_services",
+                            "namespaces": {"task": {"allowed": ["object.search"]}},
+                        },
+                    ]
+                }
+            }
+        }
+    }
+}
+
+
+def _preview(data: dict[str, Any], detail: str | None = None) -> Any:
+    from policy.domain.catalog import catalog_preview
+    from policy.domain.resolution import resolve_consumer
+
+    return catalog_preview(data, "main", resolve_consumer(data, "main").listing, detail=detail)
+
+
+def test_the_compact_form_has_ids_async_marks_and_namespaces_but_no_scope() -> None:
+    preview = _preview(COMPACT_POLICY, "compact")
+    lines = preview.text.split("\n")
+    assert lines[0] == "[AVAILABLE TOOLS] [COMPACT]"
+    assert lines[1].startswith(
+        "This catalog: 13 tools - jobs.search, named_services.search_objects"
+    )
+    assert lines[3:7] == [
+        "- jobs.search",
+        "- named_services.search_objects [async]",
+        "  namespaces: task",
+        "- mcp.web.open [async]",
+    ]
+    assert "Scope:" not in preview.text
+    assert "exploration" not in preview.text
+    assert not preview.text.endswith("\n")
+    assert preview.document().endswith("- react.delegate\n")
+
+
+def test_the_default_form_and_its_source_come_from_the_react_blocks() -> None:
+    data = {
+        **COMPACT_POLICY,
+        "react": {"main": {"instructions": {"tool_catalog_detail": "compact"}}},
+    }
+    preview = _preview(data)
+    assert (preview.detail, preview.default_detail) == ("compact", "compact")
+    assert preview.default_source == "react.main.instructions.tool_catalog_detail"
+    assert preview.include is True
+    # Asking for the other form renders it and still says which applies by default.
+    full = _preview(data, "full")
+    assert (full.detail, full.default_detail) == ("full", "compact")
+    assert "   Scope:\n" in full.text
+
+
+def test_a_catalog_switched_off_is_said_with_its_source() -> None:
+    data = {
+        **COMPACT_POLICY,
+        "react": {"agents": {"main": {"instructions": {"include_tool_catalog": False}}}},
+    }
+    preview = _preview(data)
+    assert preview.include is False
+    assert preview.include_source == "react.agents.main.instructions.include_tool_catalog"
+    assert preview.as_json()["include_tool_catalog"] is False

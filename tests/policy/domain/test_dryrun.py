@@ -266,7 +266,8 @@ def test_it_checks_a_single_decision_after_generation_even_with_multi_action_off
 def test_it_rejects_after_generation_with_the_backstops_code(
     items: list[dict[str, Any]], index: int, code: str
 ) -> None:
-    rows = actions(one_round(*items), "on")
+    # The code channel incomplete: a code-execution call is unsafe in a bundle.
+    rows = actions({**one_round(*items), "exec_code_complete": False}, "on")
     row = rows[index]
     assert row["online"]["verdict"] == "accepted"
     assert row["backstop"]["verdict"] == "rejected"
@@ -577,3 +578,88 @@ def test_it_rejects_a_single_call_the_decision_node_refuses(
             "attempts"
         ][0]["actions"]
         assert (row["verdict"], row["code"]) == ("rejected", code), mode
+
+
+# --- complete exec code (issue 37 §5) -------------------------------------------------------------
+
+EXEC_POLICY = RoundPolicy(
+    traits_by_id={
+        "react.write": {"strategy": ["neutral"]},
+        "exec_tools.execute_code_python": {"strategy": ["neutral"]},
+    },
+    overrides_by_id={},
+)
+
+
+def _write(path: str) -> dict[str, Any]:
+    params = {"path": path, "channel": "canvas", "content": "x", "kind": "display"}
+    return {"action": "call_tool", "tool_id": "react.write", "params": params}
+
+
+def _exec(*files: str) -> dict[str, Any]:
+    contract = [{"name": f"f{n}", "filename": name} for n, name in enumerate(files)]
+    return {
+        "action": "call_tool",
+        "tool_id": "exec_tools.execute_code_python",
+        "params": {"contract": contract},
+    }
+
+
+def _exec_round(**extra: Any) -> dict[str, Any]:
+    actions = [_write("a.md"), _write("b.md"), _exec("a.md", "b.md")]
+    return {"turn_id": "t", "iteration": 0, "max_actions": 4, "actions": actions, **extra}
+
+
+def test_a_round_file_is_code_complete_unless_it_says_so() -> None:
+    result = dry_run(parse_round_spec(_exec_round()), EXEC_POLICY, multi_action_mode="on")
+    assert result["exec_code_complete"] is True
+    last = result["attempts"][0]["actions"][2]
+    assert last["code"] == "multi_action_bundle_same_file_collision"
+    off = dry_run(
+        parse_round_spec(_exec_round(exec_code_complete=False)),
+        EXEC_POLICY,
+        multi_action_mode="on",
+    )
+    assert off["exec_code_complete"] is False
+    assert off["attempts"][0]["actions"][2]["code"] == "multi_action_bundle_unsafe_tool"
+    assert "order_dependent" not in off
+    # The caller's default applies when the round does not say.
+    unsaid = dry_run(
+        parse_round_spec(_exec_round()),
+        EXEC_POLICY,
+        multi_action_mode="on",
+        exec_code_complete=False,
+    )
+    assert unsaid["exec_code_complete"] is False
+
+
+def test_a_collision_that_depends_on_the_runtimes_set_order_is_marked() -> None:
+    result = dry_run(parse_round_spec(_exec_round()), EXEC_POLICY, multi_action_mode="on")
+    assert result["order_dependent"] is True
+    [info] = result["infos"]
+    assert info["code"] == "runtime-order-dependent"
+    assert info["files"] == ["a.md", "b.md"]
+    assert "a.md, b.md" in info["message"]
+    # Walking the contract in order: the first file names the collision.
+    assert result["attempts"][0]["actions"][2]["extra"] == {"path": "a.md", "first_index": 0}
+    assert any("runtime-order-dependent" in line for line in describe(result))
+    # One contract file taken, none written later: reproducible.
+    steady = _exec_round(actions=[_write("a.md"), _exec("a.md", "c.md")])
+    assert "order_dependent" not in dry_run(
+        parse_round_spec(steady), EXEC_POLICY, multi_action_mode="on"
+    )
+
+
+def test_exec_code_complete_must_be_a_boolean() -> None:
+    with pytest.raises(RoundSpecError, match="exec_code_complete must be true or false, not"):
+        parse_round_spec(_exec_round(exec_code_complete="yes"))
+
+
+def test_the_text_says_the_code_channel_assumed_only_for_a_round_that_executes_code() -> None:
+    with_code = dry_run(parse_round_spec(_exec_round()), EXEC_POLICY, multi_action_mode="on")
+    assert any(
+        line.startswith("assumed the code channel streamed complete")
+        for line in describe(with_code)
+    )
+    plain = dry_run(parse_round_spec(one_round(PLAN)), EXEC_POLICY, multi_action_mode="on")
+    assert not any("code channel" in line for line in describe(plain))

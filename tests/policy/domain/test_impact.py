@@ -376,3 +376,57 @@ def test_every_change_kind_is_worded_and_explained() -> None:
     assert all(kind.label and kind.explained for kind in CHANGE_KINDS)
     rejection = {kind.name for kind in CHANGE_KINDS if kind.by_rule}
     assert rejection == {NEWLY_REJECTED, NO_LONGER_REJECTED, OTHER_RULE}
+
+
+def test_a_round_that_does_not_say_its_code_channel_is_replayed_both_ways() -> None:
+    """Issue 37 §5: recorded events do not carry ``exec_code_complete``. The candidate makes a
+    renderer exploitation after an exploration read (rejected online). With the code channel
+    incomplete the code-execution call is unsafe and the render was accepted (newly rejected);
+    complete, the call stays and owns the file, so the render was a same-file collision (another
+    rule). Both are predicted, both changes reported; a round that says its channel gets one."""
+
+    def policy(strategy: str) -> Any:
+        tools = [
+            {
+                "kind": "python",
+                "module": "exec_tools",
+                "alias": "exec_tools",
+                "allowed": ["execute_code_python"],
+                "tool_traits": {"execute_code_python": {"strategy": ["neutral"]}},
+            },
+            {
+                "kind": "python",
+                "module": "rendering_tools",
+                "alias": "rendering_tools",
+                "allowed": ["write_pdf"],
+                "tool_traits": {"write_pdf": {"strategy": [strategy]}},
+            },
+        ]
+        resolution = resolve_consumer(
+            {"surfaces": {"as_consumer": {"agents": {"main": {"tools": tools}}}}}, "main"
+        )
+        return lambda agent: resolution
+
+    actions = [
+        {"action": "call_tool", "tool_id": "react.read", "params": {"paths": ["x.md"]}},
+        {
+            "action": "call_tool",
+            "tool_id": "exec_tools.execute_code_python",
+            "params": {"contract": [{"name": "a", "filename": "a.md"}]},
+        },
+        {
+            "action": "call_tool",
+            "tool_id": "rendering_tools.write_pdf",
+            "params": {"path": "a.md", "content": "# x"},
+        },
+    ]
+    data = {"agent": "main", "turn_id": "t", "iteration": 0, "max_actions": 3, "actions": actions}
+    on = ModeSources(setting="on")
+    both = {"baseline": policy("neutral"), "candidate": policy("exploitation")}
+    modes = {"baseline_mode": lambda a: on, "candidate_mode": lambda a: on}
+    report = replay([parse_recorded_round(data)], **both, **modes)
+    [impact] = report.affected
+    assert {(c.index, c.kind) for c in impact.changes} == {(2, NEWLY_REJECTED), (2, OTHER_RULE)}
+    said = parse_recorded_round({**data, "exec_code_complete": True})
+    [impact] = replay([said], **both, **modes).affected
+    assert {(c.index, c.kind) for c in impact.changes} == {(2, OTHER_RULE)}
