@@ -179,7 +179,7 @@ def test_traitdeck_test_exits_0_when_every_case_passes(files: dict[str, str]) ->
     code, out, _ = cli("test", files["sample.yaml"], files["suite.yaml"])
     assert code == 0
     assert out.splitlines()[0] == "ok   an export may not follow a search"
-    assert out.splitlines()[-1] == "1 case(s), all pass"
+    assert out.splitlines()[-1] == "1 case, all pass"
 
 
 def test_traitdeck_test_exits_1_on_a_failing_case(files: dict[str, str]) -> None:
