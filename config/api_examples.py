@@ -89,7 +89,11 @@ EXAMPLES: Final[dict[tuple[str, str], Any]] = {
         "baseline": "published",
         "limit": 100,
     },
-    ("post", "/api/v1/versions"): {"message": "Raise open_page's time limit to 10 s"},
+    # The sample policy has warnings: without confirm_warnings the example answered 422.
+    ("post", "/api/v1/versions"): {
+        "message": "Raise open_page's time limit to 10 s",
+        "confirm_warnings": True,
+    },
     ("post", "/api/v1/versions/{number}/rollback"): {"message": "Back to the version before"},
     ("post", "/api/v1/bridge/status"): {
         "name": "kdcube-bridge",

@@ -22,6 +22,10 @@ nothing comes, else ``408`` and the connection closes (:class:`DeadlineHTTPChann
 while reading a request (or waiting for the next one on a kept-alive connection) may be longer
 than ``TRAITDECK_BODY_GAP_TIMEOUT_S`` (default 30: Twisted's idle timeout, which it suspends while
 the application answers). A websocket is past both once upgraded (its pings are daphne's).
+
+Reason phrases: daphne hands Twisted only a response's status code, and Twisted's table has no
+422, 429 and a few more, so those went out as "422 Unknown Status"; :func:`reason_phrase` fills
+them from Python's :class:`http.HTTPStatus`.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from http import HTTPStatus
 from typing import Any, Final
 
 from daphne import server as daphne_server
@@ -66,6 +71,15 @@ def seconds_setting(name: str, default: float) -> float:
     return value if 0 < value <= 86_400 else default
 
 
+def reason_phrase(code: int) -> bytes | None:
+    """The reason phrase of a status code from Python's :class:`http.HTTPStatus` (``None`` for
+    an unregistered code: Twisted then writes its "Unknown Status")."""
+    try:
+        return HTTPStatus(code).phrase.encode("ascii")
+    except ValueError:
+        return None
+
+
 def refusal_bytes(limit: int) -> bytes:
     """The whole 413 response: JSON with a reason, like every API refusal; the connection
     closes (the rest of the body is never read)."""
@@ -91,6 +105,14 @@ class LimitedWebRequest(WebRequest):  # type: ignore[misc]
         self.received = 0
         self.refused = False
         super().__init__(*args, **kwargs)
+
+    def setResponseCode(self, code: int, message: bytes | None = None) -> None:  # noqa: N802
+        """daphne passes only the status; Twisted's table of reason phrases lacks 422, 429 and
+        others (its line read "422 Unknown Status", and Swagger UI showed "Error: Unknown
+        Status"). Python's own table names every registered code."""
+        if message is None and code not in http.RESPONSES:
+            message = reason_phrase(code)
+        super().setResponseCode(code, message)
 
     def gotLength(self, length: int | None) -> None:  # noqa: N802 (Twisted's name)
         if length is not None and length > self.limit:

@@ -89,3 +89,10 @@ def dot_segment(text: str) -> bool:
         return False  # the common case: no dot in any spelling
     normalized = text.replace("\\", "/").lower().replace("%2e", ".")
     return any(segment in (".", "..") for segment in normalized.split("/"))
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` and the noun in the right number: ``counted(1, "warning")`` is "1 warning",
+    ``counted(3, "warning")`` "3 warnings" (``plural`` when adding an "s" is wrong), never
+    "3 warning(s)"."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from core.timewindow import parse_moment
-from observe.domain.health import FIGURES
+from observe.domain.health import FIGURES, rate_text
 from observe.health.chart import figure_text, health_chart
 from observe.health.live import alerts_context
 from observe.health.report import limit_impact, timeout_alerts, tool_health_report
@@ -77,6 +77,8 @@ def with_advice_links(tool: dict[str, Any]) -> dict[str, Any]:
     """Each advice gets the link that opens the tool editor with its suggestion filled in; each
     duration figure its text (``≥ 2,000 ms (limit)``, ``≈ 1,929 ms``)."""
     tool["texts"] = {name: figure_text(tool[name], tool["figures"].get(name)) for name in FIGURES}
+    rate = tool.get("timeout_rate")
+    tool["texts"]["timeout_rate"] = rate_text(rate) if rate is not None else "—"
     url = tool.get("editor_url")
     for item in tool["advice"]:
         suggested = item["evidence"].get("suggested")

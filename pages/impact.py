@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from core.numbers import parse_whole
+from core.text import counted
 from observe.domain.rounds import recorded_round
 from observe.impact import (
     DEFAULT_WINDOW,
@@ -358,7 +359,8 @@ def rollback_view(request: HttpRequest, number: int) -> HttpResponse:
         refusal = f"Confirm that you reviewed what rolling back to version {number} changes."
     elif context["failing_cases"] and request.POST.get("override_failing_cases") != "on":
         refusal = (
-            f"{len(context['failing_cases'])} regression case(s) fail under version {number}:"
+            f"{counted(len(context['failing_cases']), 'regression case')}"
+            f" {'fails' if len(context['failing_cases']) == 1 else 'fail'} under version {number}:"
             " tick the override to roll back anyway (the audit log records it)."
         )
     if refusal is None:

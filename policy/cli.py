@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from core.text import counted
 from policy.domain.agent_run import AgentRun, agent_run
 from policy.domain.analysis import Analysis, analyze_text
 from policy.domain.builtins import DEFAULT_ROLE, ROLES
@@ -293,7 +294,7 @@ def _diagnostic_line(file: str, diagnostic: Diagnostic) -> str:
 
 def _summary_line(analysis: Analysis) -> str:
     s = analysis.summary()
-    return f"{s['errors']} error(s), {s['warnings']} warning(s), {s['info']} info"
+    return f"{counted(s['errors'], 'error')}, {counted(s['warnings'], 'warning')}, {s['info']} info"
 
 
 def _print_json(data: Any, out: TextIO) -> None:
@@ -312,7 +313,8 @@ def _note_errors(file: str, analysis: Analysis, err: TextIO) -> int:
         return EXIT_OK
     errors = analysis.summary()["errors"]
     err.write(
-        f"traitdeck: {file} has {errors} error(s); run 'traitdeck validate {file}' to see them\n"
+        f"traitdeck: {file} has {counted(errors, 'error')};"
+        f" run 'traitdeck validate {file}' to see them\n"
     )
     return EXIT_NEGATIVE
 

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from audit.services import audit_record
+from core.text import counted
 from policy.domain.decide import decide_any, outcomes_by_slot
 from policy.domain.dryrun import parse_round_spec
 from policy.domain.multi_action import multi_action_mode
@@ -190,7 +191,7 @@ def suite_replace(*, agent: str, data: Any, actor: Any) -> Suite:
         actor=actor,
         action="suite.import",
         target=f"suite {agent}",
-        message=f"{len(suite.cases)} case(s)",
+        message=counted(len(suite.cases), "case"),
         before=before,
         after=suite.as_dict(),
     )

@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.db.models import Max
 
 from audit.services import actor_label, audit_record
+from core.text import counted
 from policy.audit_notes import policy_replaced
 from policy.domain.analysis import analyze_text
 from policy.domain.diagnostics import Diagnostic, Severity
@@ -233,17 +234,20 @@ def policy_publish(
     if analysis.has_errors:
         errors = analysis.summary().get("errors", 0)
         raise PublishRefused(
-            f"The draft has {errors} error(s): fix them first (errors block publishing)."
+            f"The draft has {counted(errors, 'error')}: fix {'it' if errors == 1 else 'them'}"
+            " first (errors block publishing)."
         )
     warnings = tuple(d for d in analysis.diagnostics if d.severity is Severity.WARNING)
     if warnings and not confirm_warnings:
         raise ConfirmationNeeded(
-            f"The draft has {len(warnings)} warning(s): confirm to publish it anyway.", warnings
+            f"The draft has {counted(len(warnings), 'warning')}: confirm to publish it anyway.",
+            warnings,
         )
     failing = failing_summary(suites_check(state))
     if failing and not override_failing_cases:
         raise SuitesFailing(
-            f"{len(failing)} regression case(s) fail under the draft: fix the draft, or publish"
+            f"{counted(len(failing), 'regression case')} {'fails' if len(failing) == 1 else 'fail'}"
+            " under the draft: fix the draft, or publish"
             " with the override (the audit log records it).",
             failing,
         )
@@ -261,7 +265,7 @@ def policy_publish(
             actor=actor,
             action="suite.override",
             target=f"version {version.number}",
-            message=f"published with {len(failing)} failing regression case(s)",
+            message=f"published with {counted(len(failing), 'failing regression case')}",
             after={"failing": failing},
         )
     _push_after_commit(version, actor)
@@ -306,7 +310,7 @@ def policy_rollback(
     if old.has_errors and not confirm_errors:
         errors = tuple(d for d in old.diagnostics if d.severity is Severity.ERROR)
         raise ConfirmationNeeded(
-            f"Version {number} has {len(errors)} error(s) under today's rules: "
+            f"Version {number} has {counted(len(errors), 'error')} under today's rules: "
             "confirm to roll back to it anyway.",
             errors,
         )
@@ -343,7 +347,7 @@ def policy_rollback(
             actor=actor,
             action="suite.override",
             target=f"version {version.number}",
-            message=f"rolled back with {len(overridden_cases)} failing regression case(s)",
+            message=f"rolled back with {counted(len(overridden_cases), 'failing regression case')}",
             after={"failing": overridden_cases},
         )
     _push_after_commit(version, actor)

@@ -385,12 +385,24 @@ class ToolStats:
         return finished
 
     def figures(self) -> dict[str, Reading | None]:
-        return {
-            "p50_ms": self.read(0.50),
-            "p95_ms": self.read(0.95),
-            "p99_ms": self.read(0.99),
-            "max_ms": self.slowest(),
-        }
+        """The percentiles and the max. A bin estimate is capped at the exact max: a bin
+        reports a point up to 1 % above the durations it holds, and a p99 of "512 ms" beside a
+        max of "511 ms" reads as a bug (a censored figure is left as it is)."""
+        top = self.slowest()
+        found: dict[str, Reading | None] = {}
+        for name, p in (("p50_ms", 0.50), ("p95_ms", 0.95), ("p99_ms", 0.99)):
+            figure = self.read(p)
+            if (
+                figure is not None
+                and figure.kind == ESTIMATE
+                and top is not None
+                and top.kind == EXACT_FIGURE
+                and figure.ms > top.ms
+            ):
+                figure = Reading(top.ms, ESTIMATE)
+            found[name] = figure
+        found["max_ms"] = top
+        return found
 
     def summary(self) -> dict[str, Any]:
         """The numbers of the API's tool object (in ms, null without calls; ``figures`` says
@@ -472,6 +484,22 @@ def rising_p_value(late_hits: int, late_n: int, rest_hits: int, rest_n: int) -> 
     return min(1.0, tail)
 
 
+def rate_text(share: float) -> str:
+    """A rate as every page and advice writes it: a percentage to one decimal, a trailing
+    ``.0`` dropped (4 of 60 → ``6.7 %``, 3 of 60 → ``5 %``)."""
+    return f"{share * 100:.1f}".removesuffix(".0") + " %"
+
+
+#: The short form of each advice (the Tools table shows it; the whole sentence is ``message``).
+SUMMARIES: Final = {
+    "timeout-suggested": "No timeout set: one is suggested from the p99",
+    "timeout-too-tight": "Timeout too tight: calls are cut off at the limit",
+    "async-candidate": "Slow for a synchronous tool: make it an async job",
+    "early-ineffective": "Early start rarely pays off here",
+    "retry-risk": "A timed-out call may be applied twice on retry",
+}
+
+
 def _seconds(ms: float) -> float:
     """A suggested time limit: seconds, rounded up to a whole second (at least 1)."""
     return float(max(1, math.ceil(ms / 1000)))
@@ -538,8 +566,8 @@ def advise(
             {
                 "code": "timeout-too-tight",
                 "message": (
-                    f"{timeouts} of {calls} calls timed out ({rate:.1%}, above"
-                    f" {thresholds.timeout_rate:.0%}), {at_limit} of them at the limit of"
+                    f"{timeouts} of {calls} calls timed out ({rate_text(rate)}, above"
+                    f" {rate_text(thresholds.timeout_rate)}), {at_limit} of them at the limit of"
                     f" about {limit_ms / 1000:g} s: the limit cuts off calls that were still"
                     " working." + remedy
                 ),
@@ -557,7 +585,8 @@ def advise(
         if enough and seen is not None and slow:
             bound = "at least " if seen.kind == LIMIT else ""
             reasons.append(
-                f"its p95 is {bound}{seen.ms / 1000:g} s, over {thresholds.async_p95_s:g} s"
+                f"has a p95 of {bound}{seen.ms / 1000:g} s (over the"
+                f" {thresholds.async_p95_s:g} s threshold)"
             )
             evidence["p95_ms"] = round(seen.ms, 3)
         rest_calls, rest_timeouts = calls - late[CALLS], timeouts - late[TIMEOUTS]
@@ -565,7 +594,7 @@ def advise(
             p_value = rising_p_value(late[TIMEOUTS], late[CALLS], rest_timeouts, rest_calls)
             if p_value < RISING_P:
                 reasons.append(
-                    f"its timeout rate rose from {rest_timeouts} of {rest_calls} calls to"
+                    f"saw its timeout rate rise from {rest_timeouts} of {rest_calls} calls to"
                     f" {late[TIMEOUTS]} of {late[CALLS]} in the window's last quarter"
                     f" (one-sided Fisher exact test, p = {p_value:.2g})"
                 )
@@ -587,7 +616,7 @@ def advise(
                 {
                     "code": "async-candidate",
                     "message": (
-                        "A synchronous tool that "
+                        "This synchronous tool "
                         + " and ".join(reasons)
                         + f": convert it to an async job (the Async Job pattern){target}."
                     ),
@@ -641,6 +670,8 @@ def advise(
                 },
             }
         )
+    for item in advice:
+        item["summary"] = SUMMARIES[item["code"]]
     return advice
 
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from observe.domain.health import rate_text
+
 WIDTH: Final = 720.0
 HEIGHT: Final = 180.0
 LEFT: Final = 56.0
@@ -34,6 +36,8 @@ class HealthChart:
     p95: str  # SVG polyline points
     rate: str
     dots: tuple[Dot, ...]
+    #: a marker per timeout-rate point: a one-point polyline draws nothing
+    rate_dots: tuple[Dot, ...]
     #: y of the time limit (ms) on the p95 axis, and its text; None when the tool has none
     limit_y: float | None
     limit_text: str
@@ -73,13 +77,21 @@ def health_chart(tool: dict[str, Any], since: str, until: str) -> HealthChart | 
     def y_rate(rate: float) -> float:
         return round(base - rate * plot_h, 1)
 
-    p95_points, rate_points, dots = [], [], []
+    p95_points, rate_points, dots, rate_dots = [], [], [], []
     for point in trend:
         at = x(point["bucket"])
         if point["p95_ms"] is not None:
             p95_points.append(f"{at},{y_ms(point['p95_ms'])}")
         rate = point["timeout_rate"] or 0.0
         rate_points.append(f"{at},{y_rate(rate)}")
+        rate_dots.append(
+            Dot(
+                at,
+                y_rate(rate),
+                f"{point['bucket']}: {point['timeouts']} of {point['calls']} calls timed out"
+                f" ({rate_text(rate)})",
+            )
+        )
         bound = "≥ " if point.get("p95_at_limit") else ""
         dots.append(
             Dot(
@@ -87,7 +99,7 @@ def health_chart(tool: dict[str, Any], since: str, until: str) -> HealthChart | 
                 y_ms(point["p95_ms"] or 0.0),
                 f"{point['bucket']}: {point['calls']} calls, p95 {bound}"
                 f"{_ms_text(point['p95_ms'] or 0.0)}, {point['timeouts']} timed out"
-                f" ({rate:.0%})",
+                f" ({rate_text(rate)})",
             )
         )
     ticks = tuple(
@@ -104,6 +116,7 @@ def health_chart(tool: dict[str, Any], since: str, until: str) -> HealthChart | 
         p95=" ".join(p95_points),
         rate=" ".join(rate_points),
         dots=tuple(dots),
+        rate_dots=tuple(rate_dots),
         limit_y=y_ms(limit_ms) if limit_ms is not None else None,
         limit_text=f"limit {_ms_text(limit_ms)}" if limit_ms is not None else "",
         peak_text=_ms_text(peak),

@@ -9,6 +9,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.template.loader import render_to_string
 
+from observe.domain.health import rate_text
 from observe.health.report import timeout_alerts
 
 #: Seconds one render serves every viewer of this process (a batch a second would otherwise
@@ -19,9 +20,9 @@ _last: tuple[float, str] | None = None
 
 def alerts_context(alerts: list[dict[str, Any]], *, oob: bool) -> dict[str, Any]:
     return {
-        "alerts": alerts,
+        "alerts": [{**alert, "rate_text": rate_text(alert["timeout_rate"])} for alert in alerts],
         "oob": oob,
-        "limit_pct": f"{settings.TRAITDECK_HEALTH_TIMEOUT_RATE * 100:g}",
+        "limit_pct": rate_text(settings.TRAITDECK_HEALTH_TIMEOUT_RATE),
     }
 
 

@@ -32,6 +32,7 @@ from typing import Any, Final
 import yaml
 
 from core.json_limits import MAX_DEPTH, nests_deeper
+from core.text import counted
 from policy.domain.decide import Outcome, decide_version, outcomes_by_slot
 from policy.domain.diagnostics import Severity
 from policy.domain.dryrun import (
@@ -290,5 +291,5 @@ def case_from_outcomes(
 def summary(results: Sequence[CaseResult]) -> str:
     failing = [r for r in results if not r.passed]
     if not failing:
-        return f"{len(results)} case(s), all pass"
+        return f"{counted(len(results), 'case')}, all pass"
     return f"{len(failing)} of {len(results)} case(s) fail"

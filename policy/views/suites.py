@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from core.json_limits import NotJson, decode_json
+from core.text import counted
 from policy.domain.suites import SuiteError, dump_suite, load_suite
 from policy.selectors import draft_state
 from policy.suites import CaseRefused, case_remove, case_save, suite_check, suite_of, suite_replace
@@ -91,7 +92,7 @@ def _add(request: HttpRequest, agent: str) -> HttpResponse:
     messages.success(
         request,
         f"Saved the case {case.name!r}: it pins what the draft gets for its "
-        f"{len(case.expect)} action(s). Every change of the draft is checked against it.",
+        f"{counted(len(case.expect), 'action')}. Every change of the draft is checked against it.",
     )
     return redirect("policy:suite", agent=agent)
 
@@ -109,5 +110,7 @@ def _import(request: HttpRequest, agent: str) -> HttpResponse:
         suite_replace(agent=agent, data=suite.as_dict(), actor=request.user)
     except SuiteError as exc:
         return _page(request, agent, status=422, refusal=f"The suite cannot be imported: {exc}.")
-    messages.success(request, f"Imported {len(suite.cases)} case(s): the suite was replaced.")
+    messages.success(
+        request, f"Imported {counted(len(suite.cases), 'case')}: the suite was replaced."
+    )
     return redirect("policy:suite", agent=agent)

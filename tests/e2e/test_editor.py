@@ -15,6 +15,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
+from core.text import counted
 from tests.e2e.conftest import LiveServer
 
 TRAITDECK = str(Path(sys.executable).parent / "traitdeck")
@@ -166,7 +167,7 @@ def test_edit_an_mcp_tool_then_catalog_playground_and_export(
     warnings = int(page.locator(".policy-overview .warning-count").inner_text().split()[0])
     validate = _traitdeck("validate", str(exported))
     assert validate.returncode == (1 if errors else 0), validate.stdout
-    assert f"{errors} error(s), {warnings} warning(s)".encode() in validate.stdout
+    assert f"{counted(errors, 'error')}, {counted(warnings, 'warning')}".encode() in validate.stdout
 
     # The CLI reads the same catalog and runs the same round as the pages did.
     cli_catalog = _traitdeck("catalog", str(exported), "--agent", "main")

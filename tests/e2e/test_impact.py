@@ -96,7 +96,7 @@ def test_a_trait_change_shows_its_impact_and_a_failing_case_needs_the_override(
         # Publishing is refused while the case fails, then goes through with the override.
         page.goto(f"{url}/policy/publish/")
         _publish_form(page, "the background job explores", override=False)
-        expect(page.locator("#publish-refusal")).to_contain_text("regression case(s) fail")
+        expect(page.locator("#publish-refusal")).to_contain_text("1 regression case fails under")
         _publish_form(page, "the background job explores", override=True)
         expect(page).to_have_url(re.compile(r"/policy/versions/\d+/$"))
         page.goto(f"{url}/audit/?action=suite.override")

@@ -90,7 +90,7 @@ def test_paste_preview_apply_then_export_matches_fmt(
     assert exported.read_bytes() == _traitdeck("fmt", str(exported)).stdout
     validate = _traitdeck("validate", str(exported))
     assert validate.returncode == 1
-    assert b"1 error(s), 3 warning(s)" in validate.stdout
+    assert b"1 error, 3 warnings" in validate.stdout
 
 
 def test_text_that_cannot_be_imported_is_refused_and_changes_nothing(

@@ -77,6 +77,8 @@ def test_every_request_body_has_an_example_for_each_content_type() -> None:
             200,
         ),
         ("post", "/api/v1/agents", "/api/v1/agents", "application/json", 201),
+        # The sample policy has 3 warnings: publishing needs confirm_warnings.
+        ("post", "/api/v1/versions", "/api/v1/versions", "application/json", 201),
     ],
 )
 def test_the_examples_work_when_tried(

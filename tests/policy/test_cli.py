@@ -148,7 +148,7 @@ def write_json(tmp_path: Path, name: str, data: Any) -> Path:
 def test_validate_exits_0_on_a_policy_with_only_warnings(policy: Path) -> None:
     result = traitdeck("validate", policy)
     assert result.code == 0
-    assert result.out.splitlines()[-1] == "0 error(s), 6 warning(s), 9 info"
+    assert result.out.splitlines()[-1] == "0 errors, 6 warnings, 9 info"
     assert f"{policy}:10:31: warning [strategy-unknown]" in result.out
 
 
@@ -158,7 +158,7 @@ def test_validate_exits_1_and_prints_each_error_with_its_line_and_column(broken:
     line = next(x for x in result.out.splitlines() if "[strategy-value]" in x)
     assert line.startswith(f"{broken}:7:48: error [strategy-value]")
     assert "tool_traits.search.strategy[0]" in line
-    assert result.out.splitlines()[-1].startswith("1 error(s)")
+    assert result.out.splitlines()[-1].startswith("1 error,")
 
 
 @pytest.mark.parametrize(("fixture", "code"), [("policy", 0), ("broken", 1)])
@@ -257,7 +257,7 @@ def test_a_policy_with_errors_still_prints_its_output_and_exits_1(
     result = traitdeck(command[0], broken, *command[1:])
     assert result.code == 1
     assert result.out != ""
-    assert "has 1 error(s)" in result.err
+    assert "has 1 error;" in result.err
 
 
 def test_dry_run_on_a_policy_with_errors_prints_verdicts_and_exits_1(

@@ -213,7 +213,7 @@ def test_the_catalog_says_which_tools_the_runtime_never_sees(editor_client: Clie
     draft_change(edit=lambda _old: doc, base_revision=None)
     assert editor_client.post(DISCOVER).json()["pages"] == 3
     page = editor_client.get("/policy/agents/main/catalog/").content.decode()
-    assert "never sees 4 discovered tool(s)" in page
+    assert "never sees 4 discovered tools" in page
     assert "mcp.fs.tool_3, mcp.fs.tool_4, mcp.fs.tool_5, mcp.fs.tool_6" in page
     assert "mcp-beyond-first-page" in {d.code for d in draft_analysis().diagnostics}
 

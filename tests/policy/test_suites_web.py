@@ -120,7 +120,7 @@ def test_publishing_with_a_failing_case_needs_the_override_which_is_audited(
         "/policy/publish/", {"message": "explore exports", "confirm_warnings": "on"}
     )
     assert refused.status_code == 422
-    assert b"1 regression case(s) fail under the draft" in refused.content
+    assert b"1 regression case fails under the draft" in refused.content
     assert PolicyVersion.objects.count() == 1
     api = publisher_client.post(
         "/api/v1/versions",

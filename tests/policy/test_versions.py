@@ -101,6 +101,8 @@ def test_warnings_need_a_confirmation(sample: dict[str, Any], publisher_client: 
     body = response.json()
     assert body["needs_confirmation"] is True
     assert {d["code"] for d in body["diagnostics"]} == {"id-key-ignored"}
+    count = len(body["diagnostics"])
+    assert body["error"].startswith(f"The draft has {count} warnings: confirm")  # not warning(s)
     assert not PolicyVersion.objects.exists()
 
 
@@ -108,7 +110,7 @@ def test_errors_block_publishing(sample: dict[str, Any], publisher_client: Clien
     set_search_strategy(["bogus"])
     response = publish(publisher_client)
     assert response.status_code == 422
-    assert "error(s)" in response.json()["error"]
+    assert response.json()["error"].startswith("The draft has 1 error: fix it first")
     assert not PolicyVersion.objects.exists()
 
 

@@ -706,3 +706,22 @@ def test_an_agent_named_only_in_the_react_config_is_listed_read_only_and_can_get
     assert response.status_code == 200
     assert agents()["helper"] == {"tools": []}
     assert not find_all(page(response), "li", data_react_agent="helper")
+
+
+def test_the_connection_page_says_how_it_counts(editor: Client) -> None:
+    """The walkthrough read "Edit connection #2" at /connections/1/edit/ with nothing to say which
+    count is which."""
+    seed(
+        main={
+            "tools": [
+                {"kind": "python", "module": "a.tools", "alias": "a"},
+                {"kind": "python", "module": "b.tools", "alias": "b"},
+            ]
+        }
+    )
+    page = editor.get("/policy/agents/main/connections/1/edit/").content.decode()
+    assert text_of(page, "h1").startswith("Edit connection #2")
+    assert text_of(page, id="connection-numbering") == (
+        "#2: its place in main's list, counted from 1 as the agent page shows it; the address"
+        " and the API count from 0 (index 1)."
+    )

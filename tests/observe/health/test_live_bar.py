@@ -62,7 +62,7 @@ async def test_it_names_a_tool_whose_timeout_rate_crossed_the_threshold(
     await database_sync_to_async(events_ingest)(events)
     bar = await next_bar(socket)
     assert bar.attrs["hx-swap-oob"] == "true"
-    assert bar.find("a", data_tool=tool).text == f"{tool} 33 % of 9 calls"
+    assert bar.find("a", data_tool=tool).text == f"{tool} 33.3 % of 9 calls"
 
 
 async def test_it_leaves_a_tool_under_the_threshold_out(socket: WebsocketCommunicator) -> None:

@@ -133,3 +133,33 @@ def test_it_fills_in_only_suggestions_the_form_would_accept(editor_client: Clien
     bogus = editor_client.get(url, {"mode": "later", "timeout_s": "-3"}).content.decode()
     assert not find_all(bogus, id="suggested-note")
     assert find(bogus, "input", name="timeout_s").value == "20"  # the draft's own value
+
+
+def test_the_tools_table_says_each_advice_in_words_and_writes_a_rate_one_way(
+    viewer_client: Client,
+) -> None:
+    load_sample_into_draft()
+    tool = "workspace_jobs.search"  # timeout_s 2: 4 of 60 calls cut off at the limit
+    events_ingest([finished(tool, f"s{i}", 300.0) for i in range(56)])
+    events_ingest([timed_out(tool, f"x{i}", 2000) for i in range(4)])
+    table = viewer_client.get("/live/tools/", {"agent": "main"}).content.decode()
+    [row] = find_all(table, "tr", data_tool=tool)
+    advice = row.find("td", class_="advice-cell").text
+    # Keyboard and touch users never see a title: the short form is text beside the rule id.
+    assert "timeout-too-tight Timeout too tight: calls are cut off at the limit" in advice
+    assert row.find("td", data_col="timeout_rate").text == "6.7 %"
+    page = viewer_client.get(f"/live/tools/main/{tool}/").content.decode()
+    assert "4 (6.7 %)" in [dd.text for dd in find_all(page, "dd")]
+    assert "4 of 60 calls timed out (6.7 %, above 5 %)" in page
+
+
+def test_the_chart_marks_a_timeout_rate_of_one_point(viewer_client: Client) -> None:
+    load_sample_into_draft()
+    tool = "workspace_jobs.search"
+    events_ingest([finished(tool, f"s{i}", 300.0) for i in range(3)])
+    events_ingest([timed_out(tool, "x0", 2000)])
+    page = viewer_client.get(f"/live/tools/main/{tool}/", {"window": "24h"}).content.decode()
+    [line] = find_all(page, "polyline", class_="series-timeout")
+    assert len(line.attrs["points"].split()) == 1  # a one-point polyline draws nothing...
+    [dot] = find_all(page, "circle", class_="dot-timeout")  # ...so the point has a marker
+    assert dot.find("title").text.endswith("1 of 4 calls timed out (25 %)")

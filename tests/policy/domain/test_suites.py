@@ -179,7 +179,7 @@ def test_traitdeck_test_exits_0_when_every_case_passes(files: dict[str, str]) ->
     code, out, _ = cli("test", files["sample.yaml"], files["suite.yaml"])
     assert code == 0
     assert out.splitlines()[0] == "ok   an export may not follow a search"
-    assert out.splitlines()[-2] == "1 case(s), all pass"
+    assert out.splitlines()[-2] == "1 case, all pass"
     assert out.splitlines()[-1] == (
         "react agent assumed: v3 (from the setting TRAITDECK_REACT_AGENT_VERSION); a round's own "
         "react_version wins"
