@@ -8,6 +8,7 @@ from typing import Any
 from django.utils import timezone
 
 from bridge.models import BridgeStatus
+from core.text import find_nul
 from policy.versions import agents_in_force
 
 #: Count names a report may carry (anything else is ignored, never stored).
@@ -64,6 +65,10 @@ def bridge_report(body: Any, *, token_name: str) -> dict[str, Any]:
         str(reason)[:200]: _count(n, "counts.reasons")
         for reason, n in list(reasons.items())[:MAX_REASONS]
     }
+    # Valid JSON and UTF-8, but no PostgreSQL text or JSON column can hold a NUL (a 500 there,
+    # found by the schema test on PostgreSQL).
+    if find_nul([name, list(counts["reasons"])]) is not None:
+        raise BadReport("name and the reasons of counts.reasons must not contain NUL characters")
     BridgeStatus.objects.update_or_create(
         name=name.strip(),
         defaults={

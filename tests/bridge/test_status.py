@@ -68,6 +68,12 @@ def test_a_bad_report_is_refused_with_a_reason_and_a_token_is_needed() -> None:
     assert bad.status_code == 422
     assert "name" in bad.json()["error"]
     assert post(Client(), secret, {"name": "k", "counts": {"mapped": -1}}).status_code == 422
+    # A NUL is valid JSON but no PostgreSQL column holds it: refused on every database.
+    nul = post(Client(), secret, {"name": "k\x00", "counts": {}})
+    assert nul.status_code == 422
+    assert "NUL" in nul.json()["error"]
+    reason = {"name": "k", "counts": {"reasons": {"a\x00b": 1}}}
+    assert post(Client(), secret, reason).status_code == 422
     assert post(Client(), reader, {"name": "k"}).status_code == 403
     assert post(Client(), "nope", {"name": "k"}).status_code == 401
 
