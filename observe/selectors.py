@@ -60,6 +60,10 @@ class RoundFilter:
     version_windows: tuple[tuple[str, str, datetime, datetime | None], ...] = ()
 
     def apply(self, rounds: QuerySet[Round]) -> QuerySet[Round]:
+        # Stored ids hold no control characters (ingest refuses them), and PostgreSQL cannot
+        # even compare text with a NUL (a 500 there): a filter holding one matches nothing.
+        if any("\x00" in text for text in (self.agent, self.tool, self.turn) if text):
+            return rounds.none()
         if self.agent:
             rounds = rounds.filter(agent=self.agent)
         for kind in sorted(self.has):
