@@ -19,6 +19,8 @@ from audit.api import router as audit_router
 from bridge.api import router as bridge_router
 from config.api_examples import declare_body_examples
 from config.api_schema import declare_shared_errors
+from engine.round.dryrun import RoundSpecError
+from engine.tools.manifest import ManifestError
 from observe.api import router as observe_router
 from observe.api_health import router as health_router
 from observe.selectors import BadCursor
@@ -29,9 +31,7 @@ from policy.api_edit import router as policy_edit_router
 from policy.api_kdcube import router as kdcube_router
 from policy.api_versions import router as versions_router
 from policy.api_versions import runtime_router
-from policy.domain.dryrun import RoundSpecError
 from policy.domain.edits import as_sentence
-from policy.domain.manifest import ManifestError
 from policy.selectors import AgentNotFound
 from policy.services import EditRefused, PolicyTooLarge, StaleRevision
 from policy.versions import ConfirmationNeeded, PublishRefused, SuitesFailing

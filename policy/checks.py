@@ -10,8 +10,8 @@ from typing import Any
 from django.conf import settings
 from django.core import checks
 
+from engine.round.react_version import read_react_version
 from policy.discovery.mcp_list import parse_commands, parse_credentials, parse_hosts
-from policy.domain.react_version import read_react_version
 
 _PARSERS = (
     ("TRAITDECK_MCP_STDIO_COMMANDS", parse_commands),

@@ -34,11 +34,11 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audit.services import actor_label, audit_record
+from engine.catalog.multi_action import inert_mode_keys, inert_mode_message
+from engine.document.diagnostics import Diagnostic, Severity
 from policy import kdcube_client
 from policy.domain import kdcube_drift, kdcube_props
-from policy.domain.diagnostics import Diagnostic, Severity
 from policy.domain.kdcube_props import PushRefused
-from policy.domain.multi_action import inert_mode_keys, inert_mode_message
 from policy.kdcube_client import KDCubeError
 from policy.models import KDCubeBundle, KDCubePush, KDCubeRead, PolicyVersion
 from policy.versions import version_data, version_get, version_published

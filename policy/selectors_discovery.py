@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from engine.tools.annotations import Hint, Suggestion, hints, suggest
+from engine.tools.connections import Connection
+from engine.tools.loading import MCP, mcp_server
+from engine.tools.mcp_servers import server_config
+from engine.tools.resolution import AgentResolution
 from policy.discovery.mcp_list import refusal
-from policy.domain.annotations import Hint, Suggestion, hints, suggest
-from policy.domain.connections import Connection
-from policy.domain.loading import MCP, mcp_server
-from policy.domain.mcp_servers import server_config
-from policy.domain.resolution import AgentResolution
-from policy.domain.validate_discovery import discovered_tools, listed_names
+from policy.domain.validation.discovered import discovered_tools, listed_names
 from policy.models import McpServerSetting
 from policy.selectors import DraftState, manifest_for, server_facts
 

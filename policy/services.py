@@ -15,6 +15,8 @@ from django.db import transaction
 from audit.services import audit_record
 from core.numbers import BOUND_TEXT, find_unbounded
 from core.text import find_nul, show_path, unencodable_path
+from engine.document.diagnostics import Diagnostic
+from engine.tools.manifest import parse_manifest
 from policy.audit_notes import (
     DRAFT_EDITED,
     MANIFEST_REMOVE,
@@ -27,9 +29,7 @@ from policy.audit_notes import (
 from policy.caps import web_caps
 from policy.domain.caps import CODE as CAPS_CODE
 from policy.domain.caps import over_caps
-from policy.domain.diagnostics import Diagnostic
 from policy.domain.edits import EditError, check_agent_name, remove_agent, rename_agent
-from policy.domain.manifest import parse_manifest
 from policy.domain.yaml_io import CLI_MAX_BYTES, dump_body, export_of_body, load_policy
 from policy.models import AgentManifest, PolicyDraft
 from policy.selectors import DraftState, draft_analysis, draft_state, remember_draft

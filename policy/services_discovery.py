@@ -25,6 +25,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import actor_label, audit_record
+from engine.tools.annotations import suggest
+from engine.tools.connections import Connection
+from engine.tools.loading import MCP, WILDCARD, mcp_server
+from engine.tools.manifest import parse_manifest
+from engine.tools.mcp_servers import HTTP, SSE, STDIO, ServerConfig, auth_headers, server_config
 from policy.audit_notes import AuditNote, connection_target, same_part
 from policy.discovery.mcp_list import (
     Allowlist,
@@ -42,13 +47,8 @@ from policy.discovery.mcp_list import (
     refusal,
     url_origin,
 )
-from policy.domain.annotations import suggest
-from policy.domain.connections import Connection
 from policy.domain.edits import connection_mapping
-from policy.domain.loading import MCP, WILDCARD, mcp_server
-from policy.domain.manifest import parse_manifest
-from policy.domain.mcp_servers import HTTP, SSE, STDIO, ServerConfig, auth_headers, server_config
-from policy.domain.validate_discovery import discovered_tools, listed_names
+from policy.domain.validation.discovered import discovered_tools, listed_names
 from policy.models import AgentManifest, McpServerSetting
 from policy.selectors import (
     DraftState,

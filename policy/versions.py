@@ -18,11 +18,11 @@ from django.db.models import Max
 
 from audit.services import actor_label, audit_record
 from core.text import counted
+from engine.document.diagnostics import Diagnostic, Severity
+from engine.tools.manifest import Manifest, parse_manifest
+from engine.tools.resolution import agent_names
 from policy.audit_notes import policy_replaced
 from policy.domain.analysis import analyze_text
-from policy.domain.diagnostics import Diagnostic, Severity
-from policy.domain.manifest import Manifest, parse_manifest
-from policy.domain.resolution import agent_names
 from policy.domain.yaml_io import (
     CLI_MAX_BYTES,
     agent_export_text,

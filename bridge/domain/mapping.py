@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from policy.domain.loading import agent_keys
-from policy.domain.named_services import DEFAULT_REACT_AGENT_ID
+from engine.tools.loading import agent_keys
+from engine.tools.named_services import DEFAULT_REACT_AGENT_ID
 
 #: The namespace of the bridge's event ids (uuid5 of the envelope digest and the event's place).
 ID_NAMESPACE: Final = uuid.UUID("6f9d3c1e-8a4b-5e27-9c10-4b7a2d5e8f31")
@@ -317,7 +317,7 @@ class Mapper:
 
     def _prove(self, env: _Env, version: str, why: str) -> None:
         """What the turn's envelopes proved about the react agent; later rounds' round.started
-        carry it (the precedence's "bridge inference", policy.domain.react_version)."""
+        carry it (the precedence's "bridge inference", engine.round.react_version)."""
         key = (env.agent, env.turn_id)
         if key not in self.versions:
             self.versions[key] = (version, why)

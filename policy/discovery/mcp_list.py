@@ -33,7 +33,7 @@ from mcp_types import Tool
 from pydantic import TypeAdapter
 
 from core.gc_pause import gc_paused
-from policy.domain.mcp_servers import HTTP, SSE, STDIO
+from engine.tools.mcp_servers import HTTP, SSE, STDIO
 
 SDK_VERSION: Final = version("mcp")
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-from policy.domain.loading import PYTHON
-from policy.domain.resolution import AgentResolution
+from engine.tools.loading import PYTHON
+from engine.tools.resolution import AgentResolution
 
 TOOL_TRAITS_ATTR: Final = "__kdcube_tool_traits__"
 

@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from engine.document.paths import AS_CONSUMER, Path, format_path
 from policy.domain.descriptors import owned_path, owned_subtree
-from policy.domain.paths import AS_CONSUMER, Path, format_path
 
 #: Shown (and compared) in place of a value that came from a secret reference.
 SECRET: Final = "secret, not imported"

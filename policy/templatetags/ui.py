@@ -15,8 +15,8 @@ from django import template
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from policy.domain.diagnostics import Diagnostic, risk
-from policy.domain.overseer import rule_words
+from engine.document.diagnostics import Diagnostic, risk
+from engine.round.overseer import rule_words
 
 register = template.Library()
 
@@ -153,13 +153,13 @@ def duration(row: Any) -> str:
 
 @register.filter(name="risk")
 def risk_of(diagnostic: Any) -> str:
-    """``high``, ``low`` or ``""``: see ``policy.domain.diagnostics.risk``."""
+    """``high``, ``low`` or ``""``: see ``engine.document.diagnostics.risk``."""
     return risk(diagnostic) if isinstance(diagnostic, Diagnostic) else ""
 
 
 @register.filter(name="rule_words")
 def rule_words_of(code: Any) -> str:
-    """A rejection code in a few words (``policy.domain.overseer.RULE_WORDS``)."""
+    """A rejection code in a few words (``engine.round.overseer.RULE_WORDS``)."""
     return rule_words(str(code)) if code else ""
 
 

@@ -13,13 +13,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from engine.tools.connections import PYTHON, Connection
 from policy.audit_notes import (
     connection_added,
     connection_edited,
     connection_moved,
     connection_removed,
 )
-from policy.domain.connections import PYTHON, Connection
 from policy.domain.edits import (
     add_connection,
     connection_count,

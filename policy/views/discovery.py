@@ -9,8 +9,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from core.json_limits import NotJson, decode_json
-from policy.domain.connections import Connection
-from policy.domain.loading import MCP, mcp_server
+from engine.tools.connections import Connection
+from engine.tools.loading import MCP, mcp_server
 from policy.selectors import DraftState, draft_state
 from policy.services import StaleRevision
 from policy.services_discovery import (

@@ -9,11 +9,11 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from engine.document.diagnostics import Severity
+from engine.document.source import excerpt
 from policy.domain.descriptor_write import ExportRefused
 from policy.domain.descriptors import DescriptorError
-from policy.domain.diagnostics import Severity
 from policy.domain.edits import as_sentence
-from policy.domain.source import excerpt
 from policy.domain.version_diff import WHOLE_FILE, fold, text_diff
 from policy.domain.yaml_io import WEB_MAX_BYTES
 from policy.exporting import (

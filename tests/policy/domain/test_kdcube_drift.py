@@ -7,8 +7,8 @@ import copy
 import json
 from typing import Any
 
+from engine.catalog.multi_action import inert_mode_keys
 from policy.domain.kdcube_drift import changes, lines, redacted
-from policy.domain.multi_action import inert_mode_keys
 from tests.policy.kdcube_replay import exchange
 
 KEY = b"test-key"
