@@ -133,9 +133,11 @@ INSTALLED_APPS = [
     "django_htmx",
     "accounts",
     "policy",
+    "discovery",
     "observe",
     "audit",
     "bridge",
+    "pages",
 ]
 
 MIDDLEWARE = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from discovery import urls as discovery_urls
 from pages import impact
 from policy import urls as policy_urls
 
@@ -22,4 +23,5 @@ urlpatterns = [
     path("publish/", impact.publish_view, name="publish"),
     path("versions/<int:number>/rollback/", impact.rollback_view, name="rollback"),
     *policy_urls.urlpatterns,
+    *discovery_urls.urlpatterns,
 ]

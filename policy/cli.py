@@ -634,7 +634,7 @@ def cmd_test(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: Tex
 
 def cmd_manifest(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
     # Imported here: only this command imports the agent's own modules.
-    from policy.discovery.modules import python_manifest
+    from engine.tools.python_modules import python_manifest
 
     resolution = agent_run(analysis.data, args.agent, None, role=None).resolution
     root = Path(args.bundle_root) if args.bundle_root else None

@@ -372,3 +372,17 @@ def dry_run_mode(
             mode, profile_mode(state.data, agent, profile), settings.TRAITDECK_MULTI_ACTION_MODE
         ),
     )
+
+
+def beyond_first_page(agent: str) -> list[str]:
+    """Tool ids discovered past their server's first page (the runtime never sees them)."""
+    manifest = manifest_for(agent)
+    if manifest is None:
+        return []
+    return [
+        tool_id
+        for tool_id in manifest.entries
+        if manifest.source_for(tool_id).get("kind") == "mcp"
+        and isinstance(manifest.source_for(tool_id).get("page"), int)
+        and manifest.source_for(tool_id)["page"] > 1
+    ]

@@ -6,7 +6,6 @@ import web.converters  # noqa: F401  (registers <id:…>, for stored identifiers
 from policy.views import (
     agents,
     connections,
-    discovery,
     inspect,
     kdcube,
     manifest,
@@ -54,26 +53,6 @@ urlpatterns = [
         "agents/<id:agent>/connections/<int:index>/tools/<id:key>/preview/",
         tools.tool_preview,
         name="tool-preview",
-    ),
-    path(
-        "agents/<id:agent>/connections/<int:index>/discover/",
-        discovery.connection_discover,
-        name="connection-discover",
-    ),
-    path(
-        "agents/<id:agent>/connections/<int:index>/discover-from-agent/",
-        discovery.agent_discover,
-        name="agent-discover",
-    ),
-    path(
-        "agents/<id:agent>/connections/<int:index>/mcp-server/",
-        discovery.mcp_server_settings,
-        name="mcp-server",
-    ),
-    path(
-        "agents/<id:agent>/connections/<int:index>/suggestions/",
-        discovery.connection_suggestions,
-        name="connection-suggestions",
     ),
     path("agents/<id:agent>/effective/", inspect.effective_view, name="effective"),
     path("agents/<id:agent>/catalog/", inspect.catalog_view, name="catalog"),

@@ -29,12 +29,12 @@ from policy.domain.validation.tools_unknown import unseen_tools
 from policy.selectors import (
     agent_prediction,
     agent_resolution,
+    beyond_first_page,
     draft_state,
     dry_run_mode,
     dry_run_version,
     role_param,
 )
-from policy.selectors_discovery import beyond_first_page
 from policy.views.agents import render_page
 
 

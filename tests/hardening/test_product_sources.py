@@ -48,7 +48,7 @@ DYNAMIC_ENV_READS = {
     ("config/settings.py", "env_int"),  # called with literal names below it
     ("config/settings.py", "env_list"),
     ("config/settings.py", "env_bool"),
-    ("policy/discovery/mcp_list.py", "credential"),
+    ("discovery/mcp_list.py", "credential"),
     # config/server.py reads its socket timeouts before Django's settings exist; called with
     # literal names only.
     ("config/server.py", "seconds_setting"),  # checks the operator's allowlist first

@@ -9,10 +9,10 @@ from ninja import Router, Schema
 from ninja.errors import HttpError
 
 from accounts.auth import session_auth
+from discovery.services import mcp_discover
 from policy.api import agent_or_404
 from policy.api_edit_schemas import WRITE_ERRORS
 from policy.selectors import draft_state
-from policy.services_discovery import mcp_discover
 
 router = Router(tags=["discovery"], auth=session_auth)
 

@@ -8,9 +8,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.services import add_actor_argument, cli_actor
+from discovery.services import DiscoveryRefused, mcp_discover
 from engine.tools.loading import MCP, mcp_server
 from policy.selectors import agent_resolution, draft_state
-from policy.services_discovery import DiscoveryRefused, mcp_discover
 
 
 class Command(BaseCommand):

@@ -234,7 +234,7 @@ def test_one_discovery_per_server_at_a_time_and_a_global_limit(
     editor_client: Client, draft: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Issue 34, item 7: three 40 MB listings at once took a worker to 650 MiB.
-    from policy import services_discovery
+    from discovery import services as services_discovery
 
     monkeypatch.setattr(services_discovery, "_running", {"files"})
     response = editor_client.post(DISCOVER)

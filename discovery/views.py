@@ -9,20 +9,20 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from core.json_limits import NotJson, decode_json
-from engine.tools.connections import Connection
-from engine.tools.loading import MCP, mcp_server
-from policy.selectors import DraftState, draft_state
-from policy.services import StaleRevision
-from policy.services_discovery import (
+from discovery.services import (
     Discovered,
     DiscoveryRefused,
     mcp_discover,
     mcp_server_set,
     suggestions_apply,
 )
+from engine.tools.connections import Connection
+from engine.tools.loading import MCP, mcp_server
+from policy.selectors import DraftState, draft_state
+from policy.services import StaleRevision
 from policy.views.agents import AGENT_TEMPLATE, agent_context, render_page
 from policy.views.common import base_revision
-from policy.views.connections import _connection, connection_page
+from policy.views.connections import connection_or_404, connection_page
 
 
 def _opened(agent: str, index: int) -> HttpResponse:
@@ -132,7 +132,7 @@ def connection_suggestions(request: HttpRequest, agent: str, index: int) -> Http
 
 
 def _mcp(state: DraftState, agent: str, index: int) -> Connection:
-    connection = _connection(state, agent, index)
+    connection = connection_or_404(state, agent, index)
     if connection.kind != MCP:
         raise Http404(f"Connection #{index + 1} of {agent!r} is not an MCP connection.")
     return connection

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from discovery.mcp_list import refusal
 from engine.tools.annotations import Hint, Suggestion, hints, suggest
 from engine.tools.connections import Connection
 from engine.tools.loading import MCP, mcp_server
 from engine.tools.mcp_servers import server_config
 from engine.tools.resolution import AgentResolution
-from policy.discovery.mcp_list import refusal
 from policy.domain.validation.discovered import discovered_tools, listed_names
 from policy.models import McpServerSetting
 from policy.selectors import DraftState, manifest_for, server_facts
@@ -94,7 +94,7 @@ def discovery_panel(
 ) -> DiscoveryPanel | None:
     if connection.kind != MCP or not connection.alias:
         return None
-    from policy.services_discovery import DiscoveryRefused, discovery_allowlist, discovery_target
+    from discovery.services import DiscoveryRefused, discovery_allowlist, discovery_target
 
     server = mcp_server(connection.raw)
     config = server_config(state.data, server, os.environ.get("MCP_SERVICES", ""))
@@ -147,17 +147,3 @@ def discovery_panel(
         disabled_reason=reason,
         rows=tuple(rows),
     )
-
-
-def beyond_first_page(agent: str) -> list[str]:
-    """Tool ids discovered past their server's first page (the runtime never sees them)."""
-    manifest = manifest_for(agent)
-    if manifest is None:
-        return []
-    return [
-        tool_id
-        for tool_id in manifest.entries
-        if manifest.source_for(tool_id).get("kind") == "mcp"
-        and isinstance(manifest.source_for(tool_id).get("page"), int)
-        and manifest.source_for(tool_id)["page"] > 1
-    ]

@@ -25,13 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import actor_label, audit_record
-from engine.tools.annotations import suggest
-from engine.tools.connections import Connection
-from engine.tools.loading import MCP, WILDCARD, mcp_server
-from engine.tools.manifest import parse_manifest
-from engine.tools.mcp_servers import HTTP, SSE, STDIO, ServerConfig, auth_headers, server_config
-from policy.audit_notes import AuditNote, connection_target, same_part
-from policy.discovery.mcp_list import (
+from discovery.mcp_list import (
     Allowlist,
     DiscoveryError,
     Limits,
@@ -47,6 +41,12 @@ from policy.discovery.mcp_list import (
     refusal,
     url_origin,
 )
+from engine.tools.annotations import suggest
+from engine.tools.connections import Connection
+from engine.tools.loading import MCP, WILDCARD, mcp_server
+from engine.tools.manifest import parse_manifest
+from engine.tools.mcp_servers import HTTP, SSE, STDIO, ServerConfig, auth_headers, server_config
+from policy.audit_notes import AuditNote, connection_target, same_part
 from policy.domain.edits import connection_mapping
 from policy.domain.validation.discovered import discovered_tools, listed_names
 from policy.models import AgentManifest, McpServerSetting
