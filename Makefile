@@ -44,8 +44,8 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache  # the layer contract: .importlinter
-	$(VENV)/bin/mypy core engine policy/domain policy/cli.py observe/domain bridge/domain
-	$(VENV)/bin/mypy web pages config accounts audit policy discovery observe bridge --exclude '/domain/'
+	$(VENV)/bin/mypy core engine policy/domain policy/cli.py observe/domain kdcube/domain kdcube/bridge/domain
+	$(VENV)/bin/mypy web pages config accounts audit policy discovery kdcube observe --exclude '/domain/'
 	@echo "lint: ruff, import-linter and mypy clean" > .test-artifacts/summary-0-lint.txt
 
 test-unit: venv

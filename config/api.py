@@ -16,19 +16,19 @@ from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Val
 from accounts.auth import RuntimeTokenAuth, session_auth
 from accounts.models import RuntimeToken
 from audit.api import router as audit_router
-from bridge.api import router as bridge_router
 from config.api_examples import declare_body_examples
 from config.api_schema import declare_shared_errors
 from discovery.api import router as discovery_router
 from engine.round.dryrun import RoundSpecError
 from engine.tools.manifest import ManifestError
+from kdcube.api import router as kdcube_router
+from kdcube.bridge.api import router as bridge_router
 from observe.api import router as observe_router
 from observe.api_health import router as health_router
 from observe.selectors import BadCursor
 from pages.metrics import router as metrics_router
 from policy.api import router as policy_router
 from policy.api_edit import router as policy_edit_router
-from policy.api_kdcube import router as kdcube_router
 from policy.api_versions import router as versions_router
 from policy.api_versions import runtime_router
 from policy.domain.edits import as_sentence

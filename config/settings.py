@@ -134,9 +134,10 @@ INSTALLED_APPS = [
     "accounts",
     "policy",
     "discovery",
+    "kdcube",
     "observe",
     "audit",
-    "bridge",
+    "kdcube.bridge",
     "pages",
 ]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.urls import path
 
 from discovery import urls as discovery_urls
+from kdcube import urls as kdcube_urls
 from pages import impact
 from policy import urls as policy_urls
 
@@ -24,4 +25,5 @@ urlpatterns = [
     path("versions/<int:number>/rollback/", impact.rollback_view, name="rollback"),
     *policy_urls.urlpatterns,
     *discovery_urls.urlpatterns,
+    *kdcube_urls.urlpatterns,
 ]

@@ -16,11 +16,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.services import add_actor_argument, cli_actor
+from kdcube.client import KDCubeError
+from kdcube.services import KDCubeOff, inert_diagnostics, kdcube_pull, kdcube_push, kdcube_take_in
 from policy.domain.descriptors import DescriptorError
 from policy.domain.yaml_io import CLI_MAX_BYTES
 from policy.importing import import_preview
-from policy.kdcube import KDCubeOff, inert_diagnostics, kdcube_pull, kdcube_push, kdcube_take_in
-from policy.kdcube_client import KDCubeError
 from policy.selectors import draft_state
 from policy.services import draft_replace
 from policy.versions import (
