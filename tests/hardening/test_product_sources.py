@@ -9,8 +9,9 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.product import PRODUCT
+
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = ("accounts", "audit", "bridge", "config", "core", "observe", "pages", "policy", "web")
 #: The one bounded loader: it drives PyYAML's composer itself.
 YAML_LOADER = Path("policy/domain/yaml_io.py")
 _PYYAML_LOADS = frozenset(
