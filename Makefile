@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
-DOMAIN_TESTS := tests/core tests/engine tests/policy/domain tests/observe/domain tests/kdcube/domain
+DOMAIN_TESTS := tests/core tests/layout tests/engine tests/policy/domain tests/observe/domain tests/kdcube/domain
 # Hypothesis over every door and schemathesis over the whole API: minutes, so a group of their own.
 HARDENING_TESTS := tests/hardening/test_fuzz.py tests/hardening/test_schema.py
 # test-scale also runs the hardening tests, on PostgreSQL (a NUL character was a 500 only there).

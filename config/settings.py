@@ -131,6 +131,7 @@ INSTALLED_APPS = [
     "channels",
     "ninja",
     "django_htmx",
+    "web",
     "accounts",
     "policy",
     "discovery",

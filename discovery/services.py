@@ -57,7 +57,7 @@ from policy.selectors import (
     manifest_for,
     server_facts,
 )
-from policy.services import EditRefused, _bump_revision, _locked_draft, _user, draft_change
+from policy.services import EditRefused, bump_revision, draft_change, locked_draft, signed_in_user
 
 MCP_DISCOVER: Final = "mcp.discover"
 MCP_SERVER_SET: Final = "mcp.server.set"
@@ -242,7 +242,7 @@ def _store(
     transport: str,
     origin: str,
 ) -> Discovered:
-    draft, current = _locked_draft(None)
+    draft, current = locked_draft(None)
     old = AgentManifest.objects.filter(agent=agent).values_list("data", flat=True).first() or {}
     data = {
         tool_id: entry
@@ -265,9 +265,9 @@ def _store(
             kept = data.get(tool_id, {}).get("tool_traits")
             data[tool_id] = {**({"tool_traits": kept} if kept else {}), **entry}
     parse_manifest(data)
-    _bump_revision(draft, current, user)
+    bump_revision(draft, current, user)
     AgentManifest.objects.update_or_create(
-        agent=agent, defaults={"data": data, "uploaded_by": _user(user)}
+        agent=agent, defaults={"data": data, "uploaded_by": signed_in_user(user)}
     )
     _audit_run(
         user,
@@ -335,7 +335,7 @@ def mcp_server_set(
             "source_command": source_command or None,
             "transport": transport,
             "trusted": trusted,
-            "updated_by": _user(user),
+            "updated_by": signed_in_user(user),
         },
     )
     audit_record(

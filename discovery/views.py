@@ -20,9 +20,10 @@ from engine.tools.connections import Connection
 from engine.tools.loading import MCP, mcp_server
 from policy.selectors import DraftState, draft_state
 from policy.services import StaleRevision
-from policy.views.agents import AGENT_TEMPLATE, agent_context, render_page
+from policy.views.agents import AGENT_TEMPLATE, agent_context
 from policy.views.common import base_revision
 from policy.views.connections import connection_or_404, connection_page
+from web.rendering import render_page
 
 
 def _opened(agent: str, index: int) -> HttpResponse:

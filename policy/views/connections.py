@@ -32,13 +32,7 @@ from policy.domain.edits import (
 from policy.forms_connections import CONNECTION_FORMS, ConnectionForm, NamedServiceConnectionForm
 from policy.selectors import DraftState, agent_resolution, draft_state
 from policy.services import StaleRevision
-from policy.views.agents import (
-    HtmxHttpRequest,
-    agent_entry,
-    render_page,
-    require_agent,
-    show_agent,
-)
+from policy.views.agents import agent_entry, require_agent, show_agent
 from policy.views.common import (
     Edit,
     apply_edit,
@@ -47,6 +41,7 @@ from policy.views.common import (
     problem,
     submitted_input,
 )
+from web.rendering import HtmxHttpRequest, render_page
 
 CONNECTION_TEMPLATE = "policy/connection_form.html"
 

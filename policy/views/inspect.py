@@ -35,7 +35,7 @@ from policy.selectors import (
     dry_run_version,
     role_param,
 )
-from policy.views.agents import render_page
+from web.rendering import render_page
 
 
 def _resolution(agent: str, role: str | None = DEFAULT_ROLE) -> AgentResolution:

@@ -34,7 +34,7 @@ from policy.selectors import (
     text_analysis,
 )
 from policy.services import StaleRevision
-from policy.views.agents import HtmxHttpRequest, render_page, show_agent
+from policy.views.agents import show_agent
 from policy.views.common import (
     apply_edit,
     conflict_context,
@@ -42,6 +42,7 @@ from policy.views.common import (
     problem,
     submitted_input,
 )
+from web.rendering import HtmxHttpRequest, render_page
 
 TOOL_TEMPLATE = "policy/tool_form.html"
 

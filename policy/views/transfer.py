@@ -27,8 +27,8 @@ from policy.selectors import draft_state
 from policy.services import StaleRevision, draft_replace
 from policy.signals import draft_imported
 from policy.versions import version_list
-from policy.views.agents import render_page
 from policy.views.common import base_revision, page_url
+from web.rendering import render_page
 
 TOO_LARGE = (
     f"The text is too large: the web import takes at most {WEB_MAX_BYTES // (1024 * 1024)} MiB"

@@ -92,55 +92,6 @@ def when(value: datetime | str | None, style: str = "datetime") -> SafeString:
     )
 
 
-class Outcome:
-    """A round's outcome as a person reads it: its words and its colour (``tone``).
-
-    ``ok`` only says the round ended; a round whose actions were rejected or timed out ended
-    "ok" with trouble, so it is not shown green."""
-
-    def __init__(self, outcome: str | None, rejected: int, timed_out: int) -> None:
-        self.outcome = outcome or "running"
-        notes = []
-        if rejected:
-            notes.append(f"{rejected} rejected")
-        if timed_out:
-            notes.append(f"{timed_out} timed out")
-        base = {"running": "in progress", "in_progress": "in progress"}.get(
-            self.outcome, self.outcome
-        )
-        self.text = f"{base} · {', '.join(notes)}" if notes else base
-        if self.outcome == "failed":
-            self.tone = "bad"
-        elif self.outcome == "retried" or notes:
-            self.tone = "warn"
-        elif self.outcome == "ok":
-            self.tone = "good"
-        else:
-            self.tone = "neutral"
-
-    @property
-    def css(self) -> str:
-        """An extra class when the colour differs from the outcome's own (``ok`` with trouble)."""
-        return " tone-warn" if self.outcome == "ok" and self.tone == "warn" else ""
-
-    def __str__(self) -> str:
-        return self.text
-
-
-@register.filter
-def outcome_of(value: Any) -> Outcome:
-    """The outcome of a stored round (counts on the row) or of a live card (its chips)."""
-    if hasattr(value, "rejections"):
-        return Outcome(value.outcome, value.rejections or 0, getattr(value, "timeouts", 0) or 0)
-    rejected = timed_out = 0
-    for attempt in getattr(value, "attempts", ()):
-        for row in attempt.actions:
-            kinds = {chip.kind for chip in row.chips}
-            rejected += "rejected" in kinds
-            timed_out += "timeout" in kinds
-    return Outcome(getattr(value, "outcome", None), rejected, timed_out)
-
-
 @register.filter
 def duration(row: Any) -> str:
     """How long a round took (``finished_at - started_at``) in seconds, or a dash."""
