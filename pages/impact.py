@@ -41,6 +41,7 @@ from observe.impact import (
 )
 from observe.live import known_agents, parse_filter
 from observe.selectors import RoundFilter, round_get, round_ids_in_path, round_ids_query, round_url
+from pages.versions import diff_context
 from policy.selectors import DraftState, draft_analysis, draft_state
 from policy.services import StaleRevision
 from policy.suites import failing_summary, suites_check
@@ -57,7 +58,6 @@ from policy.versions import (
     version_published,
 )
 from policy.views.common import base_revision
-from policy.views.versions import diff_context
 
 ROLLBACK_TEMPLATE = "policy/rollback.html"
 

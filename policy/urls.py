@@ -11,7 +11,6 @@ from policy.views import (
     suites,
     tools,
     transfer,
-    versions,
 )
 
 app_name = "policy"
@@ -57,11 +56,6 @@ urlpatterns = [
     path("agents/<id:agent>/catalog/", inspect.catalog_view, name="catalog"),
     path("agents/<id:agent>/playground/", inspect.playground, name="playground"),
     path("import/", transfer.import_view, name="import"),
-    path("versions/", versions.versions_view, name="versions"),
-    path("versions/<int:number>/", versions.version_view, name="version"),
-    path("draft/discard/", versions.draft_discard_view, name="draft-discard"),
-    path("versions/<int:number>/edit/", versions.edit_from_version_view, name="edit-from-version"),
-    path("diff/", versions.diff_view, name="diff"),
     path("glossary/", inspect.glossary_view, name="glossary"),
     path("export.yaml", transfer.export_view, name="export"),
     path("export/descriptor/", transfer.export_descriptor_view, name="export-descriptor"),
