@@ -131,11 +131,15 @@ INSTALLED_APPS = [
     "channels",
     "ninja",
     "django_htmx",
+    "web",
     "accounts",
     "policy",
+    "discovery",
+    "kdcube",
     "observe",
     "audit",
-    "bridge",
+    "kdcube.bridge",
+    "pages",
 ]
 
 MIDDLEWARE = [
@@ -325,7 +329,7 @@ TRAITDECK_MULTI_ACTION_MODE = os.environ.get("TRAITDECK_MULTI_ACTION_MODE", "off
 # The react agent the runtime runs, as its AI_REACT_AGENT_VERSION (KDCube's default "v2"; "v3");
 # read as the runtime reads it (an unknown value is v2, and the overview and check --deploy
 # warn). A round's own react_version, an explicit choice, round.started's report and the bridge's
-# inference come first (policy.domain.react_version).
+# inference come first (engine.round.react_version).
 TRAITDECK_REACT_AGENT_VERSION = os.environ.get("TRAITDECK_REACT_AGENT_VERSION", "v2")
 
 #: The KDCube runtime's limit for an isolated tool call (``execute_tool_in_isolation`` passes

@@ -3,13 +3,16 @@ commit it is. Everything the recorder asks the runtime goes through the modules 
 
 from __future__ import annotations
 
+import copy
 import importlib
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from conformance import stubs
 
@@ -98,3 +101,20 @@ def load(src: Path | None = None) -> Runtime:
         ns_tools=mod("solutions.named_services_providers.tools"),
         stream_policy=mod("streaming.stream_policy"),
     )
+
+
+def decision_of(action: Mapping[str, Any]) -> dict[str, Any]:
+    """A Traitdeck round action (``action``, ``tool_id``, ``params``, ``final_answer``, ``notes``)
+    as the decision object the runtime parses from the stream."""
+    out: dict[str, Any] = {"action": action.get("action")}
+    if action.get("tool_id") is not None or "params" in action:
+        call: dict[str, Any] = {}
+        if action.get("tool_id") is not None:
+            call["tool_id"] = action["tool_id"]
+        if "params" in action:
+            call["params"] = copy.deepcopy(action["params"])
+        out["tool_call"] = call
+    for key in ("final_answer", "notes"):
+        if key in action:
+            out[key] = action[key]
+    return out

@@ -8,7 +8,7 @@ Redis afterwards, whether the descriptor file kept its comment, every message pu
 props-update channel, and what the runtime's loader (``_deep_merge_props`` of defaults ← stored
 props, then ``agent_tool_config_from_bundle_props``) yields for the agents involved.
 
-The exchanges are grouped by scenario, in the order sent; ``tests/policy/kdcube_replay.py`` answers
+The exchanges are grouped by scenario, in the order sent; ``tests/kdcube/kdcube_replay.py`` answers
 Traitdeck from them in ``make test`` and refuses any request they do not hold.
 """
 
@@ -154,8 +154,8 @@ def traitdeck_version(effective: dict[str, Any]) -> dict[str, Any]:
 
 
 def record(server: AdminServer) -> list[dict[str, Any]]:
-    from policy import kdcube_client
-    from policy.domain import kdcube_props
+    from kdcube import client as kdcube_client
+    from kdcube.domain import props as kdcube_props
 
     rec = Recorder(server)
     target = kdcube_client.Target(

@@ -29,7 +29,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.harness import Runtime
+from conformance.harness import Runtime, decision_of
 
 #: Tools the decision node refuses as a single action (``exec_only_ids`` in ``v3/runtime.py``).
 EXEC_ONLY_TOOLS = frozenset({"ctx_tools.fetch_ctx"})
@@ -42,23 +42,6 @@ class _Log:
 
 async def _noop(**kwargs: Any) -> None:
     return None
-
-
-def decision_of(action: Mapping[str, Any]) -> dict[str, Any]:
-    """A Traitdeck round action (``action``, ``tool_id``, ``params``, ``final_answer``, ``notes``)
-    as the decision object the runtime parses from the stream."""
-    out: dict[str, Any] = {"action": action.get("action")}
-    if action.get("tool_id") is not None or "params" in action:
-        call: dict[str, Any] = {}
-        if action.get("tool_id") is not None:
-            call["tool_id"] = action["tool_id"]
-        if "params" in action:
-            call["params"] = copy.deepcopy(action["params"])
-        out["tool_call"] = call
-    for key in ("final_answer", "notes"):
-        if key in action:
-            out[key] = action[key]
-    return out
 
 
 def solver(rt: Runtime, *, max_actions: int | None, mode: str) -> Any:

@@ -31,8 +31,7 @@ from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from conformance.harness import SDK, Runtime
-from conformance.round_driver import decision_of
+from conformance.harness import SDK, Runtime, decision_of
 
 V2 = f"{SDK}.solutions.react.v2.runtime"
 

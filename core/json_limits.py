@@ -1,6 +1,6 @@
 """The limits every JSON value Traitdeck stores or returns is held to, defined once.
 
-An API body (``web.api_io.read_json``), a tool manifest (``policy.domain.manifest``) and a
+An API body (``web.api_io.read_json``), a tool manifest (``engine.tools.manifest``) and a
 recorded event (ingest) are all stored as JSON and shown again, so all three are bounded alike.
 (A YAML policy document has its own, looser bound, ``policy.domain.yaml_io.MAX_DEPTH``: its
 composer is what it protects.)

@@ -20,12 +20,12 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from engine.catalog.multi_action import ModeSources, profile_mode
+from engine.round.react_version import VersionSources, react_version
+from engine.traits.round_policy import RoundPolicy
 from observe.domain.drift import round_drift, summary
 from observe.domain.rounds import Assembly, started_react_version
 from observe.models import Round
-from policy.domain.multi_action import ModeSources, profile_mode
-from policy.domain.react_version import VersionSources, react_version
-from policy.domain.round_policy import RoundPolicy
 from policy.selectors import policy_agent_run
 from policy.versions import VersionIndex, version_data, version_get, version_index, version_manifest
 

@@ -2,8 +2,8 @@
 
 The rounds come from the store (their replayable form, :func:`observe.domain.rounds.
 recorded_round`), the two policies from the draft or published versions, and the comparison is
-:func:`policy.domain.impact.replay`. The draft uses the agents' current manifests, a version the
-manifests it was published with (like with like) and, for rounds that did not report a
+:func:`engine.replay.draft_impact.replay`. The draft uses the agents' current manifests, a
+version the manifests it was published with (like with like) and, for rounds that did not report a
 multi-action mode, each side's own default instruction profile, else the
 ``TRAITDECK_MULTI_ACTION_MODE`` setting.
 """
@@ -17,10 +17,8 @@ from typing import Any, Final
 from django.conf import settings
 
 from core.numbers import parse_whole
-from observe.domain.rounds import recorded_round
-from observe.selectors import RoundFilter, rounds_page
-from policy.domain.dryrun import AgentResolutionLike
-from policy.domain.impact import (
+from engine.catalog.multi_action import ModeSources
+from engine.replay.draft_impact import (
     ImpactReport,
     ModeFor,
     RecordedRound,
@@ -29,11 +27,13 @@ from policy.domain.impact import (
     parse_recorded_round,
     replay,
 )
-from policy.domain.manifest import Manifest
-from policy.domain.multi_action import ModeSources
-from policy.domain.react_version import VersionSources, react_version
-from policy.domain.resolution import AgentResolution
-from policy.domain.round_policy import RoundPolicy
+from engine.round.dryrun import AgentResolutionLike
+from engine.round.react_version import VersionSources, react_version
+from engine.tools.manifest import Manifest
+from engine.tools.resolution import AgentResolution
+from engine.traits.round_policy import RoundPolicy
+from observe.domain.rounds import recorded_round
+from observe.selectors import RoundFilter, rounds_page
 from policy.selectors import agent_default_mode, draft_state, manifest_for, policy_agent_run
 from policy.versions import version_data, version_get, version_manifest, version_published
 

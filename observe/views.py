@@ -22,6 +22,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from core.numbers import parse_whole
+from engine.round.backstop import multi_action_enabled
+from engine.round.react_version import VersionSources, react_version
 from observe.domain.kinds import ROUND_KINDS
 from observe.domain.rounds import recorded_round
 from observe.history_chart import rounds_chart
@@ -54,8 +56,6 @@ from observe.selectors import (
     rounds_page,
 )
 from observe.timeline import build_timeline
-from policy.domain.backstop import multi_action_enabled
-from policy.domain.react_version import VersionSources, react_version
 from policy.selectors import draft_state
 from policy.versions import version_index, version_list
 

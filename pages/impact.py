@@ -16,6 +16,20 @@ from django.urls import reverse
 
 from core.numbers import parse_whole
 from core.text import counted
+from engine.catalog.multi_action import multi_action_mode
+from engine.document.diagnostics import Severity
+from engine.replay.draft_impact import (
+    LABELS,
+    RISK_ORDER,
+    changes,
+    impact_groups,
+    outcomes,
+    parse_recorded_round,
+)
+from engine.round.dryrun import dry_run
+from engine.round.react_version import VersionSources, react_version
+from engine.traits.round_policy import RoundPolicy
+from engine.traits.traits import EXPLORATION, resolved_strategy
 from observe.domain.rounds import recorded_round
 from observe.impact import (
     DEFAULT_WINDOW,
@@ -27,20 +41,7 @@ from observe.impact import (
 )
 from observe.live import known_agents, parse_filter
 from observe.selectors import RoundFilter, round_get, round_ids_in_path, round_ids_query, round_url
-from policy.domain.diagnostics import Severity
-from policy.domain.dryrun import dry_run
-from policy.domain.impact import (
-    LABELS,
-    RISK_ORDER,
-    changes,
-    impact_groups,
-    outcomes,
-    parse_recorded_round,
-)
-from policy.domain.multi_action import multi_action_mode
-from policy.domain.react_version import VersionSources, react_version
-from policy.domain.round_policy import RoundPolicy
-from policy.domain.traits import EXPLORATION, resolved_strategy
+from pages.versions import diff_context
 from policy.selectors import DraftState, draft_analysis, draft_state
 from policy.services import StaleRevision
 from policy.suites import failing_summary, suites_check
@@ -57,7 +58,6 @@ from policy.versions import (
     version_published,
 )
 from policy.views.common import base_revision
-from policy.views.versions import diff_context
 
 ROLLBACK_TEMPLATE = "policy/rollback.html"
 

@@ -40,7 +40,8 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from accounts.auth import RuntimeTokenAuth
-from bridge.models import BridgeStatus
+from kdcube.bridge.models import BridgeStatus
+from kdcube.services import config_drift, push_status
 from observe.domain.health import (
     BIN,
     CALLS,
@@ -54,7 +55,6 @@ from observe.domain.health import (
 )
 from observe.models import IngestCount, Round, ToolHealthBucket
 from observe.store import INGEST_RESULTS
-from policy.kdcube import config_drift, push_status
 from policy.versions import version_published
 
 router = Router(tags=["metrics"])

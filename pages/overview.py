@@ -12,8 +12,8 @@ from django.utils import timezone
 from accounts.access import PUBLISHER
 from accounts.roles import has_role
 from accounts.selectors import runtime_token_list
+from engine.round.react_version import read_react_version, version_meaning
 from observe.selectors import rounds_overview
-from policy.domain.react_version import read_react_version, version_meaning
 from policy.selectors import draft_analysis, draft_state
 from policy.versions import draft_sha256, version_published
 

@@ -13,17 +13,17 @@ from ninja import Router, Schema, Status
 from ninja.errors import HttpError
 
 from accounts.auth import session_auth
-from policy.domain.catalog import catalog_preview, render_scope
+from engine.catalog.catalog import catalog_preview, render_scope
+from engine.catalog.multi_action import CATALOG_DETAILS, agent_presentation
+from engine.document.diagnostics import summarize
+from engine.document.jsonable import jsonable
+from engine.round.dryrun import dry_run, parse_round_spec
+from engine.round.react_version import REACT_VERSIONS
+from engine.tools.resolution import AgentResolution, effective_json
 from policy.domain.descriptor_write import ExportRefused
 from policy.domain.descriptors import DescriptorError
-from policy.domain.diagnostics import summarize
-from policy.domain.dryrun import dry_run, parse_round_spec
 from policy.domain.edits import as_sentence
-from policy.domain.jsonable import jsonable
-from policy.domain.multi_action import CATALOG_DETAILS, agent_presentation
-from policy.domain.react_version import REACT_VERSIONS
-from policy.domain.resolution import AgentResolution, effective_json
-from policy.domain.tools_unknown import render_unseen, unseen_tools
+from policy.domain.validation.tools_unknown import render_unseen, unseen_tools
 from policy.domain.yaml_io import WEB_MAX_BYTES
 from policy.exporting import (
     VersionMissing,

@@ -22,6 +22,10 @@ from ninja.errors import HttpError, ValidationError
 from pydantic import BaseModel
 
 from accounts.auth import session_auth
+from engine.document.diagnostics import Diagnostic
+from engine.document.jsonable import jsonable
+from engine.tools.connections import KINDS, WILDCARD, Connection
+from engine.tools.resolution import effective_tool_json
 from policy.api import agent_or_404
 from policy.api_edit_schemas import (
     CONNECTION_BODY,
@@ -50,8 +54,6 @@ from policy.audit_notes import (
     connection_removed,
     tool_edited,
 )
-from policy.domain.connections import KINDS, WILDCARD, Connection
-from policy.domain.diagnostics import Diagnostic
 from policy.domain.edits import (
     EditError,
     add_agent,
@@ -67,9 +69,7 @@ from policy.domain.edits import (
     remove_connection,
     update_connection,
 )
-from policy.domain.jsonable import jsonable
 from policy.domain.placement import Placement, entry_keys, tool_rows
-from policy.domain.resolution import effective_tool_json
 from policy.domain.tool_edit import ToolTarget, UnknownToolError, find_tool
 from policy.domain.yaml_io import WEB_MAX_BYTES
 from policy.forms import MANIFEST_MAX_BYTES

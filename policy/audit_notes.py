@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.document.jsonable import jsonable
+from engine.tools.resolution import agent_names
 from policy.domain.edits import EditError, connection_mapping
-from policy.domain.jsonable import jsonable
-from policy.domain.resolution import agent_names
 from policy.domain.tool_edit import ToolTarget
 from policy.domain.yaml_io import body_hash, dump_body
 

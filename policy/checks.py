@@ -1,7 +1,6 @@
 """Django system checks of the policy app's settings (``python manage.py check``, also at
-``runserver``/``migrate``; ``--deploy`` adds the deployment ones): discovery settings that cannot
-be read are reported before the first discovery refuses with them; an unknown react version is
-said."""
+``runserver``/``migrate``; ``--deploy`` adds the deployment ones): an unknown react version is
+said. Discovery's settings are checked by ``discovery.checks``."""
 
 from __future__ import annotations
 
@@ -10,25 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.core import checks
 
-from policy.discovery.mcp_list import parse_commands, parse_credentials, parse_hosts
-from policy.domain.react_version import read_react_version
-
-_PARSERS = (
-    ("TRAITDECK_MCP_STDIO_COMMANDS", parse_commands),
-    ("TRAITDECK_MCP_HTTP_HOSTS", parse_hosts),
-    ("TRAITDECK_MCP_CREDENTIALS", parse_credentials),
-)
-
-
-@checks.register(checks.Tags.security)
-def discovery_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    errors: list[checks.CheckMessage] = []
-    for index, (name, parse) in enumerate(_PARSERS, start=1):
-        try:
-            parse(getattr(settings, name, ""))
-        except ValueError as exc:  # json.JSONDecodeError is a ValueError
-            errors.append(checks.Error(f"{name} cannot be read: {exc}", id=f"traitdeck.E00{index}"))
-    return errors
+from engine.round.react_version import read_react_version
 
 
 @checks.register(checks.Tags.compatibility, deploy=True)

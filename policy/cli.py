@@ -23,15 +23,17 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from core.text import counted
-from policy.domain.agent_run import AgentRun, agent_run
-from policy.domain.analysis import Analysis, analyze_text
-from policy.domain.builtins import DEFAULT_ROLE, ROLES
-from policy.domain.catalog import COMPACT_OMITS, CatalogPreview, catalog_preview
-from policy.domain.descriptor_write import ExportRefused, export_into_descriptor
-from policy.domain.descriptors import DescriptorError
-from policy.domain.diagnostics import Diagnostic
-from policy.domain.dryrun import RoundSpecError, describe, dry_run, parse_round_spec
-from policy.domain.impact import (
+from engine.catalog.catalog import COMPACT_OMITS, CatalogPreview, catalog_preview
+from engine.catalog.multi_action import (
+    CATALOG_DETAILS,
+    ModeSources,
+    agent_presentation,
+    multi_action_mode,
+    profile_mode,
+)
+from engine.document.diagnostics import Diagnostic
+from engine.document.jsonable import json_text, jsonable
+from engine.replay.draft_impact import (
     ModeFor,
     RecordedRound,
     RecordedRoundError,
@@ -43,24 +45,22 @@ from policy.domain.impact import (
     replay,
     version_line,
 )
-from policy.domain.jsonable import json_text, jsonable
-from policy.domain.manifest import Manifest, ManifestError, parse_manifest
-from policy.domain.multi_action import (
-    CATALOG_DETAILS,
-    ModeSources,
-    agent_presentation,
-    multi_action_mode,
-    profile_mode,
-)
-from policy.domain.react_version import REACT_VERSIONS, VersionSources, react_version
-from policy.domain.resolution import (
+from engine.round.dryrun import RoundSpecError, describe, dry_run, parse_round_spec
+from engine.round.react_version import REACT_VERSIONS, VersionSources, react_version
+from engine.tools.agent_run import AgentRun, agent_run
+from engine.tools.manifest import Manifest, ManifestError, parse_manifest
+from engine.tools.resolution import (
     AgentResolution,
     UnknownAgentError,
     effective_json,
 )
+from engine.traits.builtins import DEFAULT_ROLE, ROLES
+from policy.domain.analysis import Analysis, analyze_text
+from policy.domain.descriptor_write import ExportRefused, export_into_descriptor
+from policy.domain.descriptors import DescriptorError
 from policy.domain.suites import SuiteError, load_suite, run_suite
 from policy.domain.suites import summary as suite_summary
-from policy.domain.tools_unknown import render_unseen, unseen_tools
+from policy.domain.validation.tools_unknown import render_unseen, unseen_tools
 from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
 
 EXIT_OK = 0
@@ -634,7 +634,7 @@ def cmd_test(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: Tex
 
 def cmd_manifest(args: argparse.Namespace, analysis: Analysis, out: TextIO, err: TextIO) -> int:
     # Imported here: only this command imports the agent's own modules.
-    from policy.discovery.modules import python_manifest
+    from engine.tools.python_modules import python_manifest
 
     resolution = agent_run(analysis.data, args.agent, None, role=None).resolution
     root = Path(args.bundle_root) if args.bundle_root else None

@@ -13,6 +13,9 @@ from typing import Any
 
 from django import forms
 
+from engine.tools.manifest import ManifestError, parse_manifest
+from engine.traits.execution_design import MODES, RETRIES
+from engine.traits.traits import CONCRETE_STRATEGIES, EARLY_PROFILE, is_early_profile
 from policy.domain.edits import (
     EditError,
     as_sentence,
@@ -21,9 +24,6 @@ from policy.domain.edits import (
     check_agent_name,
     design_fields,
 )
-from policy.domain.execution_design import MODES, RETRIES
-from policy.domain.manifest import ManifestError, parse_manifest
-from policy.domain.traits import CONCRETE_STRATEGIES, EARLY_PROFILE, is_early_profile
 
 MANIFEST_MAX_BYTES = 1024 * 1024
 

@@ -12,14 +12,14 @@ from typing import Any
 from django import forms
 
 from core.numbers import parse_whole
-from policy.domain.connections import (
+from engine.tools.connections import (
     NAMESPACE_LIST_KEYS,
     NOT_OFFERED_CALLABLES,
     OPERATION_CALLABLES,
     WILDCARD,
 )
 from policy.domain.edits import NamespaceEdit, parse_name_list
-from policy.domain.validate_tools import untypeable
+from policy.domain.validation.tools import untypeable
 
 #: A bound on namespace rows one POST may carry (the form renders the existing ones plus one).
 MAX_NAMESPACE_ROWS = 50

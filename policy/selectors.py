@@ -15,27 +15,27 @@ from django.conf import settings
 from django.db import connection
 from django.urls import NoReverseMatch, reverse
 
-from policy.domain.agent_run import AgentRun, agent_run
-from policy.domain.analysis import Analysis, analyze_loaded, analyze_text
-from policy.domain.builtins import DEFAULT_ROLE, ROLES
-from policy.domain.dryrun import RoundSpec
-from policy.domain.loading import select_connections
-from policy.domain.manifest import Manifest, parse_manifest
-from policy.domain.multi_action import (
+from engine.catalog.multi_action import (
     ModeSources,
     multi_action_mode,
     profile_mode,
     react_agent_keys,
 )
-from policy.domain.placement import Placement, place
-from policy.domain.react_version import VersionSources, react_version
-from policy.domain.resolution import (
+from engine.round.dryrun import RoundSpec
+from engine.round.react_version import VersionSources, react_version
+from engine.tools.agent_run import AgentRun, agent_run
+from engine.tools.loading import select_connections
+from engine.tools.manifest import Manifest, parse_manifest
+from engine.tools.resolution import (
     AgentResolution,
     UnknownAgentError,
     agent_names,
     resolve_agent,
 )
-from policy.domain.validate_discovery import ServerFacts
+from engine.traits.builtins import DEFAULT_ROLE, ROLES
+from policy.domain.analysis import Analysis, analyze_loaded, analyze_text
+from policy.domain.placement import Placement, place
+from policy.domain.validation.discovered import ServerFacts
 from policy.domain.yaml_io import (
     CLI_MAX_BYTES,
     LoadedPolicy,
@@ -347,7 +347,7 @@ def agent_summaries(state: DraftState) -> list[AgentSummary]:
 def agent_default_mode(data: Any, agent: str) -> ModeSources:
     """Where an agent's rounds get their multi-action mode when a round does not say: its default
     instruction profile, the ``TRAITDECK_MULTI_ACTION_MODE`` setting (DESIGN §2.10 item 6; the
-    order is :func:`~policy.domain.multi_action.multi_action_mode`'s). Suites, impact and drift
+    order is :func:`~engine.catalog.multi_action.multi_action_mode`'s). Suites, impact and drift
     use it; the dry-run adds the request's mode and a picked profile."""
     return ModeSources(None, profile_mode(data, agent, None), settings.TRAITDECK_MULTI_ACTION_MODE)
 
@@ -355,7 +355,7 @@ def agent_default_mode(data: Any, agent: str) -> ModeSources:
 def dry_run_version(spec: RoundSpec, explicit: str | None) -> tuple[str, str]:
     """The react agent a web dry-run assumes and where that came from: the round's own
     ``react_version``, the request's, the ``TRAITDECK_REACT_AGENT_VERSION`` setting (the order is
-    :func:`~policy.domain.react_version.react_version`'s)."""
+    :func:`~engine.round.react_version.react_version`'s)."""
     return react_version(
         VersionSources(spec.react_version, explicit, setting=settings.TRAITDECK_REACT_AGENT_VERSION)
     )
@@ -372,3 +372,17 @@ def dry_run_mode(
             mode, profile_mode(state.data, agent, profile), settings.TRAITDECK_MULTI_ACTION_MODE
         ),
     )
+
+
+def beyond_first_page(agent: str) -> list[str]:
+    """Tool ids discovered past their server's first page (the runtime never sees them)."""
+    manifest = manifest_for(agent)
+    if manifest is None:
+        return []
+    return [
+        tool_id
+        for tool_id in manifest.entries
+        if manifest.source_for(tool_id).get("kind") == "mcp"
+        and isinstance(manifest.source_for(tool_id).get("page"), int)
+        and manifest.source_for(tool_id)["page"] > 1
+    ]

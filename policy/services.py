@@ -15,6 +15,8 @@ from django.db import transaction
 from audit.services import audit_record
 from core.numbers import BOUND_TEXT, find_unbounded
 from core.text import find_nul, show_path, unencodable_path
+from engine.document.diagnostics import Diagnostic
+from engine.tools.manifest import parse_manifest
 from policy.audit_notes import (
     DRAFT_EDITED,
     MANIFEST_REMOVE,
@@ -27,9 +29,7 @@ from policy.audit_notes import (
 from policy.caps import web_caps
 from policy.domain.caps import CODE as CAPS_CODE
 from policy.domain.caps import over_caps
-from policy.domain.diagnostics import Diagnostic
 from policy.domain.edits import EditError, check_agent_name, remove_agent, rename_agent
-from policy.domain.manifest import parse_manifest
 from policy.domain.yaml_io import CLI_MAX_BYTES, dump_body, export_of_body, load_policy
 from policy.models import AgentManifest, PolicyDraft
 from policy.selectors import DraftState, draft_analysis, draft_state, remember_draft
@@ -89,11 +89,12 @@ def _check_readable() -> None:
     draft_analysis()
 
 
-def _user(user: Any) -> User | None:
+def signed_in_user(user: Any) -> User | None:
+    """The signed-in user to record as author, or ``None`` (anonymous, a command, a token)."""
     return user if isinstance(user, User) and user.is_authenticated else None
 
 
-def _locked_draft(base_revision: int | None) -> tuple[PolicyDraft | None, int]:
+def locked_draft(base_revision: int | None) -> tuple[PolicyDraft | None, int]:
     """The draft row (locked until the transaction ends) and its revision; raises
     ``StaleRevision`` when ``base_revision`` is given and is not the current one."""
     draft = PolicyDraft.objects.select_for_update().filter(pk=PolicyDraft.SINGLETON_ID).first()
@@ -120,7 +121,7 @@ def draft_change(
     and after, as ``draft.edit``). A change over the web's caps raises ``PolicyTooLarge``
     unless ``uncapped`` (management commands, which like the CLI have no caps).
     """
-    draft, current = _locked_draft(base_revision)
+    draft, current = locked_draft(base_revision)
     state = draft_state()
     try:
         new_data = edit(state.data)
@@ -143,7 +144,7 @@ def draft_change(
         draft = PolicyDraft(pk=PolicyDraft.SINGLETON_ID)
     draft.body = body
     draft.revision = current + 1
-    draft.updated_by = _user(user)
+    draft.updated_by = signed_in_user(user)
     draft.save()
     remember_draft(body, text, reloaded)
     _check_readable()
@@ -226,7 +227,7 @@ def manifest_upload(
     effective traits), so it is a change like any other: the draft's revision grows, and with
     ``base_revision`` a stale upload is refused (``StaleRevision``) and changes nothing. The
     manifest already stored, uploaded again, changes nothing either."""
-    draft, current = _locked_draft(base_revision)
+    draft, current = locked_draft(base_revision)
     _refuse_unstorable(data, root="the manifest")
     parse_manifest(data)
     stored = AgentManifest.objects.filter(agent=agent).first()
@@ -235,9 +236,9 @@ def manifest_upload(
         # revision bump (other editors' forms stay current) and no audit entry.
         return stored
     old = stored.data if stored is not None else None
-    _bump_revision(draft, current, user)
+    bump_revision(draft, current, user)
     row, _ = AgentManifest.objects.update_or_create(
-        agent=agent, defaults={"data": data, "uploaded_by": _user(user)}
+        agent=agent, defaults={"data": data, "uploaded_by": signed_in_user(user)}
     )
     audit_record(
         actor=user,
@@ -255,11 +256,11 @@ def manifest_upload(
 def manifest_remove(*, agent: str, base_revision: int | None = None, user: Any = None) -> bool:
     """Remove an agent's manifest; ``False`` when it had none (then the revision stays).
     ``base_revision`` and the revision as for :func:`manifest_upload`."""
-    draft, current = _locked_draft(base_revision)
+    draft, current = locked_draft(base_revision)
     old = AgentManifest.objects.filter(agent=agent).values_list("data", flat=True).first()
     if not _manifest_delete(agent=agent):
         return False
-    _bump_revision(draft, current, user)
+    bump_revision(draft, current, user)
     audit_record(
         actor=user,
         action=MANIFEST_REMOVE,
@@ -270,13 +271,13 @@ def manifest_remove(*, agent: str, base_revision: int | None = None, user: Any =
     return True
 
 
-def _bump_revision(draft: PolicyDraft | None, current: int, user: Any) -> None:
+def bump_revision(draft: PolicyDraft | None, current: int, user: Any) -> None:
     """Store the locked draft as the next revision, its document unchanged (a manifest
     change: forms and ``If-Match`` based on the old revision are now stale)."""
     if draft is None:
         draft = PolicyDraft(pk=PolicyDraft.SINGLETON_ID, body=dump_body(draft_state().data))
     draft.revision = current + 1
-    draft.updated_by = _user(user)
+    draft.updated_by = signed_in_user(user)
     draft.save()
 
 
@@ -294,5 +295,5 @@ def manifest_rename(*, old: str, new: str) -> None:
 def draft_lock(*, base_revision: int | None) -> DraftState:
     """The current draft, its row locked until the caller's transaction ends (publishing reads
     a draft that no edit can change underneath it); ``StaleRevision`` as for ``draft_change``."""
-    _locked_draft(base_revision)
+    locked_draft(base_revision)
     return draft_state()

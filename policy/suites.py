@@ -16,10 +16,10 @@ from django.db import IntegrityError, transaction
 
 from audit.services import audit_record
 from core.text import counted
-from policy.domain.decide import decide_any, outcomes_by_slot
-from policy.domain.dryrun import parse_round_spec
-from policy.domain.multi_action import multi_action_mode
-from policy.domain.react_version import VersionSources, react_version
+from engine.catalog.multi_action import multi_action_mode
+from engine.round.decide import decide_any, outcomes_by_slot
+from engine.round.dryrun import parse_round_spec
+from engine.round.react_version import VersionSources, react_version
 from policy.domain.suites import (
     Case,
     CaseResult,

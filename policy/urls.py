@@ -6,14 +6,11 @@ import web.converters  # noqa: F401  (registers <id:…>, for stored identifiers
 from policy.views import (
     agents,
     connections,
-    discovery,
     inspect,
-    kdcube,
     manifest,
     suites,
     tools,
     transfer,
-    versions,
 )
 
 app_name = "policy"
@@ -55,37 +52,10 @@ urlpatterns = [
         tools.tool_preview,
         name="tool-preview",
     ),
-    path(
-        "agents/<id:agent>/connections/<int:index>/discover/",
-        discovery.connection_discover,
-        name="connection-discover",
-    ),
-    path(
-        "agents/<id:agent>/connections/<int:index>/discover-from-agent/",
-        discovery.agent_discover,
-        name="agent-discover",
-    ),
-    path(
-        "agents/<id:agent>/connections/<int:index>/mcp-server/",
-        discovery.mcp_server_settings,
-        name="mcp-server",
-    ),
-    path(
-        "agents/<id:agent>/connections/<int:index>/suggestions/",
-        discovery.connection_suggestions,
-        name="connection-suggestions",
-    ),
     path("agents/<id:agent>/effective/", inspect.effective_view, name="effective"),
     path("agents/<id:agent>/catalog/", inspect.catalog_view, name="catalog"),
     path("agents/<id:agent>/playground/", inspect.playground, name="playground"),
     path("import/", transfer.import_view, name="import"),
-    path("versions/", versions.versions_view, name="versions"),
-    path("versions/<int:number>/", versions.version_view, name="version"),
-    path("versions/<int:number>/push/", kdcube.kdcube_push_view, name="kdcube-push"),
-    path("kdcube/import/", kdcube.kdcube_import_view, name="kdcube-import"),
-    path("draft/discard/", versions.draft_discard_view, name="draft-discard"),
-    path("versions/<int:number>/edit/", versions.edit_from_version_view, name="edit-from-version"),
-    path("diff/", versions.diff_view, name="diff"),
     path("glossary/", inspect.glossary_view, name="glossary"),
     path("export.yaml", transfer.export_view, name="export"),
     path("export/descriptor/", transfer.export_descriptor_view, name="export-descriptor"),

@@ -18,11 +18,11 @@ from django.db.models import Max
 
 from audit.services import actor_label, audit_record
 from core.text import counted
+from engine.document.diagnostics import Diagnostic, Severity
+from engine.tools.manifest import Manifest, parse_manifest
+from engine.tools.resolution import agent_names
 from policy.audit_notes import policy_replaced
 from policy.domain.analysis import analyze_text
-from policy.domain.diagnostics import Diagnostic, Severity
-from policy.domain.manifest import Manifest, parse_manifest
-from policy.domain.resolution import agent_names
 from policy.domain.yaml_io import (
     CLI_MAX_BYTES,
     agent_export_text,
@@ -42,6 +42,7 @@ from policy.selectors import (
     manifest_for,
 )
 from policy.services import draft_change, draft_lock
+from policy.signals import policy_published
 from policy.suites import failing_summary, suites_check
 
 # --- reads ------------------------------------------------------------------------------------
@@ -268,7 +269,7 @@ def policy_publish(
             message=f"published with {counted(len(failing), 'failing regression case')}",
             after={"failing": failing},
         )
-    _push_after_commit(version, actor)
+    _announce(version, actor)
     return version
 
 
@@ -350,19 +351,14 @@ def policy_rollback(
             message=f"rolled back with {counted(len(overridden_cases), 'failing regression case')}",
             after={"failing": overridden_cases},
         )
-    _push_after_commit(version, actor)
+    _announce(version, actor)
     return version
 
 
-def _push_after_commit(version: PolicyVersion, actor: Any) -> None:
-    """With a KDCube target configured, push the new version once it is committed: a push that
-    fails is recorded beside the version and never undoes it."""
-    # Imported here: policy.kdcube reads versions through this module.
-    from policy.kdcube import kdcube_configured, kdcube_push
-
-    if kdcube_configured():
-        number = version.number
-        transaction.on_commit(lambda: kdcube_push(actor=actor, number=number))
+def _announce(version: PolicyVersion, actor: Any) -> None:
+    """Say a version is published (``policy.signals.policy_published``): the KDCube app pushes
+    it once committed; a push that fails is recorded beside the version and never undoes it."""
+    policy_published.send(sender=PolicyVersion, version=version, actor=actor)
 
 
 @transaction.atomic

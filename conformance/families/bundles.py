@@ -187,9 +187,9 @@ def descriptor_text(case: Mapping[str, Any]) -> str:
 
 
 def predict(case: dict[str, Any]) -> Any:
-    from policy.domain.catalog import scope_lines
+    from engine.catalog.catalog import scope_lines
+    from engine.tools.resolution import resolve_consumer
     from policy.domain.descriptors import descriptor_items, read_policy_text
-    from policy.domain.resolution import resolve_consumer
     from policy.domain.yaml_io import CLI_MAX_BYTES, load_document
 
     text = descriptor_text(case)

@@ -1,6 +1,6 @@
 """The catalog text (DESIGN §2.7, §2.10 item 8): each tool's ``Scope:`` block as the runtime's
 ``build_tools_block(build_tool_catalog(adapters))`` renders it for the model, against Traitdeck's
-``policy.domain.catalog``."""
+``engine.catalog.catalog``."""
 
 from __future__ import annotations
 
@@ -308,9 +308,9 @@ def record(rt: Any) -> list[dict[str, Any]]:
 
 
 def predict(case: dict[str, Any]) -> Any:
-    from policy.domain.catalog import scope_lines
-    from policy.domain.manifest import parse_manifest
-    from policy.domain.resolution import resolve_consumer
+    from engine.catalog.catalog import scope_lines
+    from engine.tools.manifest import parse_manifest
+    from engine.tools.resolution import resolve_consumer
 
     resolution = resolve_consumer(
         case["policy"], case["agent"], parse_manifest(case["manifest"]), role=case["role"]

@@ -1,6 +1,6 @@
 """The compact catalog (issue 37 §2): the whole text ``layout.build_compact_tools_block`` renders
 for the model when ``tool_catalog_detail`` is ``compact``, for every ``catalog`` input, against
-Traitdeck's ``policy.domain.catalog.render_compact`` over its resolution (the same listing the
+Traitdeck's ``engine.catalog.catalog.render_compact`` over its resolution (the same listing the
 full catalog draws). Traitdeck is held byte for byte to the text without the lines the runtime
 takes from each tool's code (``purpose``, ``params``, ``constraint``: the built-ins' and the
 named-service module's own docs); the whole text is kept beside it (``runtime_text``)."""
@@ -49,9 +49,9 @@ def record(rt: Any) -> list[dict[str, Any]]:
 
 
 def predict(case: dict[str, Any]) -> Any:
-    from policy.domain.catalog import render_compact
-    from policy.domain.manifest import parse_manifest
-    from policy.domain.resolution import resolve_consumer
+    from engine.catalog.catalog import render_compact
+    from engine.tools.manifest import parse_manifest
+    from engine.tools.resolution import resolve_consumer
 
     resolution = resolve_consumer(
         case["policy"], case["agent"], parse_manifest(case["manifest"]), role=case["role"]

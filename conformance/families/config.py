@@ -1,7 +1,7 @@
 """Config loading (DESIGN §2.6, §2.10 item 9): which model-facing tools one agent gets, with which
 default traits and namespace overrides — the runtime's config loader and tool subsystem
 (``conformance.runtime_policy.agent_adapters``) and its react built-ins by role, against
-Traitdeck's ``policy.domain.resolution``.
+Traitdeck's ``engine.tools.resolution``.
 
 Over 500 lines on purpose: one family per module, as every family is — its case generator, the
 recorder's side and the comparison, so a recorded case and the code that made it are read
@@ -1019,8 +1019,8 @@ def record(rt: Any) -> list[dict[str, Any]]:
 
 # ----- Traitdeck's side ----------------------------------------------------------------------
 def predict(case: dict[str, Any]) -> Any:
-    from policy.domain.manifest import parse_manifest
-    from policy.domain.resolution import resolve_consumer
+    from engine.tools.manifest import parse_manifest
+    from engine.tools.resolution import resolve_consumer
 
     resolution = resolve_consumer(
         case["policy"], case["agent"], parse_manifest(case["manifest"]), role=case["role"]

@@ -173,7 +173,7 @@ def predict(case: dict[str, Any]) -> list[dict[str, Any]]:
 def _predict_listing(case: dict[str, Any]) -> list[dict[str, Any]]:
     """What Traitdeck's discovery stores for the same listing, seen as the runtime sees it: the
     first page's tools as ``mcp.<alias>.<tool>`` (alias ``mcp_<server_id>``)."""
-    from policy.discovery.mcp_list import ListedTool, Listing, manifest_entries
+    from discovery.mcp_list import ListedTool, Listing, manifest_entries
 
     listing = Listing(
         tools=tuple(

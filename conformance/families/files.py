@@ -9,7 +9,7 @@ Two kinds of case:
 - ``round``: the whole round pipeline (``conformance.round_driver``) against Traitdeck's dry-run,
   compared as the ``rounds`` family compares (the round's ``exec_code_complete`` unsaid: true);
 - ``bundle``: the runtime's ``_prepare_safe_multi_action_bundle`` called directly, with
-  ``allow_single_exec_with_code`` on or off, against :func:`policy.domain.backstop.backstop`.
+  ``allow_single_exec_with_code`` on or off, against :func:`engine.round.backstop.backstop`.
 
 Contracts whose files make the runtime's answer depend on its set order are the ``setorder``
 family's.
@@ -253,11 +253,11 @@ def record(rt: Any) -> list[dict[str, Any]]:
 
 
 def predict(case: dict[str, Any]) -> Any:
-    from policy.domain.backstop import backstop
-    from policy.domain.dryrun import dry_run, parse_round_spec
-    from policy.domain.manifest import parse_manifest
-    from policy.domain.resolution import resolve_agent
-    from policy.domain.round_policy import RoundPolicy
+    from engine.round.backstop import backstop
+    from engine.round.dryrun import dry_run, parse_round_spec
+    from engine.tools.manifest import parse_manifest
+    from engine.tools.resolution import resolve_agent
+    from engine.traits.round_policy import RoundPolicy
 
     entry = POLICIES[case["policy"]]
     resolution = resolve_agent(entry["policy"], "main", parse_manifest(entry["manifest"]))

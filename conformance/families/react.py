@@ -1,7 +1,7 @@
 """React config blocks as the runtime walks them (DESIGN §7 "React config blocks", issue 37 §3):
 the blocks of an agent in order, the instruction profiles it offers, the one a round applies, and
 what that leaves for ``multi_action_mode``, ``tool_catalog_detail`` and ``include_tool_catalog`` —
-against Traitdeck's ``policy.domain.multi_action``.
+against Traitdeck's ``engine.catalog.multi_action``.
 
 Runtime entry points: ``base_workflow._iter_react_config_blocks`` / ``_react_config_lookup`` /
 ``_instruction_profile_runtime_options`` / ``_bool_or_none``, ``agent_inventory
@@ -329,7 +329,7 @@ def record(rt: Any) -> list[dict[str, Any]]:
 
 
 def predict(case: dict[str, Any]) -> Any:
-    from policy.domain import multi_action as ma
+    from engine.catalog import multi_action as ma
 
     props, agent, pick = case["props"], case["agent"], case["pick"]
     profiles = ma.instruction_profiles(props, agent)

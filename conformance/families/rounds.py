@@ -220,9 +220,9 @@ def project(result: dict[str, Any]) -> list[list[dict[str, Any]]]:
 
 def predict(case: dict[str, Any]) -> Any:
     from conformance import round_policies
-    from policy.domain.dryrun import dry_run, parse_round_spec
-    from policy.domain.manifest import parse_manifest
-    from policy.domain.resolution import resolve_agent
+    from engine.round.dryrun import dry_run, parse_round_spec
+    from engine.tools.manifest import parse_manifest
+    from engine.tools.resolution import resolve_agent
 
     policy = round_policies.policies()[case["policy"]]
     resolution = resolve_agent(policy["policy"], "main", parse_manifest(policy["manifest"]))

@@ -8,7 +8,7 @@ call claims before it) changes with the process's string hashes. Each seeded bun
 writers and renderers of the same pool around it) is given to the runtime's
 ``_prepare_safe_multi_action_bundle`` in one child process per ``PYTHONHASHSEED`` of ``SEEDS``;
 the runtime's answer is the set of distinct answers over the seeds and whether there was more
-than one. Traitdeck's: ``order_dependent`` of :func:`policy.domain.backstop.backstop`
+than one. Traitdeck's: ``order_dependent`` of :func:`engine.round.backstop.backstop`
 (``set_order_files``) and its answers over every order of the contract — the one it predicts,
 walking the contract in order, is among them.
 """
@@ -112,11 +112,11 @@ def record(rt: Any) -> list[dict[str, Any]]:
 
 
 def _traitdeck(case: dict[str, Any], bundle_json: list[Any]) -> Any:
-    from policy.domain.backstop import backstop
-    from policy.domain.dryrun import parse_round_spec
-    from policy.domain.manifest import parse_manifest
-    from policy.domain.resolution import resolve_agent
-    from policy.domain.round_policy import RoundPolicy
+    from engine.round.backstop import backstop
+    from engine.round.dryrun import parse_round_spec
+    from engine.tools.manifest import parse_manifest
+    from engine.tools.resolution import resolve_agent
+    from engine.traits.round_policy import RoundPolicy
 
     entry = POLICIES[case["policy"]]
     resolution = resolve_agent(entry["policy"], "main", parse_manifest(entry["manifest"]))

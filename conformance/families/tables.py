@@ -185,7 +185,7 @@ def record(rt: Any) -> list[dict[str, Any]]:
 def predict(case: dict[str, Any]) -> Any:
     if case["kind"] == "round":
         return rounds.predict(case)
-    from policy.domain import ledger
+    from engine.round import ledger
 
     args = (case["turn_id"], case["iteration"], case["action_index"])
     return {

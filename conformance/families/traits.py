@@ -1,5 +1,5 @@
 """Trait values: strategy normalisation, the early profile, and ordered compatibility (DESIGN §2.1,
-§2.2) — the runtime's ``tool_traits`` functions against Traitdeck's ``policy.domain.traits``."""
+§2.2) — the runtime's ``tool_traits`` functions against Traitdeck's ``engine.traits.traits``."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def record(rt: Any) -> list[dict[str, Any]]:
 
 
 def predict(case: dict[str, Any]) -> Any:
-    from policy.domain import traits
+    from engine.traits import traits
 
     if case["kind"] == "strategy":
         return list(traits.normalize_strategy(case["raw"]))

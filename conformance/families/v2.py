@@ -3,7 +3,7 @@ model's answers (one to several actions each), driven through v2's real decision
 (``conformance.v2_driver``: ``ReactSolverV2._decision_node`` → ``react_decision_stream_v2`` →
 ``stream_with_channels``, ``_validate_decision``, ``_validate_tool_call_protocol``,
 ``ToolSubsystem.validate_tool_params``, ``_route_after_decision``) with only the model's text
-scripted, against Traitdeck's ``policy.domain.react_v2``."""
+scripted, against Traitdeck's ``engine.round.react_v2``."""
 
 from __future__ import annotations
 
@@ -120,10 +120,10 @@ def record(rt: Any) -> list[dict[str, Any]]:
 
 def predict(case: dict[str, Any]) -> Any:
     from conformance import round_policies
-    from policy.domain.manifest import parse_manifest
-    from policy.domain.react_v2 import run_v2, v2_answer
-    from policy.domain.resolution import resolve_agent
-    from policy.domain.round_spec import parse_round_spec
+    from engine.round.react_v2 import run_v2, v2_answer
+    from engine.round.round_spec import parse_round_spec
+    from engine.tools.manifest import parse_manifest
+    from engine.tools.resolution import resolve_agent
 
     entry = round_policies.policies()[case["policy"]]
     resolution = resolve_agent(entry["policy"], "main", parse_manifest(entry["manifest"]))

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.catalog.multi_action import ModeSources, multi_action_mode
+from engine.replay.draft_impact import parse_recorded_round
+from engine.round.decide import decide_any, outcomes_by_slot
+from engine.round.dryrun import AgentResolutionLike
+from engine.round.round_spec import RoundSpec
+from engine.traits.round_policy import RoundPolicy
 from observe.domain.rounds import Assembly, assembly_outcomes, recorded_round
-from policy.domain.decide import decide_any, outcomes_by_slot
-from policy.domain.dryrun import AgentResolutionLike
-from policy.domain.impact import parse_recorded_round
-from policy.domain.multi_action import ModeSources, multi_action_mode
-from policy.domain.round_policy import RoundPolicy
-from policy.domain.round_spec import RoundSpec
 
 
 @dataclass(frozen=True, slots=True)

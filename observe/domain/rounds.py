@@ -22,6 +22,7 @@ from typing import Any, Final, TypedDict
 
 import orjson
 
+from engine.round.overseer import explain_rejection
 from observe.domain.events import (
     ACTION_ACCEPTED,
     ACTION_EVENT_TYPES,
@@ -39,7 +40,6 @@ from observe.domain.events import (
     format_ts,
 )
 from observe.domain.kinds import ROUND_KINDS
-from policy.domain.overseer import explain_rejection
 
 #: Kinds a round can show (``Round.has``), each with the event type that marks it.
 KIND_EVENTS: Final[Mapping[str, str]] = {kind.name: kind.event_type for kind in ROUND_KINDS}
@@ -481,7 +481,7 @@ def _text_fields(action: str, slot: Slot) -> dict[str, str]:
 
 def started_react_version(state: Assembly) -> tuple[str | None, str | None]:
     """The react agent ``round.started`` named: (reported by the runtime, inferred by a bridge);
-    at most one is set (the precedence of :mod:`policy.domain.react_version` ranks them)."""
+    at most one is set (the precedence of :mod:`engine.round.react_version` ranks them)."""
     start = state["start"]
     if start is None or len(start) < 7 or start[5] not in ("v2", "v3"):
         return None, None

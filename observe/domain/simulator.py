@@ -4,7 +4,7 @@
 The demo and the tests need rounds that look like the runtime's. A scenario (see
 :mod:`observe.domain.scenarios`) chooses what the "model" streams and the multi-action mode the
 round runs with; everything after that is the real policy engine: one
-:func:`~policy.domain.dryrun.dry_run` per round (the online overseer, early starts and the ledger
+:func:`~engine.round.dryrun.dry_run` per round (the online overseer, early starts and the ledger
 across attempts, the post-generation backstop, execution) decides every verdict, early start and
 dedup, and the simulator only turns its answer into timed protocol events. All randomness comes
 from the ``random.Random`` passed in, event ids included, so a seed replays the same rounds.
@@ -21,6 +21,16 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from engine.round.dryrun import RoundSpec, dry_run
+from engine.round.overseer import Action, strategy_of
+from engine.tools.agent_run import agent_run
+from engine.tools.manifest import Manifest
+from engine.tools.resolution import (
+    AgentResolution,
+    agent_names,
+)
+from engine.traits.execution_design import parse_design
+from engine.traits.round_policy import RoundPolicy
 from observe.domain.events import (
     ACTION_ACCEPTED,
     ACTION_OBSERVED,
@@ -44,16 +54,6 @@ from observe.domain.scenarios import (
     pick_scenario,
     plan_round,
 )
-from policy.domain.agent_run import agent_run
-from policy.domain.dryrun import RoundSpec, dry_run
-from policy.domain.execution_design import parse_design
-from policy.domain.manifest import Manifest
-from policy.domain.overseer import Action, strategy_of
-from policy.domain.resolution import (
-    AgentResolution,
-    agent_names,
-)
-from policy.domain.round_policy import RoundPolicy
 
 #: The runtime's cap, declared by every simulated round.
 MAX_ACTIONS: Final = 2

@@ -9,12 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.document.diagnostics import Diagnostic, has_errors, sort_for_display, summarize
+from engine.document.source import SourceMap
+from engine.tools.manifest import Manifest
 from policy.domain.descriptors import BundleItem, read_policy_text
-from policy.domain.diagnostics import Diagnostic, has_errors, sort_for_display, summarize
-from policy.domain.manifest import Manifest
-from policy.domain.source import SourceMap
-from policy.domain.validate import validate_policy
-from policy.domain.validate_discovery import ServerFacts
+from policy.domain.validation.discovered import ServerFacts
+from policy.domain.validation.validate import validate_policy
 from policy.domain.yaml_io import MAX_NODES, WEB_MAX_BYTES, LoadedPolicy
 
 

@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from engine.document.diagnostics import Diagnostic, Severity, sort_for_display
+from engine.document.paths import AGENTS, format_path
+from engine.tools.connections import NAMESPACE_LIST_KEYS
+from engine.tools.resolution import agents_mapping
 from policy.domain.analysis import Analysis
-from policy.domain.connections import NAMESPACE_LIST_KEYS
-from policy.domain.diagnostics import Diagnostic, Severity, sort_for_display
-from policy.domain.paths import AGENTS, format_path
-from policy.domain.resolution import agents_mapping
 
 CODE: Final = "policy-too-large"
 AGENTS_COUNT: Final = "agents"

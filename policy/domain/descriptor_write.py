@@ -20,6 +20,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from engine.document.diagnostics import Diagnostic, Severity
+from engine.document.paths import Path
 from policy.domain.descriptors import (
     ITEMS,
     BundleItem,
@@ -29,8 +31,6 @@ from policy.domain.descriptors import (
     is_descriptor,
     owned_path,
 )
-from policy.domain.diagnostics import Diagnostic, Severity
-from policy.domain.paths import Path
 from policy.domain.yaml_io import (
     CLI_MAX_BYTES,
     MAX_NODES,

@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from policy.domain.paths import AS_CONSUMER, Path, format_path
-from policy.domain.source import SourceMap
+from engine.document.paths import AS_CONSUMER, Path, format_path
+from engine.document.source import SourceMap
 from policy.domain.yaml_io import (
     MAX_NODES,
     WEB_MAX_BYTES,

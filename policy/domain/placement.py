@@ -25,7 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from policy.domain.connections import (
+from engine.document.diagnostics import Diagnostic, Severity
+from engine.tools.connections import (
     MCP,
     NAMED_SERVICE,
     NAMESPACE_LIST_KEYS,
@@ -39,9 +40,8 @@ from policy.domain.connections import (
     operation_callable,
     qualify_mcp_key,
 )
-from policy.domain.diagnostics import Diagnostic, Severity
-from policy.domain.manifest import Manifest
-from policy.domain.resolution import MANIFEST_ROOT
+from engine.tools.manifest import Manifest
+from engine.tools.resolution import MANIFEST_ROOT
 
 Segment = str | int
 #: A tool row of the editor: the connection's index and the callable (``*``: MCP wildcard).
@@ -49,7 +49,7 @@ ToolKey = tuple[int, str]
 
 
 class PathSyntaxError(ValueError):
-    """The text is not a path as :func:`policy.domain.paths.format_path` writes it."""
+    """The text is not a path as :func:`engine.document.paths.format_path` writes it."""
 
 
 def parse_path(text: str) -> tuple[Segment, ...]:

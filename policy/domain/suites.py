@@ -33,16 +33,16 @@ import yaml
 
 from core.json_limits import MAX_DEPTH, nests_deeper
 from core.text import counted
-from policy.domain.decide import Outcome, decide_version, outcomes_by_slot
-from policy.domain.diagnostics import Severity
-from policy.domain.dryrun import (
+from engine.catalog.multi_action import ModeSources, multi_action_mode
+from engine.document.diagnostics import Severity
+from engine.round.decide import Outcome, decide_version, outcomes_by_slot
+from engine.round.dryrun import (
     AgentResolutionLike,
     RoundSpec,
     RoundSpecError,
     parse_round_spec,
 )
-from policy.domain.multi_action import ModeSources, multi_action_mode
-from policy.domain.round_policy import RoundPolicy
+from engine.traits.round_policy import RoundPolicy
 from policy.domain.yaml_io import WEB_MAX_BYTES, load_document
 
 VERDICTS: Final = ("accepted", "rejected", "dropped", "not_observed")

@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policy.domain.connections import MCP, NAMED_SERVICE, WILDCARD, Connection
+from engine.tools.connections import MCP, NAMED_SERVICE, WILDCARD, Connection
+from engine.tools.resolution import AgentResolution, EffectiveTool
 from policy.domain.edits import set_tool, tool_entries
 from policy.domain.placement import entry_keys, key_target, tool_rows
-from policy.domain.resolution import AgentResolution, EffectiveTool
 
 Edit = Callable[[dict[str, Any]], dict[str, Any]]
 #: From the entry as written (``None``: none yet) to the entry to write.

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policy.domain.resolution import EffectiveTool, agent_names, resolve_agent
+from engine.tools.resolution import EffectiveTool, agent_names, resolve_agent
 from policy.domain.yaml_io import export_text
 
 

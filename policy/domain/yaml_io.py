@@ -30,9 +30,9 @@ from yaml.resolver import Resolver
 
 from core.numbers import BOUND_TEXT, is_bounded
 from core.text import encodable, find_nul, find_unencodable, show_path
-from policy.domain.diagnostics import Diagnostic, Severity
-from policy.domain.paths import AGENTS, Path, format_path
-from policy.domain.source import Mark, SourceMap
+from engine.document.diagnostics import Diagnostic, Severity
+from engine.document.paths import AGENTS, Path, format_path
+from engine.document.source import Mark, SourceMap
 
 WEB_MAX_BYTES: Final = 1024 * 1024
 CLI_MAX_BYTES: Final = 64 * 1024 * 1024

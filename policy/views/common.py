@@ -13,8 +13,8 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import reswap, retarget
 
+from engine.document.jsonable import jsonable
 from policy.audit_notes import AuditNote
-from policy.domain.jsonable import jsonable
 from policy.selectors import DraftState, draft_state
 from policy.services import EditRefused, StaleRevision, draft_change
 

@@ -6,6 +6,7 @@ The editor is ``policy/connection_form.html``; a saved edit lands on the agent's
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -13,13 +14,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from engine.tools.connections import PYTHON, Connection
 from policy.audit_notes import (
     connection_added,
     connection_edited,
     connection_moved,
     connection_removed,
 )
-from policy.domain.connections import PYTHON, Connection
 from policy.domain.edits import (
     add_connection,
     connection_count,
@@ -30,15 +31,8 @@ from policy.domain.edits import (
 )
 from policy.forms_connections import CONNECTION_FORMS, ConnectionForm, NamedServiceConnectionForm
 from policy.selectors import DraftState, agent_resolution, draft_state
-from policy.selectors_discovery import discovery_panel
 from policy.services import StaleRevision
-from policy.views.agents import (
-    HtmxHttpRequest,
-    agent_entry,
-    render_page,
-    require_agent,
-    show_agent,
-)
+from policy.views.agents import agent_entry, require_agent, show_agent
 from policy.views.common import (
     Edit,
     apply_edit,
@@ -47,11 +41,18 @@ from policy.views.common import (
     problem,
     submitted_input,
 )
+from web.rendering import HtmxHttpRequest, render_page
 
 CONNECTION_TEMPLATE = "policy/connection_form.html"
 
 
-def _connection(state: DraftState, agent: str, index: int) -> Connection:
+#: Panels other apps add to a connection's page, by context name: ``build(state, agent, connection,
+#: resolution)``. Discovery registers its panel in its ``AppConfig.ready``; policy imports no app
+#: above it.
+CONNECTION_PANELS: dict[str, Callable[[DraftState, str, Connection, Any], Any]] = {}
+
+
+def connection_or_404(state: DraftState, agent: str, index: int) -> Connection:
     resolution = agent_resolution(state, agent)
     connection = resolution.connection(index)
     if connection is not None:
@@ -63,11 +64,13 @@ def _connection_page(
     state: DraftState, agent: str, form: ConnectionForm | None, **extra: Any
 ) -> dict[str, Any]:
     index = extra.get("index")
-    if isinstance(index, int) and "discovery" not in extra:
+    panels = [name for name in CONNECTION_PANELS if name not in extra]
+    if isinstance(index, int) and panels:
         resolution = agent_resolution(state, agent)
         connection = resolution.connection(index)
         if connection is not None:
-            extra["discovery"] = discovery_panel(state, agent, connection, resolution)
+            for name in panels:
+                extra[name] = CONNECTION_PANELS[name](state, agent, connection, resolution)
     return {
         "state": state,
         "base_revision": state.revision,
@@ -89,7 +92,7 @@ def connection_page(
 ) -> HttpResponse:
     """The connection's edit page as a GET shows it, with ``notice`` (what an action did)."""
     state = draft_state()
-    connection = _connection(state, agent, index)
+    connection = connection_or_404(state, agent, index)
     form_class = CONNECTION_FORMS.get(connection.kind or "")
     form = form_class(existing=connection.raw) if form_class is not None else None
     context = _connection_page(state, agent, form, index=index, discovery_notice=notice)
@@ -130,7 +133,7 @@ def _conflict(
         current, what = entry, f"agent {agent}"
     else:
         try:
-            current = _connection(now, agent, index).raw
+            current = connection_or_404(now, agent, index).raw
         except Http404:
             current = None
         what = f"connection #{index + 1} of {agent}"
@@ -173,7 +176,7 @@ def connection_add(request: HtmxHttpRequest, agent: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def connection_edit(request: HtmxHttpRequest, agent: str, index: int) -> HttpResponse:
     state = draft_state()
-    connection = _connection(state, agent, index)
+    connection = connection_or_404(state, agent, index)
     form_class = CONNECTION_FORMS.get(connection.kind or "")
     if form_class is None:
         # No kind-specific form fits a kind the runtime does not understand: say so.
@@ -204,7 +207,7 @@ def connection_edit(request: HtmxHttpRequest, agent: str, index: int) -> HttpRes
 
 @require_POST
 def connection_remove(request: HtmxHttpRequest, agent: str, index: int) -> HttpResponse:
-    _connection(draft_state(), agent, index)
+    connection_or_404(draft_state(), agent, index)
     return apply_edit(
         request,
         lambda doc: remove_connection(doc, agent, index),
@@ -217,7 +220,7 @@ def connection_remove(request: HtmxHttpRequest, agent: str, index: int) -> HttpR
 
 @require_POST
 def connection_move(request: HtmxHttpRequest, agent: str, index: int) -> HttpResponse:
-    _connection(draft_state(), agent, index)
+    connection_or_404(draft_state(), agent, index)
     direction = request.POST.get("direction")
     if direction not in ("up", "down"):
         return problem(request, "Say whether to move the connection up or down.", status=422)

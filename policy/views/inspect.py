@@ -16,26 +16,26 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from policy.domain.builtins import DEFAULT_ROLE
-from policy.domain.catalog import COMPACT_OMITS, catalog_preview, render_value
-from policy.domain.dryrun import RoundSpecError, dry_run, parse_round_spec
-from policy.domain.jsonable import json_text
-from policy.domain.multi_action import CATALOG_DETAILS
-from policy.domain.overseer import DEFAULT_MAX_ACTIONS, FINAL_ACTIONS
-from policy.domain.react_version import REACT_VERSIONS, VersionSources, react_version
-from policy.domain.resolution import AgentResolution, EffectiveTool
-from policy.domain.tools_unknown import unseen_tools
-from policy.domain.traits import normalize_traits, resolved_strategy
+from engine.catalog.catalog import COMPACT_OMITS, catalog_preview, render_value
+from engine.catalog.multi_action import CATALOG_DETAILS
+from engine.document.jsonable import json_text
+from engine.round.dryrun import RoundSpecError, dry_run, parse_round_spec
+from engine.round.overseer import DEFAULT_MAX_ACTIONS, FINAL_ACTIONS
+from engine.round.react_version import REACT_VERSIONS, VersionSources, react_version
+from engine.tools.resolution import AgentResolution, EffectiveTool
+from engine.traits.builtins import DEFAULT_ROLE
+from engine.traits.traits import normalize_traits, resolved_strategy
+from policy.domain.validation.tools_unknown import unseen_tools
 from policy.selectors import (
     agent_prediction,
     agent_resolution,
+    beyond_first_page,
     draft_state,
     dry_run_mode,
     dry_run_version,
     role_param,
 )
-from policy.selectors_discovery import beyond_first_page
-from policy.views.agents import render_page
+from web.rendering import render_page
 
 
 def _resolution(agent: str, role: str | None = DEFAULT_ROLE) -> AgentResolution:

@@ -17,12 +17,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from policy.domain.resolution import UnknownAgentError
+from engine.tools.resolution import UnknownAgentError
 from policy.forms import ManifestForm
 from policy.selectors import agent_resolution, draft_state, manifest_rows
 from policy.services import StaleRevision, manifest_remove, manifest_upload
-from policy.views.agents import HtmxHttpRequest, manifest_upload_view, require_agent
+from policy.views.agents import manifest_upload_view, require_agent
 from policy.views.common import base_revision, problem
+from web.rendering import HtmxHttpRequest
 
 MANIFEST_TEMPLATE = "policy/manifest.html"
 

@@ -15,14 +15,14 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from engine.document.diagnostics import Diagnostic, sort_by_severity_and_risk
+from engine.tools.connections import WILDCARD
+from engine.tools.resolution import EffectiveTool, resolve_agent
+from engine.traits.traits import EARLY_PROFILE, UNKNOWN, is_early, resolved_strategy
 from policy.audit_notes import tool_edited
-from policy.domain.connections import WILDCARD
-from policy.domain.diagnostics import Diagnostic, sort_by_severity_and_risk
 from policy.domain.edits import DESIGN_FIELDS, EditError
 from policy.domain.placement import Placement, place
-from policy.domain.resolution import EffectiveTool, resolve_agent
 from policy.domain.tool_edit import ToolTarget, UnknownToolError, find_tool
-from policy.domain.traits import EARLY_PROFILE, UNKNOWN, is_early, resolved_strategy
 from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
 from policy.forms import ToolForm
 from policy.selectors import (
@@ -34,7 +34,7 @@ from policy.selectors import (
     text_analysis,
 )
 from policy.services import StaleRevision
-from policy.views.agents import HtmxHttpRequest, render_page, show_agent
+from policy.views.agents import show_agent
 from policy.views.common import (
     apply_edit,
     conflict_context,
@@ -42,6 +42,7 @@ from policy.views.common import (
     problem,
     submitted_input,
 )
+from web.rendering import HtmxHttpRequest, render_page
 
 TOOL_TEMPLATE = "policy/tool_form.html"
 

@@ -9,11 +9,11 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from engine.document.diagnostics import Severity
+from engine.document.source import excerpt
 from policy.domain.descriptor_write import ExportRefused
 from policy.domain.descriptors import DescriptorError
-from policy.domain.diagnostics import Severity
 from policy.domain.edits import as_sentence
-from policy.domain.source import excerpt
 from policy.domain.version_diff import WHOLE_FILE, fold, text_diff
 from policy.domain.yaml_io import WEB_MAX_BYTES
 from policy.exporting import (
@@ -23,12 +23,12 @@ from policy.exporting import (
     draft_export_response,
 )
 from policy.importing import ImportPreview, import_preview
-from policy.kdcube import carried_read, kdcube_take_in
 from policy.selectors import draft_state
 from policy.services import StaleRevision, draft_replace
+from policy.signals import draft_imported
 from policy.versions import version_list
-from policy.views.agents import render_page
 from policy.views.common import base_revision, page_url
+from web.rendering import render_page
 
 TOO_LARGE = (
     f"The text is too large: the web import takes at most {WEB_MAX_BYTES // (1024 * 1024)} MiB"
@@ -62,7 +62,7 @@ def _submitted_text(request: HttpRequest) -> str | bytes:
     return text.replace("\r\n", "\n")
 
 
-def _preview_context(preview: ImportPreview, text: str | bytes) -> dict[str, Any]:
+def preview_context(preview: ImportPreview, text: str | bytes) -> dict[str, Any]:
     diagnostics = preview.analysis.diagnostics
     diff = preview.diff
     return {
@@ -133,7 +133,7 @@ def _excerpts(diagnostics: Any, text: str | bytes) -> list[tuple[Any, Any]]:
     return [(d, excerpt(source, d.line)) for d in diagnostics if d.line is not None][:5]
 
 
-def _page(
+def import_page(
     request: HttpRequest, context: dict[str, Any], *, status: int = 200, partial: bool = False
 ) -> HttpResponse:
     context = {"max_bytes": WEB_MAX_BYTES, "draft": draft_state(), **context}
@@ -146,31 +146,35 @@ def import_view(request: HttpRequest) -> HttpResponse:
     """GET: the form. POST ``op=preview``: diagnostics and diff, nothing changes.
     POST ``op=apply``: replace the draft with the previewed text (409 when the draft moved)."""
     if request.method != "POST":
-        return _page(request, {})
+        return import_page(request, {})
     partial = bool(getattr(request, "htmx", False))
     try:
         text = _submitted_text(request)
     except _TooLarge:
-        return _page(request, {"previewed": True, "notice": TOO_LARGE}, status=413, partial=partial)
+        return import_page(
+            request, {"previewed": True, "notice": TOO_LARGE}, status=413, partial=partial
+        )
     if not text.strip():
-        return _page(request, {"previewed": True, "notice": NO_TEXT}, status=422, partial=partial)
+        return import_page(
+            request, {"previewed": True, "notice": NO_TEXT}, status=422, partial=partial
+        )
     bundle = request.POST.get("bundle") or None
     try:
         preview = import_preview(text, max_bytes=WEB_MAX_BYTES, bundle=bundle)
     except DescriptorError as exc:
         # A KDCube bundles descriptor whose bundle must be picked: the preview offers them.
-        return _page(request, _bundle_context(exc, text, bundle), status=422, partial=partial)
-    context = {"text": "" if isinstance(text, bytes) else text, **_preview_context(preview, text)}
+        return import_page(request, _bundle_context(exc, text, bundle), status=422, partial=partial)
+    context = {"text": "" if isinstance(text, bytes) else text, **preview_context(preview, text)}
     if preview.too_large:
-        return _page(request, {**context, "notice": TOO_LARGE}, status=413, partial=partial)
+        return import_page(request, {**context, "notice": TOO_LARGE}, status=413, partial=partial)
     if preview.refused:
-        return _page(request, context, status=422, partial=partial)
+        return import_page(request, context, status=422, partial=partial)
     if request.POST.get("op") != "apply":
-        return _page(request, context, partial=partial)
+        return import_page(request, context, partial=partial)
     revision = base_revision(request)
     if revision is None:
         notice = "The form did not say which draft revision it previewed; preview it again."
-        return _page(request, {**context, "notice": notice}, status=422, partial=partial)
+        return import_page(request, {**context, "notice": notice}, status=422, partial=partial)
     try:
         state = draft_replace(data=preview.data, base_revision=revision, user=request.user)
     except StaleRevision as exc:
@@ -181,10 +185,10 @@ def import_view(request: HttpRequest) -> HttpResponse:
             "conflict": True,
             "reload_url": page_url(request),
         }
-        return _page(request, {**context, **conflict}, status=409, partial=partial)
-    read = carried_read(request.POST.get("kdcube_read", ""), _carried(text))
-    if read is not None:
-        kdcube_take_in(read)
+        return import_page(request, {**context, **conflict}, status=409, partial=partial)
+    draft_imported.send(
+        sender=import_view, carried=request.POST.get("kdcube_read", ""), text=_carried(text)
+    )
     agents = len(state.agents)
     messages.success(
         request,

@@ -23,9 +23,9 @@ from mcp import Client, StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from policy.discovery.mcp_list import Limits, Target, list_tools, manifest_entries  # noqa: E402
-from policy.domain.manifest import parse_manifest  # noqa: E402
-from policy.domain.validate import validate_policy  # noqa: E402
+from discovery.mcp_list import Limits, Target, list_tools, manifest_entries  # noqa: E402
+from engine.tools.manifest import parse_manifest  # noqa: E402
+from policy.domain.validation.validate import validate_policy  # noqa: E402
 from policy.domain.yaml_io import dump_body, load_policy  # noqa: E402
 from tests.bench.bench_policy import merge_json  # noqa: E402
 

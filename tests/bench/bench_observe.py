@@ -11,7 +11,7 @@ baseline measured in the same run.
   POST→card latency per viewer and round; updates lost, sequence-checked per viewer (every
   message numbered after the last, every stored round shown at its final version); non-2xx
   answers (a 503 is retried after its ``Retry-After``, as the simulator does);
-- dry-run: decisions/s of the verdicts-only path (``policy.domain.decide``) on the simulator's
+- dry-run: decisions/s of the verdicts-only path (``engine.round.decide``) on the simulator's
   2–4-action rounds against a floor loop of the same dict lookups; the full dry-run with its
   explanations is shown beside it.
 
@@ -619,8 +619,8 @@ def dry_run_figures() -> dict[str, float]:
     explanations (the playground's and the CLI's); and of a floor loop doing only the dict
     lookups each decision needs (the runtime's overseer is not imported here)."""
     import observe.domain.simulator as simulation
-    from policy.domain.decide import decide
-    from policy.domain.dryrun import dry_run
+    from engine.round.decide import decide
+    from engine.round.dryrun import dry_run
 
     captured: list[tuple[Any, Any, str]] = []
     real = simulation.dry_run

@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
+from engine.tools.resolution import resolve_agent
 from policy.cli import run
 from policy.domain.analysis import analyze_text
-from policy.domain.resolution import resolve_agent
 from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
 
 TOOLS = 10_000

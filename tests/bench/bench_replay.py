@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from engine.replay.draft_impact import replay  # noqa: E402
 from policy.cli import run  # noqa: E402
-from policy.domain.impact import replay  # noqa: E402
 from tests.bench.bench_policy import merge_json  # noqa: E402
-from tests.policy.domain.test_impact import (  # noqa: E402
+from tests.engine.test_draft_impact import (  # noqa: E402
     LAUNCH_EXPLORES,
     SAMPLE,
     recorded_rounds,

@@ -46,11 +46,11 @@ def test_the_verdicts_only_path_agrees_with_the_runtime_on_every_round() -> None
     """``decide`` (impact replay, drift, suites, the bench's decisions/s) against the runtime's
     recorded rounds: verdict, rejection code, early start and dedup of every streamed action."""
     from conformance import round_policies
-    from policy.domain.decide import Outcome, decide
-    from policy.domain.dryrun import parse_round_spec
-    from policy.domain.manifest import parse_manifest
-    from policy.domain.resolution import resolve_agent
-    from policy.domain.round_policy import RoundPolicy
+    from engine.round.decide import Outcome, decide
+    from engine.round.dryrun import parse_round_spec
+    from engine.tools.manifest import parse_manifest
+    from engine.tools.resolution import resolve_agent
+    from engine.traits.round_policy import RoundPolicy
 
     policies = {}
     for name, entry in round_policies.policies().items():
@@ -77,11 +77,11 @@ def test_the_verdicts_only_path_agrees_with_the_runtime_on_every_round() -> None
 def test_the_verdicts_only_path_agrees_with_the_runtime_on_every_file_writing_round() -> None:
     """``decide`` against the runtime's recorded file-writing rounds (the causality checks)."""
     from conformance.families import files
-    from policy.domain.decide import Outcome, decide
-    from policy.domain.dryrun import parse_round_spec
-    from policy.domain.manifest import parse_manifest
-    from policy.domain.resolution import resolve_agent
-    from policy.domain.round_policy import RoundPolicy
+    from engine.round.decide import Outcome, decide
+    from engine.round.dryrun import parse_round_spec
+    from engine.tools.manifest import parse_manifest
+    from engine.tools.resolution import resolve_agent
+    from engine.traits.round_policy import RoundPolicy
 
     policies = {
         name: RoundPolicy.of(

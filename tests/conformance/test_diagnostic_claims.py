@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from conformance import fixtures, round_policies
+from engine.document.diagnostics import Diagnostic
 from policy.domain.analysis import analyze_text
-from policy.domain.diagnostics import Diagnostic
 
 
 def diagnostics() -> Iterator[tuple[str, Diagnostic]]:

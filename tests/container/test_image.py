@@ -32,8 +32,8 @@ import pytest
 import redis
 
 from conformance import fixtures
+from tests.kdcube import kdcube_replay
 from tests.metrics.known import canon, known_events, samples
-from tests.policy import kdcube_replay
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "deploy" / "podman" / "containers.conf"

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from conformance import fixtures
+from tests.product import product_sources
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "deploy" / "compose"
@@ -24,11 +25,7 @@ TRAITDECK_IMAGE = "${TRAITDECK_IMAGE:-traitdeck:latest}"
 PUBLIC_IMAGES = {"postgres:16", "redis:7"}
 #: Variables the image's entrypoint turns into settings (VAR_FILE → VAR).
 ENTRYPOINT = (ROOT / "deploy" / "docker-entrypoint.sh").read_text()
-SOURCES = "\n".join(
-    p.read_text()
-    for folder in ("config", "accounts", "observe", "policy", "bridge", "pages", "web")
-    for p in (ROOT / folder).rglob("*.py")
-)
+SOURCES = "\n".join(p.read_text() for p in product_sources())
 #: The settings tables: every setting a compose file gives is documented there.
 SETTINGS_DOCS = "".join(
     (ROOT / "docs" / name).read_text() for name in ("production.md", "kdcube-control-plane.md")
@@ -56,7 +53,11 @@ DJANGO_COMMANDS = {"migrate", "createsuperuser", "collectstatic"}
 
 
 def management_commands() -> set[str]:
-    ours = {p.stem for p in ROOT.glob("*/management/commands/*.py") if not p.stem.startswith("_")}
+    ours = {
+        p.stem
+        for p in product_sources()
+        if p.parent.parts[-2:] == ("management", "commands") and not p.stem.startswith("_")
+    }
     return ours | DJANGO_COMMANDS
 
 

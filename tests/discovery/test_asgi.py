@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.bridge.conftest import free_port
 from tests.discovery.conftest import stdio_argv
+from tests.kdcube.bridge.conftest import free_port
 from tests.servers import daphne_command, server_env, start_server, stop
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import anyio
 import pytest
 
-from policy.discovery.mcp_list import (
+from discovery.mcp_list import (
     Allowlist,
     DiscoveryError,
     Limits,
@@ -22,7 +22,7 @@ from policy.discovery.mcp_list import (
     parse_hosts,
     refusal,
 )
-from policy.domain.manifest import parse_manifest
+from engine.tools.manifest import parse_manifest
 from tests.discovery.conftest import stdio_argv
 
 #: The time limit of a listing expected to succeed: a ceiling, not a wait (a listing returns when

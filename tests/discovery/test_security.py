@@ -16,7 +16,7 @@ import pytest
 from django.test import Client, override_settings
 
 from audit.models import AuditEntry
-from policy.discovery.mcp_list import Allowlist, DiscoveryError, Limits, Target, list_tools
+from discovery.mcp_list import Allowlist, DiscoveryError, Limits, Target, list_tools
 from policy.models import AgentManifest
 from policy.services import draft_change
 from tests.discovery.conftest import Listener, stdio_argv

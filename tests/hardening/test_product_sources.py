@@ -9,8 +9,9 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.product import PRODUCT
+
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = ("accounts", "audit", "bridge", "config", "core", "observe", "pages", "policy", "web")
 #: The one bounded loader: it drives PyYAML's composer itself.
 YAML_LOADER = Path("policy/domain/yaml_io.py")
 _PYYAML_LOADS = frozenset(
@@ -48,7 +49,7 @@ DYNAMIC_ENV_READS = {
     ("config/settings.py", "env_int"),  # called with literal names below it
     ("config/settings.py", "env_list"),
     ("config/settings.py", "env_bool"),
-    ("policy/discovery/mcp_list.py", "credential"),
+    ("discovery/mcp_list.py", "credential"),
     # config/server.py reads its socket timeouts before Django's settings exist; called with
     # literal names only.
     ("config/server.py", "seconds_setting"),  # checks the operator's allowlist first

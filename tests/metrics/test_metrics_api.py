@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from bridge.services import bridge_report
+from kdcube.bridge.services import bridge_report
 from tests.metrics.known import FETCH, SEARCH, canon, expected, known_events, samples
 from tests.observe.ingest_support import bearer, post_events, token
 

@@ -10,12 +10,12 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from engine.catalog.multi_action import ModeSources, multi_action_mode
+from engine.replay.draft_impact import outcomes, parse_recorded_round
+from engine.round.dryrun import dry_run
+from engine.tools.resolution import resolve_consumer
 from observe.domain.rounds import assembly_actions
 from observe.models import Round
-from policy.domain.dryrun import dry_run
-from policy.domain.impact import outcomes, parse_recorded_round
-from policy.domain.multi_action import ModeSources, multi_action_mode
-from policy.domain.resolution import resolve_consumer
 from tests.observe.live_support import HandRound, ingest, ingest_simulated, sample_policy
 
 pytestmark = pytest.mark.django_db

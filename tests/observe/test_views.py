@@ -428,8 +428,8 @@ def test_the_round_page_shows_the_react_agent_the_bridge_inferred_from_v2_envelo
     one is the turn's failure."""
     import json
 
-    from bridge.domain.mapping import Mapper
     from conformance import fixtures
+    from kdcube.bridge.domain.mapping import Mapper
 
     settings.TRAITDECK_REACT_AGENT_VERSION = "v3"
     case = next(

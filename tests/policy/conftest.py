@@ -4,14 +4,9 @@ back as the runtime reads its export (imported by the test modules, as ``tests.c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import yaml
-
-from tests.policy import kdcube_replay
-from tests.policy.kdcube_replay import ReplayServer
 
 # Imports of Django code stay inside the helpers: the domain tests under tests/policy/domain load
 # this file without Django.
@@ -63,19 +58,3 @@ def tool_rows(page: str, tool_id: str) -> list[Any]:
 def diagnostic_codes(*elements: Any) -> list[str]:
     """The codes of the diagnostics listed inside these parsed elements, in page order."""
     return [item.attrs["data-code"] for e in elements for item in e.find_all("li", data_code=None)]
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplayServer]:
-    """KDCube's admin routes as recorded (``tests/policy/kdcube_replay.py``), with Traitdeck's
-    target settings pointing at them."""
-    for srv in kdcube_replay.serve():
-        monkeypatch.setenv("TRAITDECK_KDCUBE_URL", srv.url)
-        monkeypatch.setenv("TRAITDECK_KDCUBE_TENANT", "acme")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_PROJECT", "demo")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_BUNDLE", "workspace@2026-03-31-13-36")
-        monkeypatch.setenv("TRAITDECK_KDCUBE_TOKEN", "td-rec-super-admin")
-        # A generous limit (the server runs on a thread of this busy process); the slow case
-        # sets its own.
-        monkeypatch.setenv("TRAITDECK_KDCUBE_TIMEOUT_S", "30")
-        yield srv

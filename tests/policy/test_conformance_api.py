@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from conformance import fixtures
-from policy.domain.agent_run import agent_run
+from engine.tools.agent_run import agent_run
 from policy.domain.yaml_io import dump_body
 
 CASES = fixtures.read("config")["cases"]

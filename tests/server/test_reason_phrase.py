@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from config.server import reason_phrase
-from tests.bridge.conftest import free_port
+from tests.kdcube.bridge.conftest import free_port
 from tests.servers import ROOT, daphne_command, server_env, start_server, stop
 
 PASSWORD = "pw-reason-phrase-1"

@@ -35,10 +35,10 @@ from typing import Any, Final, NoReturn
 import httpx
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from engine.tools.resolution import agents_mapping
 from observe.domain.simulator import Simulator
 from observe.posting import EVENTS_PATH, KIND_ORDER, Delivery, Refused, Server, Totals
 from policy.cli import positive_int
-from policy.domain.resolution import agents_mapping
 from policy.domain.yaml_io import CLI_MAX_BYTES, agent_export_text, load_policy, split_header
 from policy.selectors import draft_state, manifest_for
 

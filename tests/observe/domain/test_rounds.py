@@ -17,6 +17,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.round.overseer import (
+    FINAL_AFTER_NON_NEUTRAL,
+    MIXED_ACTIONS,
+    NON_NEUTRAL_AFTER_FINAL,
+    STRATEGY_INCOMPATIBLE,
+    TOO_MANY_ACTIONS,
+    Action,
+    explain,
+    explain_rejection,
+    oversee,
+)
+from engine.traits.traits import EARLY_PROFILE
 from observe.domain.events import Event, parse_event
 from observe.domain.rounds import (
     Assembly,
@@ -31,18 +43,6 @@ from observe.domain.rounds import (
     round_detail_dict,
     round_to_dict,
 )
-from policy.domain.overseer import (
-    FINAL_AFTER_NON_NEUTRAL,
-    MIXED_ACTIONS,
-    NON_NEUTRAL_AFTER_FINAL,
-    STRATEGY_INCOMPATIBLE,
-    TOO_MANY_ACTIONS,
-    Action,
-    explain,
-    explain_rejection,
-    oversee,
-)
-from policy.domain.traits import EARLY_PROFILE
 
 START = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 HASH = "ab" * 32

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
+from engine.round.ledger import fingerprint, tool_call_id
+from engine.round.overseer import Action, Overseer
+from engine.tools.resolution import resolve_agent
+from engine.traits.round_policy import RoundPolicy
+from engine.traits.traits import EARLY_PROFILE
 from observe.domain.events import Event, parse_event
 from observe.domain.rounds import Round, assemble
 from observe.domain.scenarios import SCENARIOS
 from observe.domain.simulator import Simulator, simulate_round
-from policy.domain.ledger import fingerprint, tool_call_id
-from policy.domain.overseer import Action, Overseer
-from policy.domain.resolution import resolve_agent
-from policy.domain.round_policy import RoundPolicy
-from policy.domain.traits import EARLY_PROFILE
 
 NOW = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 HASH = "cd" * 32

@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from statistics import median
 
+from engine.tools.resolution import resolve_agent
 from observe.domain.events import parse_event
 from observe.domain.health import Thresholds, ToolDesign, ToolStats, advise, round_tallies
 from observe.domain.rounds import assembly_merge, assembly_new
 from observe.domain.scenarios import Palette
 from observe.domain.simulator import Latency, Simulator
-from policy.domain.resolution import resolve_agent
 from policy.domain.yaml_io import load_policy
 
 SAMPLE = Path(__file__).resolve().parents[3] / "policy" / "sample" / "sample-policy.yaml"

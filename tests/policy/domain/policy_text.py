@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
-from policy.domain.diagnostics import Diagnostic
-from policy.domain.manifest import Manifest
-from policy.domain.validate import validate_policy
+from engine.document.diagnostics import Diagnostic
+from engine.tools.manifest import Manifest
+from policy.domain.validation.validate import validate_policy
 from policy.domain.yaml_io import load_policy
 
 HEAD = "surfaces:\n  as_consumer:\n    agents:\n      main:\n        tools:\n"

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
+from engine.tools.manifest import parse_manifest
 from policy.domain.analysis import analyze_text
-from policy.domain.manifest import parse_manifest
 
 TWO_AGENTS = """\
 surfaces:

@@ -14,10 +14,14 @@ ROOT = Path(__file__).resolve().parents[3]
 FORBIDDEN = ("django", "ninja", "channels", "daphne")
 
 
-@pytest.mark.parametrize("package", ["core", "policy.domain", "observe.domain", "bridge.domain"])
+@pytest.mark.parametrize(
+    "package",
+    ["core", "engine", "policy.domain", "observe.domain", "kdcube.domain", "kdcube.bridge.domain"],
+)
 def test_it_imports_every_domain_module_without_django(package: str) -> None:
     package_dir = ROOT.joinpath(*package.split("."))
-    modules = [f"{package}.{m.name}" for m in pkgutil.iter_modules([str(package_dir)])]
+    walked = pkgutil.walk_packages([str(package_dir)], prefix=f"{package}.")
+    modules = [m.name for m in walked]
     _assert_imports_without_django(package, modules)
 
 

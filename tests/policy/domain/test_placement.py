@@ -4,9 +4,10 @@ from typing import Any
 
 import pytest
 
-from policy.domain.diagnostics import Diagnostic, Severity
-from policy.domain.manifest import parse_manifest
-from policy.domain.paths import format_path
+from engine.document.diagnostics import Diagnostic, Severity
+from engine.document.paths import format_path
+from engine.tools.manifest import parse_manifest
+from engine.tools.resolution import resolve_agent
 from policy.domain.placement import (
     PathSyntaxError,
     Placement,
@@ -16,8 +17,7 @@ from policy.domain.placement import (
     place,
     tool_rows,
 )
-from policy.domain.resolution import resolve_agent
-from policy.domain.validate import validate_policy
+from policy.domain.validation.validate import validate_policy
 from policy.domain.yaml_io import dump_body, load_policy
 
 EARLY = {

@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
-from policy.domain.diagnostics import Diagnostic, Severity
-from policy.domain.resolution import resolve_agent
-from policy.domain.validate import validate_policy
+from engine.document.diagnostics import Diagnostic, Severity
+from engine.tools.resolution import resolve_agent
+from policy.domain.validation.validate import validate_policy
 from policy.domain.yaml_io import load_policy
 
 # Verbatim from the post ("Configure traits per agent connection").

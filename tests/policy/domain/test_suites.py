@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from engine.replay.draft_impact import outcomes
+from engine.round.dryrun import dry_run
 from policy.cli import run
-from policy.domain.dryrun import dry_run
-from policy.domain.impact import outcomes
 from policy.domain.suites import (
     Suite,
     SuiteError,
@@ -22,7 +22,7 @@ from policy.domain.suites import (
     parse_suite,
     run_suite,
 )
-from tests.policy.domain.test_impact import (
+from tests.engine.test_draft_impact import (
     EXPORT_EXPLORES,
     LAUNCH_EXPLORES,
     ROUNDS,

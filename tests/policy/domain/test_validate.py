@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policy.domain.diagnostics import Diagnostic, Severity
-from policy.domain.manifest import parse_manifest
-from policy.domain.source import SourceMap
-from policy.domain.validate import validate_policy
+from engine.document.diagnostics import Diagnostic, Severity
+from engine.document.source import SourceMap
+from engine.tools.manifest import parse_manifest
+from policy.domain.validation.validate import validate_policy
 from tests.policy.domain.policy_text import (
     EARLY_FLOW,
     HEAD,

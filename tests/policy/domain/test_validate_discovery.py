@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from policy.domain.annotations import DEFAULT, EXPLICIT, UNTRUSTED, hints, suggest
-from policy.domain.diagnostics import Diagnostic, Severity
-from policy.domain.manifest import Manifest, parse_manifest
-from policy.domain.validate import validate_policy
-from policy.domain.validate_discovery import ServerFacts
+from engine.document.diagnostics import Diagnostic, Severity
+from engine.tools.annotations import DEFAULT, EXPLICIT, UNTRUSTED, hints, suggest
+from engine.tools.manifest import Manifest, parse_manifest
+from policy.domain.validation.discovered import ServerFacts
+from policy.domain.validation.validate import validate_policy
 from policy.domain.yaml_io import load_policy
 from tests.policy.domain.policy_text import EARLY_FLOW, doc, where
 

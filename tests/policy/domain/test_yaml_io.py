@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from policy.domain.diagnostics import Severity
+from engine.document.diagnostics import Severity
 from policy.domain.yaml_io import (
     CLI_MAX_BYTES,
     EMPTY_POLICY,

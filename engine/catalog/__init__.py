@@ -1,0 +1,1 @@
+"""The model-facing tool catalog and the multi-action tool."""

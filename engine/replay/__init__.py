@@ -1,0 +1,1 @@
+"""A draft replayed over recorded rounds (draft impact)."""

@@ -1,0 +1,2 @@
+"""An agent's tools: connections, named services, manifests, MCP server configs, loading and
+resolution."""

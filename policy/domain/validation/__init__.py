@@ -1,0 +1,1 @@
+"""Validation of a policy document: the diagnostics Traitdeck reports (DESIGN §2.9)."""
