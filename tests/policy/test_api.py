@@ -427,7 +427,7 @@ def test_the_json_catalog_says_which_form_applies_and_where_from(imported: Clien
 def test_an_unknown_catalog_detail_is_422_and_says_the_two_forms(imported: Client) -> None:
     response = imported.get("/api/v1/agents/main/catalog?detail=wide")
     assert response.status_code == 422
-    assert "full or compact" in response.content.decode("utf-8")
+    assert "full or compact" in response.json()["error"]
 
 
 ROUND = {
@@ -492,7 +492,7 @@ def test_dry_run_reads_the_rounds_code_channel(imported: Client) -> None:
     assert data["exec_code_complete"] is False
     refused = post_json(imported, "/api/v1/agents/main/dry-run", {**ROUND, "exec_code_complete": 1})
     assert refused.status_code == 422
-    assert "exec_code_complete must be true or false" in refused.content.decode("utf-8")
+    assert "exec_code_complete must be true or false" in refused.json()["error"]
 
 
 @pytest.mark.parametrize(
