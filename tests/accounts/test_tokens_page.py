@@ -34,6 +34,7 @@ def test_it_shows_the_secret_once_and_the_secret_works(publisher_client: Client)
     assert token is not None
     assert token.scopes == ["config:read", "events:write"]
     # Never again: not on the list, not on a reload.
+    # raw: the secret must be nowhere in the answer, not even in an attribute or a script.
     assert not SECRET.search(publisher_client.get(TOKENS).content.decode())
 
 

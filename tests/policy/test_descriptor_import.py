@@ -214,6 +214,7 @@ def test_a_connection_whose_tools_are_unseen_shows_as_every_tool_the_server_list
         }
     ]
     text = api.get("/api/v1/agents/main/catalog").content.decode()
+    # raw: the catalog is plain text, as the runtime's prompt holds it.
     assert "[*] mcp.knowledge.*  (every tool the server lists" in text
     page = api.get("/policy/agents/main/effective/").content.decode()
     [unseen] = table_rows(find(page, "table", id="unseen-tools"))

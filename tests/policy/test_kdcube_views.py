@@ -67,7 +67,7 @@ def test_it_previews_kdcubes_props_as_an_import_and_names_the_secret(
     assert text_of(page, "p", class_="kdcube-source").startswith("Read from KDCube")
     assert find_all(page, "p", class_="kdcube-secret")
     assert all("secret, not imported" in p for p in texts(page, "p", class_="kdcube-secret"))
-    # Nowhere in the answer, not even in an attribute or a script: the raw text is the check.
+    # raw: nowhere in the answer, not even in an attribute or a script.
     assert "resolved-knowledge-secret" not in page
 
 

@@ -322,8 +322,8 @@ def test_export_is_byte_identical_to_traitdeck_fmt(web: Client, tmp_path: Path) 
 
 def test_a_fresh_instance_exports_the_empty_policy(web: Client) -> None:
     content = web.get(EXPORT).content.decode()
-    assert content.startswith("# traitdeck-format: 1\n# sha256: ")
-    assert content.endswith("\nsurfaces:\n  as_consumer:\n    agents: {}\n")
+    assert content.startswith("# traitdeck-format: 1\n# sha256: ")  # raw: the YAML export
+    assert content.endswith("\nsurfaces:\n  as_consumer:\n    agents: {}\n")  # raw: (the same)
 
 
 def test_export_needs_a_login(client: Client) -> None:
