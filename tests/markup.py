@@ -275,17 +275,11 @@ def assert_alert(page: str, words: str) -> str:
 def table_rows(table: Element) -> list[dict[str, str]]:
     """A table's body rows as ``{column heading: cell text}``, in page order."""
     headings = [cell.text for cell in table.find("thead").find_all("th")]
-    body = table.find("tbody")
-    return [
-        dict(
-            zip(
-                headings,
-                [cell.text for cell in row.children if cell.tag in ("td", "th")],
-                strict=True,
-            )
-        )
-        for row in body.find_all("tr")
-    ]
+    rows = []
+    for row in table.find("tbody").find_all("tr"):
+        cells = [cell.text for cell in row.children if cell.tag in ("td", "th")]
+        rows.append(dict(zip(headings, cells, strict=True)))
+    return rows
 
 
 def is_fragment(page: str) -> bool:
