@@ -241,6 +241,47 @@ def texts(page: str, tag: str | None = None, **attrs: str | None) -> list[str]:
     return [element.text for element in find_all(page, tag, **attrs)]
 
 
+def alerts(page: str) -> list[str]:
+    """What the page tells the user went wrong or happened, each region as a reader sees it, in
+    page order: every ``role="alert"`` element, every element of class ``error`` (a field's
+    error), every item of a ``ul.messages`` (Django's messages) or a ``ul.errorlist`` (a form's
+    errors). Empty regions (an alert waiting for a message) are left out."""
+    root = document(page)
+    listed = {
+        id(item)
+        for listing in ("messages", "errorlist")
+        for items in root.find_all("ul", class_=listing)
+        for item in items.find_all("li")
+    }
+    regions = [
+        element
+        for element in root.iter()
+        if element.attrs.get("role") == "alert"
+        or "error" in element.classes
+        or id(element) in listed
+    ]
+    return [region.text for region in regions if region.text]
+
+
+def assert_alert(page: str, words: str) -> str:
+    """One of the page's :func:`alerts` says ``words``; the alert's whole text is returned."""
+    said = alerts(page)
+    for alert in said:
+        if words in alert:
+            return alert
+    raise AssertionError(f"no alert says {words!r}; the alerts say {said}")
+
+
+def table_rows(table: Element) -> list[dict[str, str]]:
+    """A table's body rows as ``{column heading: cell text}``, in page order."""
+    headings = [cell.text for cell in table.find("thead").find_all("th")]
+    rows = []
+    for row in table.find("tbody").find_all("tr"):
+        cells = [cell.text for cell in row.children if cell.tag in ("td", "th")]
+        rows.append(dict(zip(headings, cells, strict=True)))
+    return rows
+
+
 def is_fragment(page: str) -> bool:
     """The response is a piece to swap into a page (htmx), not a whole document."""
     return not find_all(page, "html") and not find_all(page, "body")

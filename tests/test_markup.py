@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.markup import assert_element, find, find_all, first_element, is_fragment, page_text
+from tests.markup import (
+    alerts,
+    assert_alert,
+    assert_element,
+    find,
+    find_all,
+    first_element,
+    is_fragment,
+    page_text,
+    table_rows,
+)
 
 PAGE = """<main><!-- <b id="count">9</b> -->
 <p class="counter  big" data-kind="dedups"><b id="count">3</b> dedups &amp; more</p>
@@ -62,3 +72,25 @@ def test_it_searches_inside_an_element_and_tells_a_fragment_from_a_page() -> Non
     ]
     assert is_fragment(FORM)
     assert not is_fragment("<!doctype html><html><body><p>x</p></body></html>")
+
+
+MESSAGES = """<div id="problem" role="alert"></div><ul class="messages"><li class="error">Not
+  saved.</li></ul><p class="error" role="alert">The draft <b>changed</b>.</p>
+<ul class="errorlist"><li>Enter a name.</li></ul><p>Not an alert.</p>
+<table><thead><tr><th>Name</th><th>Status</th></tr></thead>
+<tbody><tr><td>sim</td><td><span>active</span></td></tr><tr><th>old</th><td>revoked</td></tr></tbody>
+</table>"""
+
+
+def test_it_reads_the_alerts_a_user_is_shown() -> None:
+    assert alerts(MESSAGES) == ["Not saved.", "The draft changed.", "Enter a name."]
+    assert assert_alert(MESSAGES, "draft changed") == "The draft changed."
+    with pytest.raises(AssertionError, match="the alerts say"):
+        assert_alert(MESSAGES, "Not an alert")
+
+
+def test_it_reads_table_rows_by_their_heading() -> None:
+    assert table_rows(find(MESSAGES, "table")) == [
+        {"Name": "sim", "Status": "active"},
+        {"Name": "old", "Status": "revoked"},
+    ]

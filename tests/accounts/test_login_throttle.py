@@ -10,6 +10,7 @@ import pytest
 from django.test import Client, override_settings
 
 from tests.conftest import make_user
+from tests.markup import assert_alert
 
 pytestmark = pytest.mark.django_db
 
@@ -51,8 +52,8 @@ def test_the_eleventh_attempt_is_refused_even_with_the_right_password(username: 
     response = client.post("/accounts/login/", {"username": username, "password": PASSWORD})
     assert response.status_code == 429
     assert 0 < int(response["Retry-After"]) <= 900
-    assert b"Too many failed logins" in response.content
-    assert b"Try again in 15 minutes." in response.content
+    refusal = assert_alert(response.content.decode(), "Too many failed logins")
+    assert "Try again in 15 minutes." in refusal
     assert "_auth_user_id" not in client.session
 
 

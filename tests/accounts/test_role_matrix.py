@@ -42,6 +42,7 @@ from accounts.models import Scope
 from accounts.tokens import runtime_token_revoke
 from config.api import api
 from tests.conftest import make_user
+from tests.markup import assert_alert
 from tests.observe.ingest_support import post_events, started, token
 
 pytestmark = pytest.mark.django_db
@@ -230,7 +231,7 @@ def test_a_route_missing_from_the_table_is_refused(
     monkeypatch.delitem(API, ("GET", "/api/v1/rounds"))
     page = viewer_client.get("/live/history/")
     assert page.status_code == 403
-    assert b"not in the access table" in page.content
+    assert_alert(page.content.decode(), "not in the access table")
     endpoint = viewer_client.get("/api/v1/rounds")
     assert endpoint.status_code == 403
     assert "not in the access table" in endpoint.json()["error"]

@@ -186,7 +186,7 @@ def test_the_csv_keeps_formulas_as_text(publisher_client: Client) -> None:
 def test_the_csv_refuses_a_filter_it_cannot_read(publisher_client: Client) -> None:
     response = publisher_client.get(CSV, {"until": "soon"})
     assert response.status_code == 400
-    assert b"until must be" in response.content
+    assert b"until must be" in response.content  # raw: a text/plain refusal
 
 
 # --- JSON API ------------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import shutil
 import socket
@@ -33,6 +32,7 @@ import redis
 
 from conformance import fixtures
 from tests.kdcube import kdcube_replay
+from tests.markup import find_all
 from tests.metrics.known import canon, known_events, samples
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -263,9 +263,10 @@ def test_the_image_runs_migrate_web_and_bridge_against_postgresql_and_redis(
     # A static file, collected into the image at build time, served by whitenoise (DEBUG off).
     login = httpx.get(f"{d.url}/accounts/login/", timeout=30)
     assert login.status_code == 200
-    css = re.search(r'href="(/static/[^"]+\.css)"', login.text)
-    assert css is not None, login.text[:500]
-    static = httpx.get(f"{d.url}{css.group(1)}", timeout=30)
+    hrefs = [link.attrs["href"] for link in find_all(login.text, "link", rel="stylesheet")]
+    css = [href for href in hrefs if href.startswith("/static/") and href.endswith(".css")]
+    assert css, login.text[:500]
+    static = httpx.get(f"{d.url}{css[0]}", timeout=30)
     assert static.status_code == 200
     assert static.headers["content-type"].startswith("text/css")
 

@@ -18,6 +18,7 @@ from policy.selectors import draft_analysis, draft_state
 from policy.services import draft_change
 from policy.versions import policy_publish, version_manifest
 from tests.discovery.conftest import stdio_argv
+from tests.markup import find, text_of
 
 pytestmark = pytest.mark.django_db
 
@@ -136,8 +137,10 @@ def test_the_command_lists_every_server_and_exits_1_when_one_fails(draft: int) -
 
 def test_the_button_says_why_it_is_disabled(viewer_client: Client, draft: int) -> None:
     page = viewer_client.get("/policy/agents/main/connections/0/edit/").content.decode()
-    assert "Discover tools" in page
-    assert "Disabled: Nothing is allowlisted" in page
+    button = find(page, "button", id="discover-tools")
+    assert button.text == "Discover tools"
+    assert "disabled" in button.attrs
+    assert text_of(page, id="discover-why").startswith("Disabled: Nothing is allowlisted")
 
 
 @ALLOW
@@ -151,8 +154,10 @@ def test_apply_suggestions_writes_concrete_entries_as_an_ordinary_edit(
     )
     assert response.status_code == 200
     page = response.content.decode()
-    assert "Applied the suggested traits" in page
-    assert "Resting only on defaults" in page or "rest only on the spec" in page
+    said = text_of(page, "p", id="discovery-notice")
+    assert said.startswith("Applied the suggested traits to the draft.")
+    panel = text_of(page, "section", id="discovery")
+    assert "rest only on the spec" in said or "Resting only on defaults" in panel
     traits = draft_state().data["surfaces"]["as_consumer"]["agents"]["main"]["tools"][0][
         "tool_traits"
     ]
@@ -213,8 +218,9 @@ def test_the_catalog_says_which_tools_the_runtime_never_sees(editor_client: Clie
     draft_change(edit=lambda _old: doc, base_revision=None)
     assert editor_client.post(DISCOVER).json()["pages"] == 3
     page = editor_client.get("/policy/agents/main/catalog/").content.decode()
-    assert "never sees 4 discovered tools" in page
-    assert "mcp.fs.tool_3, mcp.fs.tool_4, mcp.fs.tool_5, mcp.fs.tool_6" in page
+    unseen = text_of(page, "p", id="unseen")
+    assert "never sees 4 discovered tools" in unseen
+    assert unseen.endswith(": mcp.fs.tool_3, mcp.fs.tool_4, mcp.fs.tool_5, mcp.fs.tool_6.")
     assert "mcp-beyond-first-page" in {d.code for d in draft_analysis().diagnostics}
 
 
@@ -226,7 +232,8 @@ def test_a_deeply_nested_source_command_is_refused_never_a_500(
         "/policy/agents/main/connections/0/mcp-server/", {"source_command": "[" * 100_000}
     )
     assert response.status_code == 422
-    assert "must be a JSON array of strings" in response.content.decode()
+    said = text_of(response.content.decode(), "p", id="discovery-notice")
+    assert said.startswith("The command must be a JSON array of strings")
 
 
 @ALLOW

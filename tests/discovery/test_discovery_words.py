@@ -16,7 +16,7 @@ from policy.models import AgentManifest
 from policy.selectors import draft_state
 from policy.services import draft_change
 from tests.discovery.conftest import stdio_argv
-from tests.markup import find, find_all
+from tests.markup import find, find_all, text_of, texts
 from tests.observe.ingest_support import load_sample_into_draft
 
 pytestmark = pytest.mark.django_db
@@ -37,8 +37,9 @@ def test_the_disabled_button_names_the_settings_with_a_value_and_a_link(
     (link,) = why.find_all("a")
     assert link.attrs["href"] == "/policy/glossary/#discovery-settings"
     glossary = viewer_client.get(link.attrs["href"]).content.decode()
-    assert 'id="discovery-settings"' in glossary
-    assert "TRAITDECK_MCP_CREDENTIALS" in glossary
+    settings = find(glossary, "dt", id="discovery-settings")
+    assert settings.text == "discovery settings"
+    assert "TRAITDECK_MCP_CREDENTIALS" in texts(glossary, "code")
 
 
 def test_a_saved_url_names_its_origin_as_the_value_to_allowlist(editor_client: Client) -> None:
@@ -48,7 +49,7 @@ def test_a_saved_url_names_its_origin_as_the_value_to_allowlist(editor_client: C
     )
     assert response.status_code == 200
     page = response.content.decode()
-    assert "Set a discovery source below" not in page
+    assert "Set a discovery source below" not in text_of(page, "section", id="discovery")
     assert "https://mcp.example.org/mcp" in find(page, "p", class_="discovery-source").text
     hint = find(page, "p", class_="allowlist-hint")
     assert "TRAITDECK_MCP_HTTP_HOSTS=https://mcp.example.org:443" in hint.text

@@ -8,8 +8,6 @@ the data the example wrote.
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -20,6 +18,7 @@ from observe.models import Round
 from observe.selectors import round_ids_in_path, round_url
 from policy.models import PolicyVersion
 from policy.selectors import agent_url, draft_state
+from tests.markup import parse
 
 #: Pages that exist whatever is stored (DESIGN §5: overview, policy, live, history, audit, tokens).
 FIXED_PAGES = (
@@ -49,7 +48,8 @@ FIXED_API = (
 )
 #: Links the crawl does not follow: they leave the session or are Django's own admin.
 NOT_FOLLOWED = ("/accounts/logout/", "/admin/", "/static/")
-_LINK = re.compile(r"""(?:href|hx-get)\s*=\s*["']([^"']*)["']""")
+#: The attributes that carry a link a user (or htmx for them) follows.
+_LINK_ATTRIBUTES = ("href", "hx-get")
 
 
 def _segment(text: str) -> str:
@@ -123,8 +123,13 @@ def _links(response: Any) -> list[str]:
     if not response.get("Content-Type", "").startswith("text/html"):
         return []
     found = []
-    for raw in _LINK.findall(response.content.decode()):
-        link = html.unescape(raw)
+    links = [
+        element.attrs[name]
+        for element in parse(response.content.decode())
+        for name in _LINK_ATTRIBUTES
+        if name in element.attrs
+    ]
+    for link in links:
         parts = urlsplit(link)
         if parts.scheme or parts.netloc or not parts.path.startswith("/"):
             continue

@@ -8,7 +8,6 @@ body's example ``'string'``.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from django.test import Client
 
 from config.api_examples import EXAMPLES
 from tests.conftest import make_user
+from tests.markup import find
 from tests.observe.ingest_support import load_sample_into_draft
 
 pytestmark = pytest.mark.django_db
@@ -30,10 +30,11 @@ def _admin() -> Client:
 def _page_token(client: Client) -> str:
     page = client.get("/api/docs")
     assert page.status_code == 200
-    found = re.search(r'data-csrf-token="([^"]+)"', page.content.decode())
-    assert found is not None, "the docs page hands Swagger UI no CSRF token"
-    assert 'data-api-csrf="true"' in page.content.decode()
-    return found.group(1)
+    body = find(page.content.decode(), "body")
+    token = body.attrs.get("data-csrf-token", "")
+    assert token, "the docs page hands Swagger UI no CSRF token"
+    assert body.attrs["data-api-csrf"] == "true"
+    return token
 
 
 def _example(method: str, path: str) -> Any:

@@ -12,6 +12,7 @@ from django.test import Client
 from policy.models import AgentManifest
 from policy.selectors import draft_state
 from tests.hardening.pages import agent_pages, assert_every_page_works, assert_pages_work
+from tests.markup import assert_alert
 from tests.observe.ingest_support import load_sample_into_draft
 
 pytestmark = pytest.mark.django_db
@@ -43,7 +44,7 @@ def test_a_manifest_form_with_nan_or_infinity_is_a_form_error_not_a_500(
     # Python's JSON parser takes these words; the database's JSON check does not (it was a 500).
     response = upload_by_form(admin, f'{{"jobs.search": {{"tool_traits": {{"x": {number}}}}}}}')
     assert response.status_code == 422
-    assert "which JSON cannot hold" in response.content.decode()
+    assert_alert(response.content.decode(), "which JSON cannot hold")
     assert not AgentManifest.objects.exists()
     assert_every_page_works(admin)
 
@@ -55,7 +56,7 @@ def test_a_deeply_nested_manifest_form_is_a_form_error_not_a_500(admin: Client, 
     )
     response = upload_by_form(admin, text)
     assert response.status_code == 422
-    assert "nests" in response.content.decode()
+    assert_alert(response.content.decode(), "nests")
     assert not AgentManifest.objects.exists()
     assert_pages_work(admin, ["/policy/", *agent_pages("main")])
 

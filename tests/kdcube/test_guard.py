@@ -5,8 +5,6 @@ routes with the props shapes @kdcube/components-react's agentic-config writes) a
 
 from __future__ import annotations
 
-import html
-import re
 from typing import Any
 
 import pytest
@@ -17,8 +15,9 @@ from kdcube.models import KDCubeBundle, KDCubePush, KDCubeRead
 from policy.selectors import draft_state
 from policy.services import draft_replace
 from policy.versions import policy_publish
-from tests.kdcube.kdcube_replay import ReplayServer
-from tests.kdcube.test_push import VERSION
+from tests.markup import find, text_of, texts
+from tests.policy.kdcube_replay import ReplayServer
+from tests.policy.test_kdcube_push import VERSION
 
 pytestmark = pytest.mark.django_db
 TRAIT = "`main` → connection `web` → `web_search`: strategy [exploration] → [exploitation]"
@@ -74,7 +73,7 @@ def test_a_preview_or_dry_run_stores_nothing_and_moves_no_baseline(
     if how == "page":
         page = viewer_client.get("/policy/kdcube/import/")
         assert page.status_code == 200
-        assert 'name="kdcube_read"' in page.content.decode()
+        assert find(page.content.decode(), "input", name="kdcube_read").value
     elif how == "api-dry-run":
         answer = publisher_client.post("/api/v1/kdcube/pull")
         assert answer.json()["applied"] is False
@@ -92,12 +91,12 @@ def test_applying_the_import_page_makes_its_read_the_baseline(
 ) -> None:
     server.expect("push-read")
     page = publisher_client.get("/policy/kdcube/import/").content.decode()
-    token = re.search(r'name="kdcube_read" value="([^"]+)"', page)
-    text = re.search(r'<textarea name="text" hidden>\n(.*?)</textarea>', page, re.S)
+    token = find(page, "input", name="kdcube_read").value
+    text = find(page, "textarea", name="text", hidden=None).value
     assert token
     assert text
     assert kdcube.baseline() is None
-    form = {"op": "apply", "kdcube_read": token.group(1), "text": html.unescape(text.group(1))}
+    form = {"op": "apply", "kdcube_read": token, "text": text}
 
     def apply(**changed: str) -> int:
         revision = str(draft_state().revision)
@@ -107,7 +106,7 @@ def test_applying_the_import_page_makes_its_read_the_baseline(
         return int(answer.status_code)
 
     # A forged read, or one carried with another text, is not taken in (the draft is applied).
-    assert apply(kdcube_read=token.group(1)[:-2]) == 302
+    assert apply(kdcube_read=token[:-2]) == 302
     assert kdcube.baseline() is None
     assert apply(text=form["text"] + "# another text\n") == 302
     assert kdcube.baseline() is None
@@ -151,7 +150,7 @@ def test_drift_is_named_down_to_the_trait_in_the_api_pages_and_audit(
     assert "(reported by KDCube as `ops-admin`)" in drift["sentence"]
     for url in ("/", "/policy/versions/"):
         page = publisher_client.get(url).content.decode()
-        assert TRAIT in page
+        assert TRAIT in text_of(page, "section", id="config-drift")
     entry = AuditEntry.objects.get(action="kdcube.outside-change")
     assert TRAIT in entry.message
     assert entry.after["changes"] == drift["changes"]
@@ -175,9 +174,9 @@ def test_a_stale_widget_save_of_the_tools_list_is_named_once_and_pushed_again(
         "[exploration]" in drift["lines"]
     )
     assert "`main` → connection `knowledge` → `search_docs`: traits removed" in drift["lines"]
-    page = publisher_client.get("/").content.decode()
-    assert head in page
-    assert f"Push version {version} again" in page
+    drift_card = find(publisher_client.get("/").content.decode(), "section", id="config-drift")
+    assert [line.text for line in drift_card.find_all("li")][0] == head
+    assert drift_card.find("button", type="submit").text == f"Push version {version} again"
     server.expect("widget-stale-read")
     refused = kdcube.kdcube_push(actor="test")
     assert refused.status == "refused"
@@ -197,7 +196,8 @@ def test_the_widgets_multi_action_switch_is_a_key_inert_warning(
     server.expect("widget-multi-action-read")
     kdcube.kdcube_observe(source="listener", updated_by="ops-admin")
     assert publisher_client.get("/api/v1/kdcube").json()["inert"] == [key]
-    assert f"KDCube's props hold {key}" in publisher_client.get("/").content.decode()
+    [warning] = texts(publisher_client.get("/").content.decode(), "p", class_="kdcube-inert")
+    assert warning.startswith(f"key-inert KDCube's props hold {key}")
     server.expect("widget-multi-action-read")
     preview = publisher_client.post("/api/v1/kdcube/pull").json()
     inert = [d for d in preview["diagnostics"] if d["code"] == "key-inert"]
@@ -207,7 +207,8 @@ def test_the_widgets_multi_action_switch_is_a_key_inert_warning(
     assert "AI_REACT_AGENT_MULTI_ACTION" in inert[0]["hint"]
     server.expect("widget-multi-action-read")
     page = publisher_client.get("/policy/kdcube/import/").content.decode()
-    assert "key-inert" in page
+    [warning] = texts(page, "p", class_="kdcube-inert")
+    assert warning.startswith(f"key-inert The runtime ignores {key}")
 
 
 def test_the_import_of_props_with_the_widgets_keys_warns_key_inert(publisher_client: Any) -> None:

@@ -9,8 +9,9 @@ import pytest
 from kdcube import services as kdcube
 from policy.services import draft_replace
 from policy.versions import policy_publish
-from tests.kdcube.kdcube_replay import ReplayServer
-from tests.kdcube.test_push import VERSION
+from tests.markup import find, find_all, text_of, texts
+from tests.policy.kdcube_replay import ReplayServer
+from tests.policy.test_kdcube_push import VERSION
 
 pytestmark = pytest.mark.django_db
 
@@ -22,21 +23,23 @@ def version() -> int:
 
 
 def test_it_shows_nothing_of_kdcube_without_a_target(publisher_client: Any, version: int) -> None:
-    page = publisher_client.get(f"/policy/versions/{version}/")
-    assert "not pushed" not in page.content.decode()
+    page = publisher_client.get(f"/policy/versions/{version}/").content.decode()
+    assert not find_all(page, id="kdcube-push")
+    assert not find_all(page, class_="kdcube-push")
 
 
 def test_it_shows_not_pushed_then_pushed_with_the_hash(
     server: ReplayServer, publisher_client: Any, version: int
 ) -> None:
-    page = publisher_client.get(f"/policy/versions/{version}/")
-    assert "not pushed" in page.content.decode()
+    page = publisher_client.get(f"/policy/versions/{version}/").content.decode()
+    assert text_of(page, "p", class_="kdcube-push-status") == "not pushed"
     server.expect("push-read", "push-write", "push-read-back")
     answer = publisher_client.post(f"/policy/versions/{version}/push/", {"overwrite": "on"})
     assert answer.status_code == 302
     page = publisher_client.get(f"/policy/versions/{version}/").content.decode()
-    assert "pushed at" in page
-    assert kdcube.push_status([version])[version].subtree_hash[:12] in page
+    status = find(page, "p", class_="kdcube-push-status")
+    assert status.text.startswith("pushed at ")
+    assert status.find("code").text == kdcube.push_status([version])[version].subtree_hash[:12]
 
 
 def test_it_shows_kdcubes_answer_when_the_token_expired(
@@ -46,8 +49,10 @@ def test_it_shows_kdcubes_answer_when_the_token_expired(
     server.expect("get-without-token")
     publisher_client.post(f"/policy/versions/{version}/push/")
     page = publisher_client.get(f"/policy/versions/{version}/").content.decode()
-    assert "failed: KDCube refused the token (401: No token provided): it may have expired" in page
-    assert "Retry the push" in page
+    assert text_of(page, "p", class_="kdcube-push-status").startswith(
+        "failed: KDCube refused the token (401: No token provided): it may have expired"
+    )
+    assert find(page, "section", id="kdcube-push").find("button").text == "Retry the push"
 
 
 def test_a_viewer_cannot_push(server: ReplayServer, viewer_client: Any, version: int) -> None:
@@ -59,8 +64,10 @@ def test_it_previews_kdcubes_props_as_an_import_and_names_the_secret(
 ) -> None:
     server.expect("push-read")
     page = viewer_client.get("/policy/kdcube/import/").content.decode()
-    assert "Read from KDCube" in page
-    assert "secret, not imported" in page
+    assert text_of(page, "p", class_="kdcube-source").startswith("Read from KDCube")
+    assert find_all(page, "p", class_="kdcube-secret")
+    assert all("secret, not imported" in p for p in texts(page, "p", class_="kdcube-secret"))
+    # raw: nowhere in the answer, not even in an attribute or a script.
     assert "resolved-knowledge-secret" not in page
 
 
@@ -72,11 +79,12 @@ def test_the_overview_and_versions_page_show_config_drift(
     kdcube.kdcube_observe(source="listener", updated_by="admin@kdcube")
     for url in ("/", "/policy/versions/"):
         page = publisher_client.get(url).content.decode()
-        assert "Config drift in KDCube" in page
-        assert "(reported by KDCube as `admin@kdcube`): `main` → connection `web` → " in page
-        assert "`web_search`: strategy [exploration] → [exploitation]" in page
-        assert "Import as draft" in page
-        assert f"Push version {version} again" in page
+        drift = find(page, "section", id="config-drift")
+        assert drift.find("h2").text == "Config drift in KDCube"
+        assert "(reported by KDCube as `admin@kdcube`): `main` → connection `web` → " in drift.text
+        assert "`web_search`: strategy [exploration] → [exploitation]" in drift.text
+        assert drift.find("a", class_="button").text == "Import as draft"
+        assert drift.find("button", type="submit").text == f"Push version {version} again"
 
 
 def test_the_api_pushes_reports_drift_and_imports(

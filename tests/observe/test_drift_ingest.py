@@ -138,9 +138,11 @@ def test_a_hash_no_version_has_is_an_unknown_policy_not_drift(
     assert all(r["unknown_policy"] is True for r in listed)
     row = Round.objects.filter(outcome__isnull=False).first()
     assert row is not None
-    page = viewer_client.get(f"/live/rounds/main/{row.turn_id}/{row.iteration}/").content
-    assert b"unknown policy" in page
-    assert b"not checked (no published version to predict with)" in page
+    page = viewer_client.get(f"/live/rounds/main/{row.turn_id}/{row.iteration}/").content.decode()
+    assert text_of(page, "dd", class_="policy-version").startswith("unknown policy ")
+    assert text_of(page, "dd", class_="drift-state") == (
+        "not checked (no published version to predict with)"
+    )
 
 
 def test_the_live_page_filters_on_drift(v1_hash: str, viewer_client: Client) -> None:

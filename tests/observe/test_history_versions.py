@@ -16,7 +16,7 @@ from policy.domain.yaml_io import load_policy
 from policy.models import PolicyVersion
 from policy.services import draft_replace
 from policy.versions import agent_hashes, policy_publish
-from tests.markup import find_all
+from tests.markup import find_all, page_text
 from tests.observe.live_support import ingest
 
 pytestmark = pytest.mark.django_db
@@ -60,7 +60,7 @@ def test_it_fits_the_chart_to_the_rounds_and_filters_by_version(viewer_client: C
 
     only_first = viewer_client.get("/api/v1/rounds").json()["rounds"]
     credited = {r["turn_id"]: r["policy_version"] for r in only_first}
-    shown = viewer_client.get("/live/history/?version=1").content.decode()
+    shown = page_text(viewer_client.get("/live/history/?version=1").content.decode())
     for turn, version in credited.items():
         assert (turn in shown) == (version == 1), turn
     marks = find_all(viewer_client.get("/live/history/").content.decode(), "g", class_="publish")

@@ -17,13 +17,18 @@ from observe.models import Round
 from policy.domain.yaml_io import load_policy
 from policy.services import draft_change, draft_replace
 from policy.versions import policy_publish
-from tests.markup import find, find_all, text_of
+from tests.markup import find, find_all, text_of, texts
 from tests.observe.live_support import ingest_simulated
 
 pytestmark = pytest.mark.django_db
 
 SAMPLE = Path(__file__).resolve().parents[2] / "policy" / "sample" / "sample-policy.yaml"
 IMPACT = "/api/v1/policy/impact"
+
+
+def summary(page: str) -> str:
+    """The impact card's first sentence: how many recorded rounds the change alters."""
+    return find(page, "section", id="impact").find_all("p")[0].text
 
 
 @pytest.fixture
@@ -73,7 +78,7 @@ def test_a_trait_change_lists_every_affected_round_with_its_page(
     first = data["affected"][0]
     page = viewer_client.get(first["url"])
     assert page.status_code == 200
-    assert first["turn_id"].encode() in page.content
+    assert first["turn_id"] in text_of(page.content.decode(), "h1")
     # The other way round the same rounds change back.
     back = post(viewer_client, {"candidate": "1", "baseline": "draft"}).json()
     assert back["affected_rounds"] == data["affected_rounds"]
@@ -112,14 +117,18 @@ def test_nothing_published_is_a_clear_refusal(viewer_client: Client) -> None:
     assert "Nothing is published yet" in response.json()["error"]
     page = viewer_client.get("/policy/impact/")
     assert page.status_code == 200
-    assert b"Nothing is published yet" in page.content
+    assert text_of(page.content.decode(), "p", id="impact-note").startswith(
+        "Nothing is published yet"
+    )
 
 
 def test_the_publish_page_says_what_the_change_alters(
     publisher_client: Client, recorded: None
 ) -> None:
     page = publisher_client.get("/policy/publish/")
-    assert b"This change alters none of the last 120 recorded rounds" in page.content
+    assert summary(page.content.decode()).startswith(
+        "This change alters none of the last 120 recorded rounds"
+    )
     launch_explores()
     page = publisher_client.get("/policy/publish/")
     text = page.content.decode()
@@ -136,12 +145,13 @@ def test_the_impact_page_compares_any_two_sides(viewer_client: Client, recorded:
     page = viewer_client.get("/policy/impact/?baseline=1&candidate=draft&limit=50")
     assert page.status_code == 200
     text = page.content.decode()
-    assert "of the last 50 recorded rounds" in text
-    assert "early starts lost" in text
-    assert "under version 1 and under the draft (revision" in text
+    said = summary(text)
+    assert "of the last 50 recorded rounds" in said
+    assert "(each replayed under version 1 and under the draft (revision" in said
+    assert "early starts lost" in texts(text, "ul", class_="impact-totals")[0]
     refused = viewer_client.get("/policy/impact/?baseline=9")
     assert refused.status_code == 422
-    assert b"There is no version 9." in refused.content
+    assert text_of(refused.content.decode(), "p", id="impact-refusal") == "There is no version 9."
     assert viewer_client.get("/policy/impact/?limit=abc").status_code == 422
 
 
@@ -176,17 +186,17 @@ def test_the_impact_page_narrows_the_window_to_an_agent_and_a_time_range(
 ) -> None:
     launch_explores()
     everything = viewer_client.get("/policy/impact/?baseline=1&candidate=draft").content.decode()
-    assert "of the last 120 recorded rounds" in everything
+    assert "of the last 120 recorded rounds" in summary(everything)
     recent = viewer_client.get(
         "/policy/impact/?baseline=1&candidate=draft&since=15m"
     ).content.decode()
-    found = re.search(r"of the last (\d+) recorded rounds", recent)
+    found = re.search(r"of the last (\d+) recorded rounds", summary(recent))
     assert found is not None
     assert 0 < int(found.group(1)) < 120
     nobody = viewer_client.get(
         "/policy/impact/?baseline=1&candidate=draft&agent=nobody"
     ).content.decode()
-    assert "No recorded round to replay yet" in nobody
+    assert summary(nobody).startswith("No recorded round to replay yet")
     bad = viewer_client.get("/policy/impact/?baseline=1&since=yesterday")
     assert bad.status_code == 200
     assert find(bad.content.decode(), "ul", class_="messages").find("li", class_="error").text
@@ -201,7 +211,7 @@ def test_an_affected_round_shows_both_predictions_side_by_side(
     compare = viewer_client.get(link)
     assert compare.status_code == 200
     text = compare.content.decode()
-    assert "between version 1 (multi-action" in text
+    assert "between version 1 (multi-action" in text_of(text, "p", id="impact-round-summary")
     changed = find_all(text, "tr", class_="changed")
     assert changed
     # under version 1, the early tool still starts early

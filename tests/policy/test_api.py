@@ -200,7 +200,7 @@ def test_import_is_a_dry_run_by_default_and_changes_nothing(api: Client) -> None
     assert body["applied"] is False
     assert body["revision"] == 0
     assert not PolicyDraft.objects.exists()
-    assert api.get(EXPORT).content.decode().endswith(EMPTY_EXPORT_BODY)
+    assert api.get(EXPORT).content.decode().endswith(EMPTY_EXPORT_BODY)  # raw: the YAML export
 
 
 def test_on_a_fresh_instance_the_import_diff_is_taken_against_the_empty_policy(api: Client) -> None:
@@ -405,8 +405,9 @@ def test_the_compact_catalog_is_the_cli_compact_catalog(imported: Client, tmp_pa
     response = imported.get("/api/v1/agents/main/catalog?detail=compact")
     assert response.status_code == 200
     text = response.content.decode("utf-8")
+    # raw: the catalog is plain text, as the runtime's prompt holds it.
     assert text.startswith("[AVAILABLE TOOLS] [COMPACT]\nThis catalog: ")
-    assert "Scope:" not in text
+    assert "Scope:" not in text  # raw: (the same plain text)
     argv = ["catalog", "p.yaml", "--agent", "main", "--detail", "compact"]
     assert text == cli_output(argv, tmp_path, {"p.yaml": POLICY})
 
@@ -427,7 +428,7 @@ def test_the_json_catalog_says_which_form_applies_and_where_from(imported: Clien
 def test_an_unknown_catalog_detail_is_422_and_says_the_two_forms(imported: Client) -> None:
     response = imported.get("/api/v1/agents/main/catalog?detail=wide")
     assert response.status_code == 422
-    assert "full or compact" in response.content.decode("utf-8")
+    assert "full or compact" in response.json()["error"]
 
 
 ROUND = {
@@ -492,7 +493,7 @@ def test_dry_run_reads_the_rounds_code_channel(imported: Client) -> None:
     assert data["exec_code_complete"] is False
     refused = post_json(imported, "/api/v1/agents/main/dry-run", {**ROUND, "exec_code_complete": 1})
     assert refused.status_code == 422
-    assert "exec_code_complete must be true or false" in refused.content.decode("utf-8")
+    assert "exec_code_complete must be true or false" in refused.json()["error"]
 
 
 @pytest.mark.parametrize(

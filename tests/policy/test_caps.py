@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.test import Client, override_settings
 
 from policy.selectors import draft_state
+from tests.markup import assert_alert, find_all
 from tests.policy.test_api import post_json, post_yaml
 
 pytestmark = pytest.mark.django_db
@@ -80,8 +81,8 @@ def test_the_editor_page_refuses_a_connection_over_the_cap(admin_client: Client)
         {"kind": "python", "base_revision": "1", "ref": "more.py", "alias": "more", "allowed": "x"},
     )
     assert response.status_code == 422, response.status_code
-    assert b"policy-too-large" in response.content
-    assert b"TRAITDECK_MAX_CONNECTIONS" in response.content
+    said = assert_alert(response.content.decode(), "the change is refused (policy-too-large)")
+    assert "(TRAITDECK_MAX_CONNECTIONS)" in said
     assert draft_state().revision == 1
 
 
@@ -91,8 +92,8 @@ def test_the_import_page_shows_the_cap_and_applies_nothing(admin_client: Client)
         "/policy/import/", {"text": TWO_AGENTS, "base_revision": "0", "op": "apply"}
     )
     assert response.status_code == 422
-    assert b"policy-too-large" in response.content
-    assert b"TRAITDECK_MAX_AGENTS" in response.content
+    [diagnostic, *_] = find_all(response.content.decode(), "li", data_code="policy-too-large")
+    assert "(TRAITDECK_MAX_AGENTS)" in diagnostic.text
     assert draft_state().revision == 0
 
 

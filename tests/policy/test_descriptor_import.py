@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import html
 import io
-import re
 from typing import Any
 
 import pytest
@@ -12,7 +10,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from policy.selectors import draft_state
-from tests.markup import find, find_all, text_of
+from tests.markup import assert_alert, document, find, find_all, page_text, table_rows, text_of
 
 IMPORT = "/api/v1/policy/import"
 VALIDATE = "/api/v1/policy/validate"
@@ -186,7 +184,7 @@ def test_the_page_downloads_the_descriptor_with_the_draft_written_in(
     upload = SimpleUploadedFile("bundles.yaml", DESCRIPTOR.encode(), "application/yaml")
     response = admin_client.post("/policy/export/descriptor/", {"file": upload, "bundle": "x"})
     assert response.status_code == 404
-    assert "no bundle" in response.content.decode()
+    assert_alert(response.content.decode(), "has no bundle 'x'")
 
 
 UNSEEN = """\
@@ -216,10 +214,13 @@ def test_a_connection_whose_tools_are_unseen_shows_as_every_tool_the_server_list
         }
     ]
     text = api.get("/api/v1/agents/main/catalog").content.decode()
+    # raw: the catalog is plain text, as the runtime's prompt holds it.
     assert "[*] mcp.knowledge.*  (every tool the server lists" in text
     page = api.get("/policy/agents/main/effective/").content.decode()
-    assert "mcp.knowledge.*" in page
-    assert "every tool the server lists" in page
+    [unseen] = table_rows(find(page, "table", id="unseen-tools"))
+    assert unseen["Tools"].startswith("mcp.knowledge.* every tool the server lists;")
+    assert unseen["Traits each of them gets"].startswith("strategy: ")
+    assert "exploration" in unseen["Traits each of them gets"]
 
 
 LEGACY = (
@@ -253,11 +254,14 @@ def test_the_import_page_asks_to_pick_a_bundle_in_its_own_words(admin_client: Cl
     "Choose a bundle" heading below the picker."""
     page = admin_client.post("/policy/import/", {"op": "preview", "text": TWO_POLICIES})
     text = page.content.decode()
-    assert "--bundle" not in text
+    assert "--bundle" not in page_text(text)
     picker = find(text, "form", class_="bundle-picker")
     assert picker.find("h2").text == "Pick a bundle"
     # The heading comes before the picker it names, and the first preview is a question.
-    assert text.index("Pick a bundle") < text.index('<select id="import-bundle"')
+    in_order = document(text).iter()
+    heading = [element for element in in_order if element.text == "Pick a bundle"]
+    select = [element for element in in_order if element.attrs.get("id") == "import-bundle"]
+    assert in_order.index(heading[0]) < in_order.index(select[0])
     prompt = find(text, "p", class_="bundle-prompt")
     assert "pick a bundle" in prompt.text
     assert not picker.find_all("p", class_="error")
@@ -277,17 +281,14 @@ def test_the_export_page_offers_the_files_bundles_and_keeps_the_file(
     response = admin_client.post("/policy/export/descriptor/", {"file": upload})
     assert response.status_code == 422
     page = response.content.decode()
-    assert "--bundle" not in page
+    assert "--bundle" not in page_text(page)
     picker = find(page, "select", name="bundle")
     assert [option.attrs["value"] for option in picker.find_all("option")] == [
         "agent@1",
         "other@1",
     ]
-    find(page, "textarea", name="text")
     # What the browser sends back from the hidden text area (its first line break is markup).
-    found = re.search(r'<textarea name="text" hidden>\n(.*?)</textarea>', page, re.S)
-    assert found is not None
-    kept = html.unescape(found.group(1))
+    kept = find(page, "textarea", name="text", hidden=None).value
     assert kept == TWO_POLICIES
     # Picking a bundle and sending the form again needs no new upload.
     response = admin_client.post("/policy/export/descriptor/", {"text": kept, "bundle": "agent@1"})

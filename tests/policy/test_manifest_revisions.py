@@ -104,7 +104,8 @@ def test_a_stale_agent_form_shows_the_agent_now_beside_the_input(
     )
     assert response.status_code == 409
     html = response.content.decode()
-    assert "Now in the draft (revision" in html
-    assert "agent main" in html
-    assert "name: lead" in html
+    now = find(html, "div", class_="conflict-view").find_all("div", class_="conflict-side")[0]
+    assert now.find("h3").text.startswith("Now in the draft (revision")
+    assert now.find("h3").text.endswith(": agent main")
+    assert "name: lead" in find(html, "pre", class_="conflict-yours").raw_text
     assert draft_state().agents == ["main"]

@@ -17,7 +17,7 @@ from policy.domain.yaml_io import load_policy
 from policy.models import PolicyVersion, SuiteCase
 from policy.services import draft_change, draft_replace
 from policy.versions import policy_publish
-from tests.markup import find, text_of
+from tests.markup import assert_alert, find, text_of
 from tests.observe.live_support import HandRound, ingest
 
 pytestmark = pytest.mark.django_db
@@ -54,6 +54,11 @@ def export_explores() -> None:
     draft_change(edit=edit, base_revision=None)
 
 
+def verdict(page: str) -> str:
+    """The suite page's heading: how many cases, and whether they pass under the draft."""
+    return find(page, "section", id="suite-cases").find("h2").text
+
+
 def save_case(client: Client, name: str = "an export may not follow a search") -> Any:
     return client.post(SUITE, {"op": "add", "name": name, "round": json.dumps(SEARCH_THEN_EXPORT)})
 
@@ -68,14 +73,14 @@ def test_a_saved_case_pins_what_the_draft_gets_and_passes(
         k: v for k, v in case.expect[1].items() if k in ("attempt", "index", "verdict", "rule")
     } == {"attempt": 1, "index": 1, "verdict": "rejected", "rule": RULE}
     page = editor_client.get(SUITE).content.decode()
-    assert "all pass under the draft" in page
+    assert verdict(page) == "1 case: all pass under the draft"
     assert AuditEntry.objects.filter(action="suite.case_add").count() == 1
     # Saved under the agent the instance assumes (the suite's pin: v3), which the case keeps.
     assert case.round["react_version"] == "v3"
     assert "React agent assumed v3" in " ".join(text_of(page, "p", id="suite-react").split())
     again = save_case(editor_client)
     assert again.status_code == 422
-    assert b"already has a case named" in again.content
+    assert_alert(again.content.decode(), "already has a case named")
 
 
 def test_a_case_saved_under_v2_pins_what_v2_does_and_keeps_it(
@@ -94,7 +99,7 @@ def test_a_case_saved_under_v2_pins_what_v2_does_and_keeps_it(
     page = editor_client.get(SUITE).content.decode()
     assert "React agent assumed v2" in " ".join(text_of(page, "p", id="suite-react").split())
     settings.TRAITDECK_REACT_AGENT_VERSION = "v3"
-    assert "all pass under the draft" in editor_client.get(SUITE).content.decode()
+    assert verdict(editor_client.get(SUITE).content.decode()) == "1 case: all pass under the draft"
 
 
 def test_a_draft_change_that_breaks_a_case_shows_on_the_agent_and_suite_pages(
@@ -103,10 +108,12 @@ def test_a_draft_change_that_breaks_a_case_shows_on_the_agent_and_suite_pages(
     save_case(editor_client)
     export_explores()
     suite_page = editor_client.get(SUITE).content.decode()
-    assert "1 failing under the draft" in suite_page
-    assert "expected rejected, got accepted" in suite_page
+    assert verdict(suite_page) == "1 case: 1 failing under the draft"
+    [failure] = find(suite_page, "tr", class_="case fail").find_all("div", class_="failure")
+    assert "expected rejected, got accepted" in failure.text
     agent_page = editor_client.get("/policy/agents/main/").content.decode()
-    assert "1 failing under the draft" in agent_page
+    suite_status = find(agent_page, "p", id="suite-status")
+    assert suite_status.find("span", class_="chip bad").text == "1 failing under the draft"
 
 
 def test_publishing_with_a_failing_case_needs_the_override_which_is_audited(
@@ -115,12 +122,12 @@ def test_publishing_with_a_failing_case_needs_the_override_which_is_audited(
     save_case(publisher_client)
     export_explores()
     page = publisher_client.get("/policy/publish/").content.decode()
-    assert "1 regression case fails under the draft" in page
+    assert text_of(page, "h2", id="failing-cases") == "1 regression case fails under the draft"
     refused = publisher_client.post(
         "/policy/publish/", {"message": "explore exports", "confirm_warnings": "on"}
     )
     assert refused.status_code == 422
-    assert b"1 regression case fails under the draft" in refused.content
+    assert_alert(refused.content.decode(), "1 regression case fails under the draft")
     assert PolicyVersion.objects.count() == 1
     api = publisher_client.post(
         "/api/v1/versions",
@@ -154,7 +161,7 @@ def test_a_suite_downloads_and_imports_as_yaml(editor_client: Client, published:
     assert list(SuiteCase.objects.values_list("name", flat=True)) == ["renamed"]
     bad = editor_client.post(SUITE, {"op": "import", "suite": "agent: main\ncases: 3\n"})
     assert bad.status_code == 422
-    assert b"cases: must be a list" in bad.content
+    assert_alert(bad.content.decode(), "cases: must be a list")
     assert list(SuiteCase.objects.values_list("name", flat=True)) == ["renamed"]
 
 
@@ -205,7 +212,7 @@ def test_an_alias_bomb_suite_is_refused_and_nothing_is_stored(
     assert len(BOMB) < 600
     response = import_suite(editor_client, BOMB)
     assert response.status_code == 422
-    assert "aliases expand to more than 100000 nodes" in response.content.decode()
+    assert_alert(response.content.decode(), "aliases expand to more than 100000 nodes")
     assert not SuiteCase.objects.exists()
 
 
@@ -224,26 +231,26 @@ def test_a_case_over_64_kib_of_json_is_refused_with_a_sentence(
     }
     response = import_suite(editor_client, yaml.safe_dump(suite))
     assert response.status_code == 422
-    assert "a case holds at most 65,536" in response.content.decode()
+    assert_alert(response.content.decode(), "a case holds at most 65,536")
     assert not SuiteCase.objects.exists()
     big_round = {**SEARCH_THEN_EXPORT, "note": "x" * 70_000}
     response = editor_client.post(
         SUITE, {"op": "add", "name": "big", "round": json.dumps(big_round)}
     )
     assert response.status_code == 422
-    assert "a case holds at most 65,536" in response.content.decode()
+    assert_alert(response.content.decode(), "a case holds at most 65,536")
     assert not SuiteCase.objects.exists()
 
 
 def test_deep_nesting_is_refused_never_a_500(editor_client: Client, published: None) -> None:
     response = import_suite(editor_client, "[" * 5000)
     assert response.status_code == 422
-    assert "nests more than 100 levels" in response.content.decode()
+    assert_alert(response.content.decode(), "nests more than 100 levels")
     response = editor_client.post(SUITE, {"op": "add", "name": "deep", "round": "[" * 100_000})
     assert response.status_code == 422
-    assert "nests too deeply" in response.content.decode()
+    assert_alert(response.content.decode(), "nests too deeply")
     deep = {**SEARCH_THEN_EXPORT, "note": json.loads("[" * 80 + "]" * 80)}
     response = editor_client.post(SUITE, {"op": "add", "name": "deep", "round": json.dumps(deep)})
     assert response.status_code == 422
-    assert "nests more than 64 levels" in response.content.decode()
+    assert_alert(response.content.decode(), "nests more than 64 levels")
     assert not SuiteCase.objects.exists()

@@ -29,7 +29,7 @@ from policy.models import PolicyVersion
 from policy.selectors import draft_state
 from policy.services import draft_change, draft_replace
 from policy.versions import policy_publish
-from tests.markup import find, find_all
+from tests.markup import assert_alert, find, find_all, text_of, texts
 
 pytestmark = pytest.mark.django_db
 
@@ -158,7 +158,9 @@ def test_the_diff_says_per_tool_what_changes(
     assert any(text[1:].strip() == "- exploration" for text in removed), removed
     assert any(text[1:].strip() == "- neutral" for text in added), added
     page = publisher_client.get("/policy/publish/").content.decode()
-    assert "workspace_jobs.search: strategy exploration → neutral" in page
+    assert texts(page, "ul", class_="tool-changes") == [
+        "main · workspace_jobs.search: strategy exploration → neutral"
+    ]
 
 
 def test_the_history_page_marks_the_version_in_force(
@@ -452,7 +454,7 @@ def test_the_publish_page_asks_to_confirm_warnings_then_publishes(
     assert find(text, "form", id="publish-form").find(
         "input", type="checkbox", name="confirm_warnings"
     )
-    assert "confirm to publish it anyway" in text
+    assert "confirm to publish it anyway" in text_of(text, "p", id="publish-refusal", role="alert")
     done = publisher_client.post(
         "/policy/publish/",
         {"message": "from the page", "base_revision": revision, "confirm_warnings": "on"},
@@ -460,8 +462,8 @@ def test_the_publish_page_asks_to_confirm_warnings_then_publishes(
     assert done.status_code == 302
     assert done["Location"] == "/policy/versions/1/"
     page = publisher_client.get("/policy/versions/1/").content.decode()
-    assert "from the page" in page
-    assert "in force" in page
+    assert text_of(page, "dd", class_="version-message") == "from the page"
+    assert find(page, "h1").find("span", class_="chip").text == "in force"
 
 
 def test_the_publish_page_refuses_a_stale_form(
@@ -473,7 +475,7 @@ def test_the_publish_page_refuses_a_stale_form(
         "/policy/publish/", {"message": "m", "base_revision": stale, "confirm_warnings": "on"}
     )
     assert response.status_code == 409
-    assert "The draft changed since you loaded it" in response.content.decode()
+    assert_alert(response.content.decode(), "The draft changed since you loaded it")
     assert not PolicyVersion.objects.exists()
 
 
@@ -493,8 +495,11 @@ def test_it_reviews_a_rollback_against_the_version_in_force_and_asks_to_confirm(
     set_search_strategy(["neutral"])
     publish(publisher_client, "two")
     review = publisher_client.get("/policy/versions/1/rollback/").content.decode()
-    assert "What changes: version 2 → version 1" in review
-    assert "main · workspace_jobs.search: strategy neutral → exploration" in review
+    diff = find(review, "section", class_="diff-block")
+    assert diff.find("h2").text == "What changes: version 2 → version 1"
+    assert [line.text for line in diff.find("ul", class_="tool-changes").find_all("li")] == [
+        "main · workspace_jobs.search: strategy neutral → exploration"
+    ]
     assert find(review, "input", type="checkbox", name="confirm_rollback")
     unconfirmed = publisher_client.post("/policy/versions/1/rollback/", {"message": "back"})
     assert unconfirmed.status_code == 422

@@ -142,8 +142,8 @@ def test_adding_a_duplicate_agent_is_refused_with_a_message(editor: Client) -> N
 def test_a_bad_agent_name_is_refused_with_the_rule(editor: Client, name: str) -> None:
     response = editor.post("/policy/agents/add/", {"name": name, "base_revision": "0"}, **HTMX)
     assert response.status_code == 422
-    text = page(response)
-    assert "Give the agent a name." in text or "An agent name is 1–100 letters" in text
+    said = text_of(page(response), id="problem")
+    assert "Give the agent a name." in said or "An agent name is 1–100 letters" in said
     assert draft_state().agents == []
 
 
@@ -163,7 +163,7 @@ def test_a_stale_revision_gets_409_and_changes_nothing(editor: Client) -> None:
 def test_a_form_without_base_revision_is_refused(editor: Client) -> None:
     response = editor.post("/policy/agents/add/", {"name": "main"}, **HTMX)
     assert response.status_code == 422
-    assert "did not say which draft revision" in page(response)
+    assert "did not say which draft revision" in text_of(page(response), id="problem")
     assert draft_state().agents == []
 
 
@@ -192,7 +192,7 @@ def test_renaming_onto_another_agent_is_refused(editor: Client) -> None:
     base = seed(a={}, b={})
     response = editor.post("/policy/agents/a/rename/", {"name": "b", "base_revision": base}, **HTMX)
     assert response.status_code == 422
-    assert "already exists" in page(response)
+    assert "already exists" in text_of(page(response), id="problem")
     assert list(agents()) == ["a", "b"]
 
 
@@ -622,7 +622,7 @@ def test_a_malformed_manifest_is_refused_with_a_clear_message(
 def test_a_connection_of_unknown_kind_is_explained_not_edited(editor: Client) -> None:
     base = seed(main={"tools": [{"kind": "grpc", "alias": "x", "discovery": True}]})
     text = page(editor.get("/policy/agents/main/connections/0/edit/"))
-    assert "is not python, mcp or named_service" in text
+    assert "is not python, mcp or named_service" in text_of(text, "main")
     assert not find_all(text, "input", name="alias")
     response = editor.post(
         "/policy/agents/main/connections/0/edit/", {"base_revision": base, "alias": "y"}, **HTMX
@@ -663,7 +663,7 @@ def test_a_manifest_with_a_nul_character_is_refused_by_the_browser_form_too(clie
     manifest = json.dumps({"jobs.search": {"tool_traits": {"strategy": ["exploration\u0000"]}}})
     response = client.post("/policy/agents/main/manifest/", {"text": manifest})
     assert response.status_code == 422
-    assert "NUL character" in response.content.decode()
+    assert "NUL character" in text_of(response.content.decode(), "section", id="manifest")
     assert not AgentManifest.objects.exists()
 
 

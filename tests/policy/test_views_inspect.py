@@ -20,7 +20,16 @@ from policy.cli import run as cli_run
 from policy.domain.yaml_io import load_policy
 from policy.selectors import draft_state
 from policy.services import draft_replace, manifest_upload
-from tests.markup import Element, document, find, find_all, first_element, is_fragment, text_of
+from tests.markup import (
+    Element,
+    assert_alert,
+    document,
+    find,
+    find_all,
+    first_element,
+    is_fragment,
+    text_of,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -481,7 +490,7 @@ def test_bad_round_fields_get_a_message_not_a_500(
 ) -> None:
     response = web.post(PLAYGROUND, form([("react.hide", "{}")], **fields))
     assert response.status_code == 422
-    assert message in page(response)
+    assert_alert(page(response), message)
 
 
 @pytest.mark.parametrize(("cap", "online"), [("0", 2), ("-1", 1)])
@@ -653,7 +662,8 @@ def test_a_playground_round_can_be_saved_as_a_regression_case(web: Client) -> No
         {"op": "add", "name": "one search", "round": json.dumps(case_round)},
     )
     assert response.status_code == 302
-    assert "all pass under the draft" in page(web.get("/policy/agents/main/suite/"))
+    suite = find(page(web.get("/policy/agents/main/suite/")), "section", id="suite-cases")
+    assert suite.find("h2").text == "1 case: all pass under the draft"
 
 
 def test_it_names_the_missing_agent_on_the_404_page_and_in_the_api(web: Client) -> None:

@@ -8,7 +8,7 @@ from django.test import Client
 
 from policy.selectors import draft_state
 from policy.services import manifest_upload
-from tests.markup import document, find, find_all, is_fragment, text_of
+from tests.markup import assert_alert, document, find, find_all, is_fragment, text_of
 from tests.policy.conftest import diagnostic_codes, exported_connections, tool_rows
 from tests.policy.conftest import seed_connections as seed
 
@@ -295,7 +295,7 @@ def test_preview_reports_a_bad_field_instead_of_failing(editor: Client) -> None:
     base = seed(jobs())
     response = editor.post(f"{JOBS}/launch/preview/", form(base, timeout_s="soon"), **HTMX)
     assert response.status_code == 200
-    assert "Enter the timeout as a number" in page(response)
+    assert_alert(page(response), "Enter the timeout as a number")
 
 
 # --- MCP keys and named-service overrides -----------------------------------------------------
@@ -367,7 +367,11 @@ def test_an_inherited_strategy_is_named_on_the_form(editor: Client) -> None:
     seed({"kind": "python", "ref": "t.py", "alias": "jobs"})
     manifest_upload(agent="main", data={"jobs.search": {"tool_traits": {"strategy": ["neutral"]}}})
     text = page(editor.get(f"{JOBS}/search/"))
-    assert "comes from manifest jobs.search" in text
+    notes = find(text, id="tool-editor").find_all("p", class_="muted")
+    assert (
+        "Not set here: strategy comes from manifest jobs.search and stays unless you set it."
+        in [note.text for note in notes]
+    )
 
 
 def test_tool_names_with_html_are_escaped_in_the_form(editor: Client) -> None:

@@ -15,7 +15,7 @@ from policy.domain.yaml_io import WEB_MAX_BYTES, export_text, load_policy
 from policy.models import PolicyDraft
 from policy.selectors import draft_state
 from policy.services import draft_replace
-from tests.markup import Element, find, find_all, first_element, is_fragment, text_of
+from tests.markup import Element, assert_alert, find, find_all, first_element, is_fragment, text_of
 
 pytestmark = pytest.mark.django_db
 
@@ -76,8 +76,9 @@ def test_the_import_page_offers_paste_and_upload_and_says_comments_are_not_kept(
     assert form.attrs["enctype"] == "multipart/form-data"
     assert form.find("textarea", id="import-text", name="text")
     assert form.find("input", type="file", name="file")
-    assert "Comments in hand-written files are not kept" in text
-    assert "1 MiB" in text
+    [intro] = [p.text for p in find_all(text, "p") if p.text.startswith("Paste or upload")]
+    assert "(at most 1 MiB)" in intro
+    assert "Comments in hand-written files are not kept" in intro
 
 
 def test_the_import_page_needs_a_login(client: Client) -> None:
@@ -185,7 +186,7 @@ def test_previewing_the_current_draft_says_nothing_changes(web: Client) -> None:
 def test_an_empty_form_asks_for_text(web: Client) -> None:
     response = web.post(IMPORT, {"text": "  \n", "op": "preview"})
     assert response.status_code == 422
-    assert "Paste the policy YAML or choose a file" in page(response)
+    assert_alert(page(response), "Paste the policy YAML or choose a file")
 
 
 # --- too large -----------------------------------------------------------------------------------
@@ -198,7 +199,7 @@ def over_the_limit() -> str:
 def test_pasted_text_over_one_mib_is_too_large(web: Client) -> None:
     response = web.post(IMPORT, {"text": over_the_limit(), "op": "preview"})
     assert response.status_code == 413
-    assert "The text is too large" in page(response)
+    assert_alert(page(response), "The text is too large")
     assert not apply_buttons(page(response))
 
 
@@ -206,7 +207,7 @@ def test_an_uploaded_file_over_one_mib_is_too_large(web: Client) -> None:
     upload = SimpleUploadedFile("big.yaml", over_the_limit().encode())
     response = web.post(IMPORT, {"file": upload, "op": "preview"})
     assert response.status_code == 413
-    assert "The text is too large" in page(response)
+    assert_alert(page(response), "The text is too large")
 
 
 def test_a_form_body_over_djangos_read_limit_is_too_large_in_the_view(web: Client) -> None:
@@ -214,7 +215,7 @@ def test_a_form_body_over_djangos_read_limit_is_too_large_in_the_view(web: Clien
     # body over DATA_UPLOAD_MAX_MEMORY_SIZE; the page's script stops such a paste before sending.)
     response = web.post(IMPORT, {"text": "x" * (3 * WEB_MAX_BYTES), "op": "preview"})
     assert response.status_code == 413
-    assert "The text is too large" in page(response)
+    assert_alert(page(response), "The text is too large")
 
 
 def test_the_page_warns_before_sending_a_paste_over_the_limit(web: Client) -> None:
@@ -263,7 +264,7 @@ def test_apply_replaces_the_draft_and_lands_on_the_agents_page(web: Client) -> N
 
 def test_apply_says_what_happened(web: Client) -> None:
     response = web.post(IMPORT, {"text": POLICY, "base_revision": "0", "op": "apply"}, follow=True)
-    assert "Imported: the draft is now at revision 1 with 2 agents." in page(response)
+    assert_alert(page(response), "Imported: the draft is now at revision 1 with 2 agents.")
 
 
 def test_apply_on_a_stale_revision_is_409_with_the_message_and_changes_nothing(
@@ -275,8 +276,8 @@ def test_apply_on_a_stale_revision_is_409_with_the_message_and_changes_nothing(
     response = web.post(IMPORT, {"text": text, "base_revision": revision, "op": "apply"})
     assert response.status_code == 409
     body = page(response)
-    assert "The draft changed since you loaded it" in body
-    assert "Nothing was applied" in body
+    assert_alert(body, "The draft changed since you loaded it")
+    assert text_of(body, "p", class_="conflict-note").startswith("Nothing was applied.")
     assert draft_state() == before
     # The new preview is against the current draft, ready to apply again.
     assert carried(response) == (POLICY, "1")
@@ -321,8 +322,8 @@ def test_export_is_byte_identical_to_traitdeck_fmt(web: Client, tmp_path: Path) 
 
 def test_a_fresh_instance_exports_the_empty_policy(web: Client) -> None:
     content = web.get(EXPORT).content.decode()
-    assert content.startswith("# traitdeck-format: 1\n# sha256: ")
-    assert content.endswith("\nsurfaces:\n  as_consumer:\n    agents: {}\n")
+    assert content.startswith("# traitdeck-format: 1\n# sha256: ")  # raw: the YAML export
+    assert content.endswith("\nsurfaces:\n  as_consumer:\n    agents: {}\n")  # raw: (the same)
 
 
 def test_export_needs_a_login(client: Client) -> None:
@@ -343,7 +344,7 @@ def test_the_overview_invites_an_import_on_an_empty_draft(web: Client) -> None:
 def test_the_overview_counts_agents_revision_and_problems(web: Client) -> None:
     draft_replace(data=load_policy(WITH_ERRORS).data, base_revision=None)
     text = page(web.get("/"))
-    assert "No policy yet" not in text
+    assert not find_all(text, "p", class_="empty-policy")
     assert text_of(text, "strong", class_="agent-count") == "2 agents"
     assert text_of(text, "strong", class_="draft-revision") == "1"
     assert text_of(text, class_="error-count") == "1 error"

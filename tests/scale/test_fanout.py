@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from tests.markup import find_all
 from tests.scale.conftest import Cluster, receive_until, simulated_rounds
 
 #: Redis delivers in milliseconds; the workers' own database re-read is 600 s away.
@@ -24,14 +25,16 @@ def test_static_files_are_served_hashed_and_cached_by_each_worker(cluster: Clust
         page = httpx.get(f"{worker.url}/accounts/login/", timeout=30)
         assert page.status_code == 200
         assert "script-src 'self'" in page.headers["content-security-policy"]
-        stylesheet = re.search(r'href="(/static/css/traitdeck\.[0-9a-f]{12}\.css)"', page.text)
-        assert stylesheet, "collectstatic's hashed name is not in the page"
-        css = httpx.get(f"{worker.url}{stylesheet.group(1)}", timeout=30)
+        hrefs = [link.attrs["href"] for link in find_all(page.text, "link", rel="stylesheet")]
+        hashed = [h for h in hrefs if re.fullmatch(r"/static/css/traitdeck\.[0-9a-f]{12}\.css", h)]
+        assert hashed, f"collectstatic's hashed name is not in the page: {hrefs}"
+        stylesheet = hashed[0]
+        css = httpx.get(f"{worker.url}{stylesheet}", timeout=30)
         assert css.status_code == 200
         assert css.headers["content-type"].startswith("text/css")
         assert "immutable" in css.headers["cache-control"]
         gzipped = httpx.get(
-            f"{worker.url}{stylesheet.group(1)}", headers={"Accept-Encoding": "gzip"}, timeout=30
+            f"{worker.url}{stylesheet}", headers={"Accept-Encoding": "gzip"}, timeout=30
         )
         assert gzipped.headers.get("content-encoding") == "gzip"
         assert gzipped.content == css.content  # httpx decodes: the same file, compressed

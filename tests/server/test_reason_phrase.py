@@ -62,7 +62,7 @@ def test_a_refused_body_goes_out_as_422_unprocessable_entity(served: str) -> Non
         )
     assert response.status_code == 422, response.text
     assert response.reason_phrase == "Unprocessable Entity"
-    assert "message" in response.text  # the refusal still says what is missing
+    assert "message" in response.json()["error"]  # the refusal still says what is missing
 
 
 def test_codes_twisted_does_not_name_get_pythons_phrase_and_unknown_ones_none() -> None:

@@ -14,7 +14,7 @@ from django.utils import timezone
 from observe.models import Round
 from policy.services import draft_replace
 from tests.conftest import make_user
-from tests.markup import assert_element, find, find_all, page_text
+from tests.markup import assert_element, find, find_all, page_text, text_of
 from tests.observe.live_support import ingest_simulated, sample_policy
 
 pytestmark = pytest.mark.django_db
@@ -93,7 +93,7 @@ def test_sort_by_duration_longest_first(viewer: Client) -> None:
     shown = [Round.objects.get(pk=pk) for pk in rows(page)]
     durations = [r.finished_at - r.started_at for r in shown if r.finished_at]
     assert durations == sorted(durations, reverse=True)
-    assert "Sorted by duration, longest first" in page
+    assert text_of(page, "p", class_="sort-note").startswith("Sorted by duration, longest first")
 
 
 def test_the_chart_counts_rounds_per_minute_by_kind(viewer: Client) -> None:
@@ -103,7 +103,9 @@ def test_the_chart_counts_rounds_per_minute_by_kind(viewer: Client) -> None:
     titles = [match[1] for match in said if match]
     # Without a ``since`` the chart fits the rounds: from the oldest (two hours ago) to now.
     assert sum(int(n) for n in titles) == 21
-    assert re.search(r"Rounds per \d+ min", page)
+    assert re.fullmatch(
+        r"Rounds per \d+ min by kind; peak \d+", find(page, "title", id="chart-title").text
+    )
     with_rejection = Round.objects.filter(
         rejections__gt=0, started_at__gte=timezone.now() - timedelta(hours=1)
     ).count()

@@ -12,7 +12,7 @@ from policy.domain.yaml_io import load_policy
 from policy.selectors import draft_state, manifest_rows
 from policy.services import draft_replace, manifest_upload
 from tests.conftest import make_user
-from tests.markup import find, find_all, page_text
+from tests.markup import assert_alert, find, find_all, page_text, text_of
 
 pytestmark = pytest.mark.django_db
 
@@ -73,12 +73,13 @@ def test_replace_and_remove_change_the_manifest_and_the_revision(web: Client) ->
     assert response.status_code == 302
     assert manifest_rows()["main"].data == replacement
     page = web.get(URL).content.decode()
-    assert "Replaced the manifest of main." in page
+    assert_alert(page, "Replaced the manifest of main.")
     response = web.post(URL, {"op": "remove", "base_revision": before + 1})
     assert response.status_code == 302
     assert "main" not in manifest_rows()
     assert draft_state().revision == before + 2
-    assert "No manifest uploaded" in web.get(URL).content.decode()
+    said = text_of(web.get(URL).content.decode(), "p", class_="manifest-state")
+    assert said.startswith("No manifest uploaded")
 
 
 def test_a_stale_remove_changes_nothing(web: Client) -> None:
@@ -92,7 +93,7 @@ def test_bad_json_is_refused_and_keeps_the_manifest(web: Client) -> None:
     revision = draft_state().revision
     response = web.post(URL, {"page": "manifest", "base_revision": revision, "text": "{nope"})
     assert response.status_code == 422
-    assert "not valid JSON" in response.content.decode()
+    assert_alert(response.content.decode(), "not valid JSON")
     assert manifest_rows()["main"].data == MANIFEST
 
 

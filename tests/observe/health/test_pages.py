@@ -56,7 +56,8 @@ def test_it_filters_the_tools_by_name(viewer_client: Client) -> None:
 def test_it_says_so_when_nothing_was_called(viewer_client: Client) -> None:
     load_sample_into_draft()
     response = viewer_client.get("/live/tools/")
-    assert "No tool calls were recorded between" in response.content.decode()
+    said = text_of(response.content.decode(), "p", class_="empty", role="status")
+    assert said.startswith("No tool calls were recorded between")
 
 
 def test_it_links_advice_to_the_editor_with_the_value_filled_in(editor_client: Client) -> None:
@@ -65,8 +66,8 @@ def test_it_links_advice_to_the_editor_with_the_value_filled_in(editor_client: C
     events_ingest([finished(tool, f"s{i}", 300.0) for i in range(30)])
     events_ingest([timed_out(tool, f"x{i}", 2000) for i in range(10)])
     page = editor_client.get(f"/live/tools/main/{tool}/").content.decode()
-    assert "timeout-too-tight" in page
-    assert "rests on 40 calls" in page
+    advice = find(page, "li", data_code="timeout-too-tight")
+    assert "(rests on 40 calls)" in advice.text
     [apply] = [a for a in find_all(page, "a", class_="button") if "filled in" in a.text]
     link = apply.attrs["href"]
     assert "timeout_s=4" in link
@@ -82,14 +83,15 @@ def test_it_loads_the_health_panel_on_the_tool_editor(viewer_client: Client) -> 
     _calls()
     response = viewer_client.get("/live/tools/main/react.read/", {"partial": "panel"})
     text = response.content.decode()
-    assert "timeout-suggested" in text
+    assert find(text, "ul", class_="advice").find_all("li", data_code="timeout-suggested")
     assert is_fragment(text)
 
 
 def test_it_opens_the_editor_untouched_without_a_suggestion(editor_client: Client) -> None:
     load_sample_into_draft()
     page = editor_client.get("/live/tools/main/workspace_jobs.search/").content.decode()
-    assert "No calls of workspace_jobs.search were recorded" in page or "No tool calls" in page
+    said = text_of(page, "p", class_="empty", role="status")
+    assert said.startswith(("No calls of workspace_jobs.search were recorded", "No tool calls"))
 
 
 def test_it_puts_the_timeout_bar_on_the_live_page(viewer_client: Client) -> None:
@@ -116,11 +118,14 @@ def test_it_shows_what_a_suggested_limit_does_to_the_recorded_calls(editor_clien
     assert panel == f"/live/tools/main/{tool}/?partial=panel&timeout_s=4"
     url = f"/live/tools/main/{tool}/"
     tight = editor_client.get(url, {"partial": "panel", "timeout_s": "0.5"}).content.decode()
-    assert "would have timed out" in tight
-    assert "10 of the 30 finished calls" in tight  # the 900 ms ones
+    said = text_of(tight, "p", id="proposed-impact")
+    assert said.startswith("With timeout_s: 0.5")
+    assert ", 10 of the 30 finished calls" in said  # the 900 ms ones
+    assert "would have timed out" in said
     roomy = editor_client.get(url, {"partial": "panel", "timeout_s": "4"}).content.decode()
-    assert "0 of the 30 finished calls" in roomy
-    assert "10 timed out at the limit in force" in roomy
+    said = text_of(roomy, "p", id="proposed-impact")
+    assert said.startswith("With timeout_s: 4, 0 of the 30 finished calls")
+    assert said.endswith("; 10 timed out at the limit in force.")
 
 
 def test_it_fills_in_only_suggestions_the_form_would_accept(editor_client: Client) -> None:
@@ -150,7 +155,8 @@ def test_the_tools_table_says_each_advice_in_words_and_writes_a_rate_one_way(
     assert row.find("td", data_col="timeout_rate").text == "6.7 %"
     page = viewer_client.get(f"/live/tools/main/{tool}/").content.decode()
     assert "4 (6.7 %)" in [dd.text for dd in find_all(page, "dd")]
-    assert "4 of 60 calls timed out (6.7 %, above 5 %)" in page
+    advice = find(page, "ul", class_="advice").find("li", data_code="timeout-too-tight").text
+    assert "4 of 60 calls timed out (6.7 %, above 5 %)" in advice
 
 
 def test_the_chart_marks_a_timeout_rate_of_one_point(viewer_client: Client) -> None:
