@@ -15,9 +15,9 @@ from kdcube.models import KDCubeBundle, KDCubePush, KDCubeRead
 from policy.selectors import draft_state
 from policy.services import draft_replace
 from policy.versions import policy_publish
+from tests.kdcube.kdcube_replay import ReplayServer
+from tests.kdcube.test_push import VERSION
 from tests.markup import find, text_of, texts
-from tests.policy.kdcube_replay import ReplayServer
-from tests.policy.test_kdcube_push import VERSION
 
 pytestmark = pytest.mark.django_db
 TRAIT = "`main` → connection `web` → `web_search`: strategy [exploration] → [exploitation]"

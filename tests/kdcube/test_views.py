@@ -9,9 +9,9 @@ import pytest
 from kdcube import services as kdcube
 from policy.services import draft_replace
 from policy.versions import policy_publish
+from tests.kdcube.kdcube_replay import ReplayServer
+from tests.kdcube.test_push import VERSION
 from tests.markup import find, find_all, text_of, texts
-from tests.policy.kdcube_replay import ReplayServer
-from tests.policy.test_kdcube_push import VERSION
 
 pytestmark = pytest.mark.django_db
 
