@@ -21,8 +21,8 @@ from ninja.errors import HttpError
 
 from accounts.auth import RuntimeTokenAuth, session_auth
 from core.timewindow import TimeWindowError, parse_moment
+from core.vocabulary import COUNT_KEYS, OUTCOME_FILTERS
 from observe.domain.events import format_ts
-from observe.domain.kinds import COUNT_KEYS
 from observe.domain.rounds import recorded_round, round_detail_dict, round_error
 from observe.impact import (
     DEFAULT_WINDOW,
@@ -35,7 +35,6 @@ from observe.impact import (
 from observe.models import Round
 from observe.selectors import (
     HAS_NAMES,
-    OUTCOMES,
     RoundFilter,
     round_assembled,
     round_get,
@@ -185,8 +184,10 @@ def parse_time(name: str, value: str | None) -> datetime | None:
 def parse_outcome(value: str | None) -> str | None:
     if not value:
         return None
-    if value not in OUTCOMES:
-        raise HttpError(422, f"outcome must be one of {', '.join(OUTCOMES)} (got {value[:60]!r}).")
+    if value not in OUTCOME_FILTERS:
+        raise HttpError(
+            422, f"outcome must be one of {', '.join(OUTCOME_FILTERS)} (got {value[:60]!r})."
+        )
     return value
 
 

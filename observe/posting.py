@@ -24,8 +24,7 @@ from typing import Any, Final, Protocol
 
 import httpx
 
-from observe.domain.events import GENERATION_FINISHED, ROUND_FINISHED
-from observe.domain.kinds import ROUND_KINDS
+from core.vocabulary import GENERATION_FINISHED, ROUND_FINISHED, ROUND_KINDS
 from observe.domain.simulator import Simulator
 
 EVENTS_PATH: Final = "/api/v1/events"

@@ -16,6 +16,7 @@ from django.urls import reverse
 
 from core.numbers import parse_whole
 from core.text import counted
+from core.vocabulary import EXPLORATION
 from observe.domain.rounds import recorded_round
 from observe.impact import (
     DEFAULT_WINDOW,
@@ -40,7 +41,7 @@ from policy.domain.impact import (
 from policy.domain.multi_action import multi_action_mode
 from policy.domain.react_version import VersionSources, react_version
 from policy.domain.round_policy import RoundPolicy
-from policy.domain.traits import EXPLORATION, resolved_strategy
+from policy.domain.traits import resolved_strategy
 from policy.selectors import DraftState, draft_analysis, draft_state
 from policy.services import StaleRevision
 from policy.suites import failing_summary, suites_check

@@ -10,10 +10,10 @@ from typing import Annotated, Any
 from ninja import Schema
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
+from core.vocabulary import CONCRETE_STRATEGIES
 from policy.api import ConflictOut, DiagnosticOut
 from policy.domain.connections import KINDS
 from policy.domain.execution_design import MODES, RETRIES
-from policy.domain.traits import CONCRETE_STRATEGIES
 
 # --- request bodies ------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from django import forms
 
+from core.vocabulary import CONCRETE_STRATEGIES, EARLY_PROFILE
 from policy.domain.edits import (
     EditError,
     as_sentence,
@@ -23,7 +24,7 @@ from policy.domain.edits import (
 )
 from policy.domain.execution_design import MODES, RETRIES
 from policy.domain.manifest import ManifestError, parse_manifest
-from policy.domain.traits import CONCRETE_STRATEGIES, EARLY_PROFILE, is_early_profile
+from policy.domain.traits import is_early_profile
 
 MANIFEST_MAX_BYTES = 1024 * 1024
 

@@ -22,23 +22,21 @@ from typing import Any, Final, TypedDict
 
 import orjson
 
-from observe.domain.events import (
+from core.vocabulary import (
     ACTION_ACCEPTED,
-    ACTION_EVENT_TYPES,
     ACTION_OBSERVED,
     ACTION_REJECTED,
     GENERATION_FINISHED,
     LEDGER_DEDUP,
     ROUND_FINISHED,
+    ROUND_KINDS,
     ROUND_STARTED,
     TOOL_EARLY_STARTED,
     TOOL_FINISHED,
     TOOL_STARTED,
     TOOL_TIMEOUT,
-    Event,
-    format_ts,
 )
-from observe.domain.kinds import ROUND_KINDS
+from observe.domain.events import ACTION_EVENT_TYPES, Event, format_ts
 from policy.domain.overseer import explain_rejection
 
 #: Kinds a round can show (``Round.has``), each with the event type that marks it.

@@ -26,10 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from core.vocabulary import EXPLOITATION, EXPLORATION, NEUTRAL
 from policy.domain.execution_design import parse_design
 from policy.domain.overseer import Action
 from policy.domain.resolution import AgentResolution, EffectiveTool
-from policy.domain.traits import EXPLOITATION, EXPLORATION, NEUTRAL
 
 #: Relative weights. ``slow`` is heavier because a slow tool often finishes in time; ``conflict``
 #: is the rejection people meet most; ``retry`` always dedups when the policy has an early tool.

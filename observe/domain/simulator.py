@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from observe.domain.events import (
+from core.vocabulary import (
     ACTION_ACCEPTED,
     ACTION_OBSERVED,
     ACTION_REJECTED,
@@ -33,8 +33,8 @@ from observe.domain.events import (
     TOOL_FINISHED,
     TOOL_STARTED,
     TOOL_TIMEOUT,
-    format_ts,
 )
+from observe.domain.events import format_ts
 from observe.domain.scenarios import (
     ERROR_CHANCE,
     SCENARIO_WEIGHTS,

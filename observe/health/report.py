@@ -16,6 +16,7 @@ from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.urls import NoReverseMatch, reverse
 
+from core.vocabulary import EXPLOITATION
 from observe.domain.events import format_ts
 from observe.domain.health import (
     BUCKET_MINUTES,
@@ -36,7 +37,7 @@ from policy.domain.execution_design import parse_design
 from policy.domain.jsonable import jsonable
 from policy.domain.placement import entry_keys
 from policy.domain.resolution import AgentResolution, EffectiveTool, UnknownAgentError, agent_names
-from policy.domain.traits import EXPLOITATION, is_early, resolved_strategy
+from policy.domain.traits import is_early, resolved_strategy
 from policy.selectors import agent_resolution, draft_state
 
 #: The window when ``since`` is not given.

@@ -11,8 +11,8 @@ from typing import Any, Final
 
 from django.urls import NoReverseMatch
 
-from observe.domain.events import ACTION_OBSERVED, Event
-from observe.domain.kinds import ROUND_KINDS
+from core.vocabulary import ACTION_OBSERVED, ROUND_KINDS
+from observe.domain.events import Event
 from observe.domain.rounds import Attempt, RoundAction, assembly_params
 from observe.domain.rounds import Round as AssembledRound
 from observe.models import Round

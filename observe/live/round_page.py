@@ -6,7 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from observe.domain.events import ROUND_FINISHED, ROUND_STARTED, TOOL_FINISHED, format_ts
+from core.vocabulary import ROUND_FINISHED, ROUND_STARTED, TOOL_FINISHED
+from observe.domain.events import format_ts
 from observe.domain.rounds import Round as AssembledRound
 from observe.domain.rounds import RoundAction
 from observe.live.cards import ActionRow, action_row, params_by_slot, params_text

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from core.vocabulary import EXPLOITATION, UNKNOWN
 from policy.domain.backstop import (
     EXEC_ONLY_TOOLS,
     EXEC_TOOLS,
@@ -47,13 +48,7 @@ from policy.domain.ledger import LedgerHit, RoundLedger
 from policy.domain.overseer import FINAL_ACTIONS, Action, Overseer, Resolver, Seen
 from policy.domain.round_policy import RoundPolicy
 from policy.domain.round_spec import RoundSpec
-from policy.domain.traits import (
-    EXPLOITATION,
-    UNKNOWN,
-    is_early,
-    is_exactly_neutral,
-    resolved_strategy,
-)
+from policy.domain.traits import is_early, is_exactly_neutral, resolved_strategy
 
 ACCEPTED: Final = "accepted"
 REJECTED: Final = "rejected"

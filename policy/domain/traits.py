@@ -5,21 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-EXPLORATION: Final = "exploration"
-EXPLOITATION: Final = "exploitation"
-NEUTRAL: Final = "neutral"
-UNKNOWN: Final = "unknown"
-
-STRATEGY_VALUES: Final = (EXPLORATION, EXPLOITATION, NEUTRAL, UNKNOWN)
-CONCRETE_STRATEGIES: Final = (EXPLORATION, EXPLOITATION, NEUTRAL)
-
-#: The only execution mapping that makes a call start while the model is still generating.
-EARLY_PROFILE: Final[Mapping[str, str]] = {
-    "trigger": "tool_call_complete",
-    "concurrency": "parallel_with_generation",
-    "result_dependency": "detached",
-    "replay": "at_most_once_per_round",
-}
+from core.vocabulary import (
+    EARLY_PROFILE,
+    EXPLOITATION,
+    EXPLORATION,
+    NEUTRAL,
+    STRATEGY_VALUES,
+    UNKNOWN,
+)
 
 # Ordered compatibility: (earlier accepted, following candidate) pairs that may share a round.
 _COMPATIBLE: Final = frozenset(

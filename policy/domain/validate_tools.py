@@ -10,14 +10,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from core.vocabulary import EXPLOITATION, UNKNOWN
 from policy.domain.diagnostics import Severity
 from policy.domain.execution_design import SYNC_LIMIT_S, TOOL_REFERENCE_FIELDS, parse_design
 from policy.domain.loading import runtime_traits
 from policy.domain.paths import AGENTS, Path
 from policy.domain.resolution import MANIFEST_ROOT, AgentResolution, EffectiveTool
 from policy.domain.traits import (
-    EXPLOITATION,
-    UNKNOWN,
     is_early_profile,
     is_exactly_neutral,
     normalize_strategy,

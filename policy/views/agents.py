@@ -28,6 +28,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 from django_htmx.middleware import HtmxDetails
 
+from core.vocabulary import UNKNOWN
 from policy.audit_notes import agent_added
 from policy.domain.connections import MCP, NAMED_SERVICE, PYTHON, Connection, mcp_server_id
 from policy.domain.diagnostics import Diagnostic
@@ -36,7 +37,7 @@ from policy.domain.execution_design import ExecutionDesign
 from policy.domain.placement import Placement, entry_keys, tool_rows
 from policy.domain.resolution import AgentResolution, EffectiveTool
 from policy.domain.round_policy import namespace_override
-from policy.domain.traits import UNKNOWN, is_early, normalize_strategy
+from policy.domain.traits import is_early, normalize_strategy
 from policy.forms import AgentNameForm, ManifestForm, first_error
 from policy.forms_connections import CONNECTION_FORMS
 from policy.selectors import (

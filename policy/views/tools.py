@@ -15,6 +15,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from core.vocabulary import EARLY_PROFILE, UNKNOWN
 from policy.audit_notes import tool_edited
 from policy.domain.connections import WILDCARD
 from policy.domain.diagnostics import Diagnostic, sort_by_severity_and_risk
@@ -22,7 +23,7 @@ from policy.domain.edits import DESIGN_FIELDS, EditError
 from policy.domain.placement import Placement, place
 from policy.domain.resolution import EffectiveTool, resolve_agent
 from policy.domain.tool_edit import ToolTarget, UnknownToolError, find_tool
-from policy.domain.traits import EARLY_PROFILE, UNKNOWN, is_early, resolved_strategy
+from policy.domain.traits import is_early, resolved_strategy
 from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
 from policy.forms import ToolForm
 from policy.selectors import (

@@ -17,9 +17,9 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.vocabulary import EARLY_PROFILE
 from policy.api_edit_schemas import DesignIn, ExecutionIn
 from policy.domain.edits import DESIGN_FIELDS
-from policy.domain.traits import EARLY_PROFILE
 from policy.models import AgentManifest
 from policy.selectors import draft_state
 from policy.services import draft_replace, manifest_upload

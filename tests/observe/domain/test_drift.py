@@ -119,9 +119,9 @@ def test_a_round_whose_events_do_not_say_if_the_code_was_complete_is_checked_bot
     round does not drift (issue 37 §5)."""
     import random
 
+    from core.vocabulary import EARLY_PROFILE
     from observe.domain.simulator import simulate_round
     from policy.domain.resolution import resolve_agent
-    from policy.domain.traits import EARLY_PROFILE
 
     tools = [
         {

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.vocabulary import EARLY_PROFILE
 from observe.domain.events import Event, parse_event
 from observe.domain.rounds import (
     Assembly,
@@ -42,7 +43,6 @@ from policy.domain.overseer import (
     explain_rejection,
     oversee,
 )
-from policy.domain.traits import EARLY_PROFILE
 
 START = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 HASH = "ab" * 32

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from core.vocabulary import EARLY_PROFILE
 from observe.domain.events import Event, parse_event
 from observe.domain.rounds import Round, assemble
 from observe.domain.scenarios import SCENARIOS
@@ -16,7 +17,6 @@ from policy.domain.ledger import fingerprint, tool_call_id
 from policy.domain.overseer import Action, Overseer
 from policy.domain.resolution import resolve_agent
 from policy.domain.round_policy import RoundPolicy
-from policy.domain.traits import EARLY_PROFILE
 
 NOW = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 HASH = "cd" * 32

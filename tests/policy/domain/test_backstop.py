@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 
+from core.vocabulary import EARLY_PROFILE
 from policy.domain.backstop import (
     backstop,
     explain_code,
@@ -14,7 +15,6 @@ from policy.domain.backstop import (
 )
 from policy.domain.overseer import Action
 from policy.domain.round_policy import RoundPolicy
-from policy.domain.traits import EARLY_PROFILE
 
 POLICY = RoundPolicy(
     traits_by_id={

@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
+from core.vocabulary import EARLY_PROFILE
 from policy.domain.catalog import render_catalog, render_scope, render_value
-from policy.domain.traits import EARLY_PROFILE
 
 DELEGATE = {"strategy": ["neutral"], "execution": dict(EARLY_PROFILE)}
 

@@ -9,13 +9,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conformance import round_policies
+from core.vocabulary import EARLY_PROFILE
 from policy.domain.decide import Outcome, decide, outcomes_by_slot
 from policy.domain.dryrun import dry_run, parse_round_spec
 from policy.domain.impact import outcomes
 from policy.domain.manifest import parse_manifest
 from policy.domain.resolution import resolve_agent
 from policy.domain.round_policy import RoundPolicy
-from policy.domain.traits import EARLY_PROFILE
 
 
 def _policies() -> dict[str, RoundPolicy]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from core.vocabulary import EARLY_PROFILE
 from policy.domain.dryrun import (
     RoundSpecError,
     describe,
@@ -21,7 +22,6 @@ from policy.domain.multi_action import ModeSources, multi_action_mode
 from policy.domain.overseer import Action
 from policy.domain.resolution import resolve_agent
 from policy.domain.round_policy import RoundPolicy
-from policy.domain.traits import EARLY_PROFILE
 
 EARLY = {"strategy": ["neutral"], "execution": dict(EARLY_PROFILE)}
 #: Configured tools beside the react.* built-ins (react.delegate is neutral with the early

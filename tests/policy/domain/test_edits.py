@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from core.vocabulary import EARLY_PROFILE
 from policy.domain.edits import (
     EditError,
     NamespaceEdit,
@@ -22,7 +23,6 @@ from policy.domain.edits import (
     set_tool,
     update_connection,
 )
-from policy.domain.traits import EARLY_PROFILE
 
 EARLY = dict(EARLY_PROFILE)
 

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.vocabulary import EARLY_PROFILE
 from policy.domain.dryrun import RoundSpec, dry_run
 from policy.domain.overseer import (
     Action,
@@ -18,7 +19,6 @@ from policy.domain.overseer import (
     strategy_of,
 )
 from policy.domain.round_policy import RoundPolicy
-from policy.domain.traits import EARLY_PROFILE
 
 TRAITS: dict[str, Mapping[str, Any]] = {
     "web_search": {"strategy": ["exploration"]},

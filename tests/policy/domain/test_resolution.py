@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from core.vocabulary import EARLY_PROFILE
 from policy.domain.builtins import builtins_for_role
 from policy.domain.manifest import Manifest, ManifestError, parse_manifest
 from policy.domain.resolution import (
@@ -23,7 +24,6 @@ from policy.domain.resolution import (
     resolve_agent,
     resolve_consumer,
 )
-from policy.domain.traits import EARLY_PROFILE
 
 BUILTIN_IDS = [tool.tool_id for tool in builtins_for_role("parent")]
 EARLY = dict(EARLY_PROFILE)

@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
+from core.vocabulary import EARLY_PROFILE
 from policy.domain.resolution import resolve_agent
 from policy.domain.round_policy import RoundPolicy
-from policy.domain.traits import EARLY_PROFILE, normalize_strategy
+from policy.domain.traits import normalize_strategy
 
 EARLY = {"strategy": ["neutral"], "execution": dict(EARLY_PROFILE)}
 
