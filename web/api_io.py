@@ -14,9 +14,10 @@ from typing import Any, Final
 from django.http import HttpRequest
 from ninja.errors import HttpError
 
-from core.json_limits import MAX_DEPTH, NotJson, decode_json, nests_deeper
+from core.json_limits import NotJson, decode_json, nests_deeper
 from core.numbers import parse_whole
 from core.text import unencodable_path
+from core.vocabulary import MAX_DEPTH
 
 JSON_TYPES: Final = ("application/json",)
 #: Seconds a client is told to wait when the store is busy (``Retry-After``).

@@ -31,8 +31,9 @@ from typing import Any, Final
 
 import yaml
 
-from core.json_limits import MAX_DEPTH, nests_deeper
+from core.json_limits import nests_deeper
 from core.text import counted
+from core.vocabulary import MAX_DEPTH
 from policy.domain.decide import Outcome, decide_version, outcomes_by_slot
 from policy.domain.diagnostics import Severity
 from policy.domain.dryrun import (
