@@ -20,11 +20,11 @@ from ninja import P, QueryEx, Router, Schema, Status
 from ninja.errors import HttpError
 
 from accounts.auth import RuntimeTokenAuth, session_auth
-from core.timewindow import TimeWindowError, parse_moment
+from core.timewindow import TimeWindowError, format_ts, parse_moment
 from core.vocabulary import COUNT_KEYS, OUTCOME_FILTERS
-from observe.domain.events import format_ts
 from observe.domain.rounds import recorded_round, round_detail_dict, round_error
-from observe.impact import (
+from observe.models import Round
+from observe.recorded_impact import (
     DEFAULT_WINDOW,
     MAX_WINDOW,
     RoundWindow,
@@ -32,7 +32,6 @@ from observe.impact import (
     policy_impact,
     policy_side,
 )
-from observe.models import Round
 from observe.selectors import (
     HAS_NAMES,
     RoundFilter,

@@ -15,8 +15,7 @@ from django.urls import reverse
 from core.text import dot_segment
 from core.vocabulary import IN_PROGRESS, KINDS
 from observe.domain.events import stored_event
-from observe.domain.rounds import Round as AssembledRound
-from observe.domain.rounds import assemble, assembly_round
+from observe.domain.rounds import AssembledRound, assemble, assembly_round
 from observe.models import Round
 from policy.versions import version_index
 

@@ -22,8 +22,7 @@ from core.vocabulary import (
     TOOL_TIMEOUT,
 )
 from observe.domain.events import Event
-from observe.domain.rounds import Attempt, RoundAction
-from observe.domain.rounds import Round as AssembledRound
+from observe.domain.rounds import AssembledRound, Attempt, RoundAction
 from observe.live import early_lead, seconds
 
 TIMELINE_WIDTH: Final = 960.0

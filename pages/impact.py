@@ -18,7 +18,8 @@ from core.numbers import parse_whole
 from core.text import counted
 from core.vocabulary import EXPLORATION
 from observe.domain.rounds import recorded_round
-from observe.impact import (
+from observe.live import known_agents, parse_filter
+from observe.recorded_impact import (
     DEFAULT_WINDOW,
     MAX_WINDOW,
     SideError,
@@ -26,7 +27,6 @@ from observe.impact import (
     policy_side,
     side_policy,
 )
-from observe.live import known_agents, parse_filter
 from observe.selectors import RoundFilter, round_get, round_ids_in_path, round_ids_query, round_url
 from policy.domain.diagnostics import Severity
 from policy.domain.dryrun import dry_run

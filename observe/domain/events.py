@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple
 
+from core.timewindow import format_ts
 from core.vocabulary import (
     ACTION_ACCEPTED,
     ACTION_OBSERVED,
@@ -57,7 +58,7 @@ _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 _PLAIN_RFC3339 = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})"
 )
-#: The stored form of a time (see :func:`format_ts`): kept as sent when it already is.
+#: The stored form of a time (``core.timewindow.format_ts``): kept as sent when it already is.
 _STORED_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 
@@ -152,12 +153,6 @@ def same_content(a: Event, b: Event) -> bool:
     Comparing normalized data makes ``ts`` in epoch ms and the equivalent RFC 3339 string equal.
     """
     return a.data == b.data
-
-
-def format_ts(ts: datetime) -> str:
-    """The stored form of a time: UTC, millisecond precision, ``Z`` suffix."""
-    utc = ts.astimezone(UTC).replace(tzinfo=None)
-    return utc.isoformat(timespec="milliseconds") + "Z"
 
 
 # --- single values --------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.urls import NoReverseMatch, reverse
 
+from core.timewindow import format_ts
 from core.vocabulary import EXPLOITATION
-from observe.domain.events import format_ts
 from observe.domain.health import (
     BUCKET_MINUTES,
     CALLS,

@@ -13,8 +13,7 @@ from django.urls import NoReverseMatch
 
 from core.vocabulary import ACTION_OBSERVED, ROUND_KINDS
 from observe.domain.events import Event
-from observe.domain.rounds import Attempt, RoundAction, assembly_params
-from observe.domain.rounds import Round as AssembledRound
+from observe.domain.rounds import AssembledRound, Attempt, RoundAction, assembly_params
 from observe.models import Round
 from observe.selectors import round_summary, round_url
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from observe.domain.scenarios import Palette, pick_scenario, plan_round
 from policy.cli import run
 from policy.domain.decide import decide_v2, outcomes_by_slot
 from policy.domain.dryrun import RoundSpec, dry_run
@@ -39,6 +38,7 @@ from policy.domain.multi_action import ModeSources, multi_action_mode
 from policy.domain.resolution import AgentResolution, resolve_consumer
 from policy.domain.round_policy import RoundPolicy
 from policy.domain.yaml_io import load_policy
+from simulator.scenarios import Palette, pick_scenario, plan_round
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = (ROOT / "policy" / "sample" / "sample-policy.yaml").read_text(encoding="utf-8")

@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parents[3]
 FORBIDDEN = ("django", "ninja", "channels", "daphne")
 
 
-@pytest.mark.parametrize("package", ["core", "policy.domain", "observe.domain", "bridge.domain"])
+@pytest.mark.parametrize(
+    "package", ["core", "policy.domain", "observe.domain", "bridge.domain", "simulator"]
+)
 def test_it_imports_every_domain_module_without_django(package: str) -> None:
     package_dir = ROOT.joinpath(*package.split("."))
     modules = [f"{package}.{m.name}" for m in pkgutil.iter_modules([str(package_dir)])]

@@ -2,7 +2,7 @@
 §2.10, §4).
 
 The demo and the tests need rounds that look like the runtime's. A scenario (see
-:mod:`observe.domain.scenarios`) chooses what the "model" streams and the multi-action mode the
+:mod:`simulator.scenarios`) chooses what the "model" streams and the multi-action mode the
 round runs with; everything after that is the real policy engine: one
 :func:`~policy.domain.dryrun.dry_run` per round (the online overseer, early starts and the ledger
 across attempts, the post-generation backstop, execution) decides every verdict, early start and
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from core.timewindow import format_ts
 from core.vocabulary import (
     ACTION_ACCEPTED,
     ACTION_OBSERVED,
@@ -34,16 +35,6 @@ from core.vocabulary import (
     TOOL_STARTED,
     TOOL_TIMEOUT,
 )
-from observe.domain.events import format_ts
-from observe.domain.scenarios import (
-    ERROR_CHANCE,
-    SCENARIO_WEIGHTS,
-    SCENARIOS,
-    Palette,
-    Plan,
-    pick_scenario,
-    plan_round,
-)
 from policy.domain.agent_run import agent_run
 from policy.domain.dryrun import RoundSpec, dry_run
 from policy.domain.execution_design import parse_design
@@ -54,6 +45,15 @@ from policy.domain.resolution import (
     agent_names,
 )
 from policy.domain.round_policy import RoundPolicy
+from simulator.scenarios import (
+    ERROR_CHANCE,
+    SCENARIO_WEIGHTS,
+    SCENARIOS,
+    Palette,
+    Plan,
+    pick_scenario,
+    plan_round,
+)
 
 #: The runtime's cap, declared by every simulated round.
 MAX_ACTIONS: Final = 2
@@ -86,9 +86,9 @@ def simulate_round(
 ) -> list[dict[str, Any]]:
     """The JSON events of one realistic round of ``agent``, starting at ``start`` (aware).
 
-    ``scenario`` (one of :data:`~observe.domain.scenarios.SCENARIOS`) forces what the model
+    ``scenario`` (one of :data:`~simulator.scenarios.SCENARIOS`) forces what the model
     streams; by default it is drawn from ``rng`` with the weights of
-    :data:`~observe.domain.scenarios.SCENARIO_WEIGHTS`. Events come back in time order.
+    :data:`~simulator.scenarios.SCENARIO_WEIGHTS`. Events come back in time order.
     """
     if start.tzinfo is None or start.utcoffset() is None:
         raise ValueError("start must be a timezone-aware datetime")

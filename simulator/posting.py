@@ -25,7 +25,7 @@ from typing import Any, Final, Protocol
 import httpx
 
 from core.vocabulary import GENERATION_FINISHED, ROUND_FINISHED, ROUND_KINDS
-from observe.domain.simulator import Simulator
+from simulator.runtime import Simulator
 
 EVENTS_PATH: Final = "/api/v1/events"
 WHOAMI_PATH: Final = "/api/v1/whoami"
