@@ -42,7 +42,7 @@ from observe.selectors import (
 )
 from observe.services import events_ingest
 from policy.versions import VersionIndex, agents_in_force, version_index
-from web.api_io import read_json
+from web.api_io import read_json, request_body
 
 router = Router(tags=["rounds"])
 
@@ -105,27 +105,20 @@ class RoundsPageOut(Schema):
     next: str | None
 
 
-EVENTS_BODY: Final = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "required": ["events"],
-                    "properties": {
-                        "events": {
-                            "type": "array",
-                            "minItems": 1,
-                            "maxItems": MAX_EVENTS,
-                            "items": {"type": "object"},
-                        }
-                    },
-                }
+EVENTS_BODY: Final = request_body(
+    {
+        "type": "object",
+        "required": ["events"],
+        "properties": {
+            "events": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_EVENTS,
+                "items": {"type": "object"},
             }
         },
     }
-}
+)
 
 ERRORS: Final = {400: ErrorOut, 413: ErrorOut, 415: ErrorOut, 422: ErrorOut}
 
@@ -372,31 +365,25 @@ def get_round(request: HttpRequest, agent: str, turn_id_and_iteration: str) -> A
     return Status(200, detail)
 
 
-IMPACT_BODY: Final = {
-    "requestBody": {
-        "required": False,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "properties": {
-                        "candidate": {"type": "string", "default": "draft"},
-                        "baseline": {"type": "string", "default": "published"},
-                        "limit": {"type": "integer", "default": DEFAULT_WINDOW},
-                        "agent": {"type": "string"},
-                        "has": {"type": "array", "items": {"type": "string"}},
-                        "tool": {"type": "string"},
-                        "turn": {"type": "string"},
-                        "outcome": {"type": "string"},
-                        "since": {"type": "string"},
-                        "until": {"type": "string"},
-                        "before": {"type": "string"},
-                    },
-                }
-            }
+IMPACT_BODY: Final = request_body(
+    {
+        "type": "object",
+        "properties": {
+            "candidate": {"type": "string", "default": "draft"},
+            "baseline": {"type": "string", "default": "published"},
+            "limit": {"type": "integer", "default": DEFAULT_WINDOW},
+            "agent": {"type": "string"},
+            "has": {"type": "array", "items": {"type": "string"}},
+            "tool": {"type": "string"},
+            "turn": {"type": "string"},
+            "outcome": {"type": "string"},
+            "since": {"type": "string"},
+            "until": {"type": "string"},
+            "before": {"type": "string"},
         },
-    }
-}
+    },
+    required=False,
+)
 #: Body fields of an impact request that are text (the history's filters and the two sides).
 _IMPACT_TEXT: Final = (
     "candidate",
