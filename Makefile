@@ -44,7 +44,7 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache  # the layer contract: .importlinter
-	$(VENV)/bin/mypy core policy/domain policy/cli.py observe/domain bridge/domain simulator
+	$(VENV)/bin/mypy core policy/domain policy/cli.py policy/cli_commands.py observe/domain bridge/domain simulator
 	$(VENV)/bin/mypy web pages config accounts audit policy observe bridge --exclude '/domain/'
 	@echo "lint: ruff, import-linter and mypy clean" > .test-artifacts/summary-0-lint.txt
 

@@ -35,7 +35,7 @@ from typing import Any, Final, NoReturn
 import httpx
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from policy.cli import positive_int
+from policy.cli_commands import positive_int
 from policy.domain.resolution import agents_mapping
 from policy.domain.yaml_io import CLI_MAX_BYTES, agent_export_text, load_policy, split_header
 from policy.selectors import draft_state, manifest_for
