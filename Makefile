@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
-DOMAIN_TESTS := tests/core tests/layout tests/engine tests/policy/domain tests/observe/domain tests/kdcube/domain
+DOMAIN_TESTS := tests/core tests/layout tests/engine tests/policy/domain tests/observe/domain tests/kdcube/domain tests/simulator
 # Hypothesis over every door and schemathesis over the whole API: minutes, so a group of their own.
 HARDENING_TESTS := tests/hardening/test_fuzz.py tests/hardening/test_schema.py
 # test-scale also runs the hardening tests, on PostgreSQL (a NUL character was a 500 only there).
@@ -44,7 +44,7 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache  # the layer contract: .importlinter
-	$(VENV)/bin/mypy core engine policy/domain policy/cli.py observe/domain kdcube/domain kdcube/bridge/domain
+	$(VENV)/bin/mypy core engine policy/domain policy/cli.py policy/cli_commands.py observe/domain kdcube/domain kdcube/bridge/domain simulator
 	$(VENV)/bin/mypy web pages config accounts audit policy discovery kdcube observe --exclude '/domain/'
 	@echo "lint: ruff, import-linter and mypy clean" > .test-artifacts/summary-0-lint.txt
 

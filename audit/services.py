@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from argparse import ArgumentParser
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.core.management.base import CommandParser
 
 from audit.models import AuditEntry
 
@@ -23,7 +23,7 @@ def actor_label(actor: Any) -> str:
     return "system"
 
 
-def add_actor_argument(parser: CommandParser) -> None:
+def add_actor_argument(parser: ArgumentParser) -> None:
     """``--actor NAME`` for a management command that changes something."""
     parser.add_argument(
         "--actor",

@@ -529,12 +529,9 @@ async def _play_v2(
 
 
 def record_v2(rt: harness.Runtime) -> list[dict[str, Any]]:
-    from conformance import round_policies, runtime_policy
+    from conformance import runtime_policy
 
-    sample = round_policies.policies()["sample"]
-    adapters = runtime_policy.agent_adapters(
-        rt, sample["policy"], "main", manifest=sample["manifest"]
-    )
+    adapters = runtime_policy.recorded_adapters(rt, "sample")
     logging.disable(logging.CRITICAL)  # the streamer logs every parse error it meets
     try:
         cases = []
@@ -709,13 +706,10 @@ async def _run_isolated(decision: dict[str, Any]) -> dict[str, Any]:
 
 
 def record(rt: harness.Runtime) -> list[dict[str, Any]]:
-    from conformance import round_driver, round_policies, runtime_policy
+    from conformance import round_driver, runtime_policy
     from conformance.families.rounds import answer_from_rows
 
-    sample = round_policies.policies()["sample"]
-    adapters = runtime_policy.agent_adapters(
-        rt, sample["policy"], "main", manifest=sample["manifest"]
-    )
+    adapters = runtime_policy.recorded_adapters(rt, "sample")
     cases = []
     for scenario in SCENARIOS:
         spec = {

@@ -8,13 +8,13 @@ import importlib
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from conformance import stubs
+from conformance import fixtures, stubs
 
 SDK = "kdcube_ai_app.apps.chat.sdk"
 
@@ -118,3 +118,19 @@ def decision_of(action: Mapping[str, Any]) -> dict[str, Any]:
         if key in action:
             out[key] = action[key]
     return out
+
+
+def record_family(name: str, notice: str, record: Callable[[Path], list[dict[str, Any]]]) -> int:
+    """``python -m`` of a family recorded outside ``conformance.record``: ``record`` reads the
+    runtime at ``KDCUBE_SRC`` (its package root); its cases are written as the family's fixture
+    under the runtime's commit. 2 (with the reason) when the runtime is not there."""
+    try:
+        src = source_path()
+        commit = runtime_commit(src)
+        cases = record(src)
+    except HarnessError as exc:
+        print(f"conformance: {exc}", file=sys.stderr)
+        return 2
+    path = fixtures.write(name, commit, cases, notice=notice)
+    print(f"recorded {len(cases):>5} {name} cases -> {path.relative_to(Path.cwd())}")
+    return 0

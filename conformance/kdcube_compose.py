@@ -12,13 +12,12 @@ command and the ``${VARIABLES}`` they are configured with. ``tests/deploy/test_c
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from conformance import fixtures, harness
+from conformance import harness
 
 NAME = "kdcube-compose"
 NOTICE = (
@@ -67,21 +66,15 @@ def record(path: Path) -> list[dict[str, Any]]:
     return cases
 
 
-def main() -> int:
-    try:
-        src = harness.source_path()
-        commit = harness.runtime_commit(src)
-    except harness.HarnessError as exc:
-        print(f"conformance: {exc}", file=sys.stderr)
-        return 2
+def _record_from(src: Path) -> list[dict[str, Any]]:
     path = compose_path(src)
     if not path.is_file():
-        print(f"conformance: no compose file at {path}", file=sys.stderr)
-        return 2
-    cases = record(path)
-    out = fixtures.write(NAME, commit, cases, notice=NOTICE)
-    print(f"recorded {len(cases):>5} {NAME} cases -> {out.relative_to(Path.cwd())}")
-    return 0
+        raise harness.HarnessError(f"no compose file at {path}")
+    return record(path)
+
+
+def main() -> int:
+    return harness.record_family(NAME, NOTICE, _record_from)
 
 
 if __name__ == "__main__":

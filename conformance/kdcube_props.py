@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from conformance import fixtures, harness
+from conformance import harness
 from conformance.families import config as config_family
 from conformance.kdcube_admin import BUNDLE_ID, PROJECT, TENANT, TOKENS, AdminServer
 
@@ -375,18 +374,13 @@ def widget_write(props: dict[str, Any]) -> dict[str, Any]:
     return {"tenant": TENANT, "project": PROJECT, "op": "merge", "props": props}
 
 
-def main() -> int:
-    try:
-        src = harness.source_path()
-        commit = harness.runtime_commit(src)
-    except harness.HarnessError as exc:
-        print(f"conformance: {exc}", file=sys.stderr)
-        return 2
+def _record_from(src: Path) -> list[dict[str, Any]]:
     with AdminServer(src) as server:
-        cases = record(server)
-    path = fixtures.write(NAME, commit, cases, notice=NOTICE)
-    print(f"recorded {len(cases):>5} {NAME} cases -> {path.relative_to(Path.cwd())}")
-    return 0
+        return record(server)
+
+
+def main() -> int:
+    return harness.record_family(NAME, NOTICE, _record_from)
 
 
 if __name__ == "__main__":

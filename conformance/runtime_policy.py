@@ -14,7 +14,7 @@ Filtering and order come from the runtime's ``ToolSubsystem._filter_entries``.
 from __future__ import annotations
 
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from conformance.harness import Runtime
@@ -69,6 +69,24 @@ def _manifest_names(manifest: Mapping[str, Any], prefix: str, *, dotted: bool) -
             if name and (dotted or "." not in name) and name not in names:
                 names.append(name)
     return names
+
+
+def recorded_adapters(rt: Runtime, name: str, agent_id: str = "main") -> list[dict[str, Any]]:
+    """The adapters of ``agent_id`` under the recorded policy ``name`` (``round_policies``),
+    with that policy's manifest."""
+    from conformance import round_policies
+
+    recorded = round_policies.policies()[name]
+    return agent_adapters(rt, recorded["policy"], agent_id, manifest=recorded["manifest"])
+
+
+def generated_cases(
+    rt: Runtime, name: str, generate: Callable[[list[str]], list[dict[str, Any]]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The adapters of agent ``main`` under the recorded policy ``name``, and the cases
+    ``generate`` makes over their tool ids."""
+    adapters = recorded_adapters(rt, name)
+    return adapters, generate([adapter["id"] for adapter in adapters])
 
 
 def agent_adapters(

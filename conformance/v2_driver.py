@@ -221,6 +221,23 @@ def _schema_kind(error: str) -> str | None:
     return "json" if error.startswith("JSON parse error") else "schema"
 
 
+def _turn_state(adapters: list[dict[str, Any]], outdir: str, iteration: int) -> dict[str, Any]:
+    """The solver's state at the start of a decision step of turn ``turn-1``: fresh retries, the
+    adapters (a copy: the runtime may change them) and ``outdir`` as its files' place."""
+    return {
+        "iteration": iteration,
+        "max_iterations": 15,
+        "adapters": copy.deepcopy(adapters),
+        "outdir": outdir,
+        "workdir": outdir,
+        "turn_id": "turn-1",
+        "decision_retries": 0,
+        "max_decision_retries": 2,
+        "steer_finalize_mode": False,
+        "session_log": [],
+    }
+
+
 async def _drive(
     rt: Runtime,
     adapters: list[dict[str, Any]],
@@ -232,18 +249,7 @@ async def _drive(
     s = _solver(rt, copy.deepcopy(adapters), model, browser)
     out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as outdir:
-        state: dict[str, Any] = {
-            "iteration": iteration,
-            "max_iterations": 15,
-            "adapters": copy.deepcopy(adapters),
-            "outdir": outdir,
-            "workdir": outdir,
-            "turn_id": "turn-1",
-            "decision_retries": 0,
-            "max_decision_retries": 2,
-            "steer_finalize_mode": False,
-            "session_log": [],
-        }
+        state = _turn_state(adapters, outdir, iteration)
         for decision in decisions:
             model.text = model_text(decision)
             before = len(browser.notices)
@@ -325,18 +331,7 @@ async def _drive_v3(
     if max_actions is not None:
         s.MAX_ACTIONS_PER_ROUND = max_actions
     with tempfile.TemporaryDirectory() as outdir:
-        state: dict[str, Any] = {
-            "iteration": 0,
-            "max_iterations": 15,
-            "adapters": copy.deepcopy(adapters),
-            "outdir": outdir,
-            "workdir": outdir,
-            "turn_id": "turn-1",
-            "decision_retries": 0,
-            "max_decision_retries": 2,
-            "steer_finalize_mode": False,
-            "session_log": [],
-        }
+        state = _turn_state(adapters, outdir, 0)
         model.text = model_text({"actions": list(actions)})
         state = await s._decision_node(state)
         route = s._route_after_decision(state)

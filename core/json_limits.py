@@ -1,7 +1,9 @@
 """The limits every JSON value Traitdeck stores or returns is held to, defined once.
 
 An API body (``web.api_io.read_json``), a tool manifest (``engine.tools.manifest``) and a
-recorded event (ingest) are all stored as JSON and shown again, so all three are bounded alike.
+recorded event (ingest) are all stored as JSON and shown again, so all three are bounded alike, by
+one walk (:func:`json_problem`); each caller words what it finds. The limits themselves are in
+``core.vocabulary``.
 (A YAML policy document has its own, looser bound, ``policy.domain.yaml_io.MAX_DEPTH``: its
 composer is what it protects.)
 """
@@ -9,30 +11,85 @@ composer is what it protects.)
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal, NamedTuple
 
 import orjson
 
-#: The deepest nesting a stored JSON value may have: far past any policy, manifest or round
-#: (about ten levels), far short of what exhausts the stack of the code that encodes or shows it.
-MAX_DEPTH: Final = 64
-#: The largest integer a stored value may hold: the 64 bits databases and JSON clients read.
-MAX_STORED_INT: Final = 2**63 - 1
+from core.vocabulary import MAX_DEPTH, MAX_STORED_INT
+
+#: What a walk found wrong, first: a NUL in a string or a key, an integer past the bound, a float
+#: JSON cannot hold (NaN, Infinity), nesting past the depth, or a value of no JSON type.
+ProblemKind = Literal["nul", "nul_key", "integer", "not_finite", "too_deep", "not_json"]
+
+
+class JsonProblem(NamedTuple):
+    """The first thing in a value that keeps it from being stored as JSON and shown again:
+    ``kind``, ``path`` (keys and indexes from the top; for a key, the path of its object) and
+    the offending ``value``. Each caller words it for its own reader."""
+
+    kind: ProblemKind
+    path: tuple[Any, ...]
+    value: Any
+
+
+def json_problem(
+    value: Any,
+    *,
+    max_int: int | None = MAX_STORED_INT,
+    max_depth: int | None = MAX_DEPTH,
+    text: bool = True,
+    floats: bool = True,
+    json_types: bool = False,
+) -> JsonProblem | None:
+    """The first problem of ``value`` under the limits asked for, or ``None``: the one walk
+    (with a stack, never recursion) behind every JSON limit. ``max_int``: the largest magnitude
+    an integer (a value or a key) may have (``None``: any); ``max_depth``: the deepest nesting
+    (``None``: any); ``text``: refuse a NUL in a string or key (PostgreSQL cannot store one);
+    ``floats``: refuse NaN and Infinity (not JSON); ``json_types``: refuse any value that is
+    not a JSON type (only Python callers can pass one)."""
+    stack: list[tuple[tuple[Any, ...], Any, int]] = [((), value, 0)]
+    while stack:
+        path, item, depth = stack.pop()
+        if isinstance(item, str):
+            if text and "\x00" in item:
+                return JsonProblem("nul", path, item)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if max_int is not None and not -max_int <= item <= max_int:
+                return JsonProblem("integer", path, item)
+        elif isinstance(item, float):
+            if floats and not math.isfinite(item):
+                return JsonProblem("not_finite", path, item)
+        elif isinstance(item, Mapping | list | tuple):
+            if max_depth is not None and depth >= max_depth:
+                return JsonProblem("too_deep", path, item)
+            pairs = item.items() if isinstance(item, Mapping) else enumerate(item)
+            children = []
+            for key, child in pairs:
+                if isinstance(item, Mapping):
+                    if text and isinstance(key, str) and "\x00" in key:
+                        return JsonProblem("nul_key", path, key)
+                    if (
+                        max_int is not None
+                        and isinstance(key, int)
+                        and not isinstance(key, bool)
+                        and not -max_int <= key <= max_int
+                    ):
+                        return JsonProblem("integer", path, key)
+                children.append(((*path, key), child, depth + 1))
+            stack.extend(reversed(children))
+        elif json_types:
+            return JsonProblem("not_json", path, item)
+    return None
 
 
 def nests_deeper(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether ``value`` has lists or objects nested more than ``limit`` levels (walked with a
-    stack, never recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, Mapping | list):
-            if depth >= limit:
-                return True
-            children = item.values() if isinstance(item, Mapping) else item
-            stack.extend((child, depth + 1) for child in children)
-    return False
+    """Whether ``value`` has lists or objects nested more than ``limit`` levels."""
+    found = json_problem(value, max_int=None, max_depth=limit, text=False, floats=False)
+    return found is not None
 
 
 class NotJson(ValueError):

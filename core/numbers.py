@@ -11,13 +11,11 @@ domain all use it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Final
 
-#: Digits a typed whole number may have: 18 always fits a signed 64-bit column.
-MAX_DIGITS: Final = 18
-#: The largest magnitude (exclusive) of an integer a policy or request may hold.
-MAX_MAGNITUDE: Final = 10**MAX_DIGITS
+from core.json_limits import json_problem
+from core.vocabulary import MAX_DIGITS, MAX_MAGNITUDE
+
 #: What a refusal says about the bound.
 BOUND_TEXT: Final = f"numbers have at most {MAX_DIGITS} digits"
 
@@ -42,20 +40,10 @@ def is_bounded(value: object) -> bool:
 
 
 def find_unbounded(data: Any, path: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
-    """The path of the first integer in a parsed document beyond the bound, or ``None``."""
-    stack: list[tuple[tuple[Any, ...], Any]] = [(path, data)]
-    while stack:
-        where, value = stack.pop()
-        if isinstance(value, Mapping):
-            for key, item in value.items():
-                if not is_bounded(key):
-                    return where
-                stack.append(((*where, key), item))
-        elif isinstance(value, list | tuple):
-            stack.extend(((*where, i), item) for i, item in enumerate(value))
-        elif not is_bounded(value):
-            return where
-    return None
+    """The path of the first integer in a parsed document beyond the bound (for a key, the path
+    of its mapping), or ``None``."""
+    found = json_problem(data, max_int=MAX_MAGNITUDE - 1, max_depth=None, text=False, floats=False)
+    return None if found is None else (*path, *found.path)
 
 
 def show_number(value: object) -> str:

@@ -6,7 +6,8 @@ One zone rule: a date or date-time without an offset is UTC, the server's time z
 (``TIME_ZONE = "UTC"``, fixed in ``config/settings.py``); one with an offset (``Z``, ``+01:00``)
 is converted to UTC. A ``+`` that a query string turned into a space is read as ``+``.
 
-Pure (no Django): the caller passes ``now``, so the rule is tested without a clock.
+Pure (no Django): the caller passes ``now``, so the rule is tested without a clock. The one
+writer of a stored time, :func:`format_ts`, lives beside the reader.
 """
 
 from __future__ import annotations
@@ -59,3 +60,10 @@ def _format_error(name: str, value: str) -> str:
         f"{name} must be an ISO 8601 date or date-time like 2026-12-01T18:00:00Z, or a span"
         f" back from now like 24h or 7d (got {value[:60]!r})."
     )
+
+
+def format_ts(ts: datetime) -> str:
+    """The stored form of a time (events, rounds, the API): UTC, millisecond precision, ``Z``
+    suffix."""
+    utc = ts.astimezone(UTC).replace(tzinfo=None)
+    return utc.isoformat(timespec="milliseconds") + "Z"

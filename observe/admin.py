@@ -11,6 +11,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from core.vocabulary import COUNT_KEYS
 from observe.models import Event, Round, RoundTool
 
 
@@ -46,11 +47,7 @@ class RoundAdmin(ReadOnlyAdmin):
         "started_at",
         "outcome",
         "agent_in_policy",
-        "actions",
-        "rejections",
-        "early_starts",
-        "dedups",
-        "timeouts",
+        *COUNT_KEYS,
     ]
     list_filter = ["agent", "outcome", "agent_in_policy", "started_at"]
     search_fields = ["agent", "turn_id", "policy_hash"]

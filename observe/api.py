@@ -20,11 +20,11 @@ from ninja import P, QueryEx, Router, Schema, Status
 from ninja.errors import HttpError
 
 from accounts.auth import RuntimeTokenAuth, session_auth
-from core.timewindow import TimeWindowError, parse_moment
-from observe.domain.events import format_ts
-from observe.domain.kinds import COUNT_KEYS
+from core.timewindow import TimeWindowError, format_ts, parse_moment
+from core.vocabulary import COUNT_KEYS, OUTCOME_FILTERS
 from observe.domain.rounds import recorded_round, round_detail_dict, round_error
-from observe.impact import (
+from observe.models import Round
+from observe.recorded_impact import (
     DEFAULT_WINDOW,
     MAX_WINDOW,
     RoundWindow,
@@ -32,10 +32,8 @@ from observe.impact import (
     policy_impact,
     policy_side,
 )
-from observe.models import Round
 from observe.selectors import (
     HAS_NAMES,
-    OUTCOMES,
     RoundFilter,
     round_assembled,
     round_get,
@@ -44,7 +42,7 @@ from observe.selectors import (
 )
 from observe.services import events_ingest
 from policy.versions import VersionIndex, agents_in_force, version_index
-from web.api_io import read_json
+from web.api_io import read_json, request_body
 
 router = Router(tags=["rounds"])
 
@@ -107,27 +105,20 @@ class RoundsPageOut(Schema):
     next: str | None
 
 
-EVENTS_BODY: Final = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "required": ["events"],
-                    "properties": {
-                        "events": {
-                            "type": "array",
-                            "minItems": 1,
-                            "maxItems": MAX_EVENTS,
-                            "items": {"type": "object"},
-                        }
-                    },
-                }
+EVENTS_BODY: Final = request_body(
+    {
+        "type": "object",
+        "required": ["events"],
+        "properties": {
+            "events": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_EVENTS,
+                "items": {"type": "object"},
             }
         },
     }
-}
+)
 
 ERRORS: Final = {400: ErrorOut, 413: ErrorOut, 415: ErrorOut, 422: ErrorOut}
 
@@ -185,8 +176,10 @@ def parse_time(name: str, value: str | None) -> datetime | None:
 def parse_outcome(value: str | None) -> str | None:
     if not value:
         return None
-    if value not in OUTCOMES:
-        raise HttpError(422, f"outcome must be one of {', '.join(OUTCOMES)} (got {value[:60]!r}).")
+    if value not in OUTCOME_FILTERS:
+        raise HttpError(
+            422, f"outcome must be one of {', '.join(OUTCOME_FILTERS)} (got {value[:60]!r})."
+        )
     return value
 
 
@@ -372,31 +365,25 @@ def get_round(request: HttpRequest, agent: str, turn_id_and_iteration: str) -> A
     return Status(200, detail)
 
 
-IMPACT_BODY: Final = {
-    "requestBody": {
-        "required": False,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "properties": {
-                        "candidate": {"type": "string", "default": "draft"},
-                        "baseline": {"type": "string", "default": "published"},
-                        "limit": {"type": "integer", "default": DEFAULT_WINDOW},
-                        "agent": {"type": "string"},
-                        "has": {"type": "array", "items": {"type": "string"}},
-                        "tool": {"type": "string"},
-                        "turn": {"type": "string"},
-                        "outcome": {"type": "string"},
-                        "since": {"type": "string"},
-                        "until": {"type": "string"},
-                        "before": {"type": "string"},
-                    },
-                }
-            }
+IMPACT_BODY: Final = request_body(
+    {
+        "type": "object",
+        "properties": {
+            "candidate": {"type": "string", "default": "draft"},
+            "baseline": {"type": "string", "default": "published"},
+            "limit": {"type": "integer", "default": DEFAULT_WINDOW},
+            "agent": {"type": "string"},
+            "has": {"type": "array", "items": {"type": "string"}},
+            "tool": {"type": "string"},
+            "turn": {"type": "string"},
+            "outcome": {"type": "string"},
+            "since": {"type": "string"},
+            "until": {"type": "string"},
+            "before": {"type": "string"},
         },
-    }
-}
+    },
+    required=False,
+)
 #: Body fields of an impact request that are text (the history's filters and the two sides).
 _IMPACT_TEXT: Final = (
     "candidate",

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from observe.domain.kinds import ROUND_KINDS
+from core.vocabulary import ROUND_KINDS
 from observe.models import Round
 from observe.selectors import RoundFilter
 

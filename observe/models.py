@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from core.vocabulary import KIND_COUNTERS, ROUND_KINDS
+
 
 class Round(models.Model):
     """One round (agent, turn_id, iteration): its assembly, merged with every ingested batch.
@@ -25,10 +27,11 @@ class Round(models.Model):
     max_actions = models.PositiveIntegerField(null=True, blank=True)
     agent_in_policy = models.BooleanField(default=True)
     actions = models.PositiveIntegerField(default=0)
-    rejections = models.PositiveIntegerField(default=0)
-    early_starts = models.PositiveIntegerField(default=0)
-    dedups = models.PositiveIntegerField(default=0)
-    timeouts = models.PositiveIntegerField(default=0)
+    # One counter column per kind of round (rejections, early_starts, dedups, timeouts), named
+    # by the kinds table: a new kind is a new column (and a migration), never a fifth spelling.
+    for _kind in ROUND_KINDS:
+        vars()[_kind.counter] = models.PositiveIntegerField(default=0)
+    del _kind
     #: What the events say, merged a batch at a time (:func:`observe.domain.rounds.assembly_merge`):
     #: per action slot the deciding events' fields, tool ids and params. Ingest reads and writes
     #: this instead of the round's events; lists and cards are built from it alone.
@@ -54,15 +57,7 @@ class Round(models.Model):
             # instead of the rows, which are wide with their assembly (the last minute's counters
             # read a range of round_newest).
             models.Index(
-                fields=[
-                    "agent",
-                    "rejections",
-                    "early_starts",
-                    "dedups",
-                    "timeouts",
-                    "drift",
-                    "started_at",
-                ],
+                fields=["agent", *KIND_COUNTERS, "drift", "started_at"],
                 name="round_counters_drift",
             ),
             # The history's has=drift: drifted rounds, newest first, without a scan of the rest.

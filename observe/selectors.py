@@ -13,10 +13,9 @@ from django.db.models import Count, F, Q, QuerySet
 from django.urls import reverse
 
 from core.text import dot_segment
+from core.vocabulary import IN_PROGRESS, KINDS
 from observe.domain.events import stored_event
-from observe.domain.kinds import KINDS
-from observe.domain.rounds import Round as AssembledRound
-from observe.domain.rounds import assemble, assembly_round
+from observe.domain.rounds import AssembledRound, assemble, assembly_round
 from observe.models import Round
 from policy.versions import version_index
 
@@ -30,10 +29,6 @@ HAS_NAMES = (*KIND_COLUMNS, DRIFT)
 
 #: The largest id a row can have (a signed 64-bit column).
 MAX_ROW_ID = 2**63 - 1
-
-
-#: ``outcome=`` values (DESIGN §6); ``in_progress`` is a round with no outcome yet.
-OUTCOMES = ("ok", "retried", "failed", "in_progress")
 
 
 class BadCursor(ValueError):
@@ -52,7 +47,7 @@ class RoundFilter:
     until: datetime | None = None
     #: A substring of the turn id.
     turn: str | None = None
-    #: One of :data:`OUTCOMES`.
+    #: One of :data:`core.vocabulary.OUTCOME_FILTERS`.
     outcome: str | None = None
     #: The rounds credited to one version (DESIGN §6): its number, and when it was credited
     #: per agent, ``(agent, policy hash, from, until)`` (``policy.versions.VersionIndex``).
@@ -75,7 +70,7 @@ class RoundFilter:
             rounds = rounds.filter(tools__tool_id__icontains=self.tool)
         if self.turn:
             rounds = rounds.filter(turn_id__contains=self.turn)
-        if self.outcome == "in_progress":
+        if self.outcome == IN_PROGRESS:
             rounds = rounds.filter(outcome__isnull=True)
         elif self.outcome:
             rounds = rounds.filter(outcome=self.outcome)

@@ -25,11 +25,11 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.vocabulary import ROUND_KINDS
 from observe import store
 from observe.domain.events import Event, EventError, parse_event, same_content, stored_event
 from observe.domain.facts import RoundFacts
 from observe.domain.health import Before, slots_before
-from observe.domain.kinds import ROUND_KINDS
 from observe.domain.rounds import Assembly, assembly_merge, assembly_new, assembly_summary
 from observe.domain.storable import check_storable
 from observe.drift import Stored, check_drift_after_ingest

@@ -19,9 +19,9 @@ from django.conf import settings
 from django.db import connection, models
 from django.db.models import F
 
+from core.vocabulary import COUNT_KEYS, KIND_COUNTERS
 from observe.domain.events import Event
 from observe.domain.facts import RoundFacts
-from observe.domain.kinds import COUNT_KEYS, ROUND_KINDS
 from observe.domain.rounds import Assembly, AssemblySummary
 from observe.models import Event as StoredEvent
 from observe.models import IngestCount, Round, RoundTool, StreamCounter
@@ -130,11 +130,7 @@ ROUND_COLUMNS = (
     "outcome",
     "policy_hash",
     "max_actions",
-    "actions",
-    "rejections",
-    "early_starts",
-    "dedups",
-    "timeouts",
+    *COUNT_KEYS,
     "agent_in_policy",
     "assembly",
     "version",
@@ -162,9 +158,6 @@ def round_values(
         "version": version,
         "updated_at": now,
     }
-
-
-_KIND_COLUMNS = tuple(kind.counter for kind in ROUND_KINDS)
 
 
 @dataclass
@@ -207,7 +200,7 @@ def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
         for first in range(0, len(turns), _IDS_PER_QUERY):
             chunk = turns[first : first + _IDS_PER_QUERY]
             cursor.execute(
-                f"SELECT {', '.join(quote(c) for c in (*columns, *_KIND_COLUMNS))}"
+                f"SELECT {', '.join(quote(c) for c in (*columns, *KIND_COUNTERS))}"
                 f" FROM {quote(Round._meta.db_table)}"
                 f" WHERE {quote('agent')} IN ({', '.join(['%s'] * len(agents))})"
                 f" AND {quote('turn_id')} IN ({', '.join(['%s'] * len(chunk))})",

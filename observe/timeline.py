@@ -13,17 +13,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
-from observe.domain.events import (
+from core.vocabulary import (
     ACTION_ACCEPTED,
     ACTION_OBSERVED,
     ACTION_REJECTED,
+    KINDS,
     LEDGER_DEDUP,
     TOOL_TIMEOUT,
-    Event,
 )
-from observe.domain.kinds import KINDS
-from observe.domain.rounds import Attempt, RoundAction
-from observe.domain.rounds import Round as AssembledRound
+from observe.domain.events import Event
+from observe.domain.rounds import AssembledRound, Attempt, RoundAction
 from observe.live import early_lead, seconds
 
 TIMELINE_WIDTH: Final = 960.0

@@ -22,9 +22,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from core.numbers import parse_whole
+from core.vocabulary import OUTCOME_FILTERS, ROUND_KINDS
 from engine.round.backstop import multi_action_enabled
 from engine.round.react_version import VersionSources, react_version
-from observe.domain.kinds import ROUND_KINDS
 from observe.domain.rounds import recorded_round
 from observe.history_chart import rounds_chart
 from observe.live import (
@@ -47,7 +47,6 @@ from observe.live.stream import cards_html
 from observe.models import Round, RoundTool
 from observe.selectors import (
     DRIFT,
-    OUTCOMES,
     BadCursor,
     latest_version,
     longest_rounds,
@@ -252,7 +251,7 @@ def history(request: HttpRequest) -> HttpResponse:
                 ("24h", "last 24 h"),
                 ("7d", "last 7 days"),
             ],
-            "outcomes": OUTCOMES,
+            "outcomes": OUTCOME_FILTERS,
         },
         status=status,
     )

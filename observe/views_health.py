@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from core.timewindow import parse_moment
-from observe.domain.health import FIGURES, rate_text
+from observe.domain.health import DEDUPS, EARLY, FIGURES, TIMEOUTS, rate_text
 from observe.health.chart import figure_text, health_chart
 from observe.health.live import alerts_context
 from observe.health.report import limit_impact, timeout_alerts, tool_health_report
@@ -29,11 +29,11 @@ COLUMNS: Final = (
     ("p95_ms", "p95"),
     ("p99_ms", "p99"),
     ("max_ms", "max"),
-    ("timeouts", "Timeouts"),
+    (TIMEOUTS, "Timeouts"),
     ("timeout_rate", "Timeout rate"),
     ("errors", "Errors"),
-    ("early_starts", "Early"),
-    ("dedups", "Dedups"),
+    (EARLY, "Early"),
+    (DEDUPS, "Dedups"),
     ("drifted_rounds", "Drifted rounds"),
 )
 SORTS: Final = frozenset(name for name, _ in COLUMNS)

@@ -1,5 +1,5 @@
 """Versions in the browser: history, one version, diff, and resetting the draft to a version.
-(Publishing, rollback and impact replay observe's rounds: they live in ``pages.impact``.)"""
+(Publishing, rollback and impact replay observe's rounds: they live in ``pages.impact_pages``.)"""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ from policy.selectors import (
     text_analysis,
 )
 from policy.services import StaleRevision, draft_replace
-from web.api_io import if_match_revision, read_body, read_json
+from web.api_io import if_match_revision, read_body, read_json, request_body
 
 router = Router(tags=["policy"], auth=session_auth)
 
@@ -114,18 +114,8 @@ class ConflictOut(Schema):
 
 
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
-YAML_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {t: {"schema": {"type": "string"}} for t in YAML_TYPES},
-    }
-}
-JSON_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {"application/json": {"schema": {"type": "object"}}},
-    }
-}
+YAML_BODY = request_body({"type": "string"}, content_types=YAML_TYPES)
+JSON_BODY = request_body({"type": "object"})
 
 
 @router.post(

@@ -10,10 +10,11 @@ from typing import Annotated, Any
 from ninja import Schema
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
+from core.vocabulary import CONCRETE_STRATEGIES
 from engine.tools.connections import KINDS
 from engine.traits.execution_design import MODES, RETRIES
-from engine.traits.traits import CONCRETE_STRATEGIES
 from policy.api import ConflictOut, DiagnosticOut
+from web.api_io import request_body
 
 # --- request bodies ------------------------------------------------------------------------------
 
@@ -98,16 +99,12 @@ def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
     return node
 
 
-def json_body(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
-
-
 def model_body(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema()
-    return json_body(_inline_refs(schema, schema.pop("$defs", {})))
+    return request_body(_inline_refs(schema, schema.pop("$defs", {})))
 
 
-CONNECTION_BODY = json_body(
+CONNECTION_BODY = request_body(
     {
         "type": "object",
         "description": "Connection keys and values; on PATCH, null removes a key.",
@@ -115,7 +112,7 @@ CONNECTION_BODY = json_body(
         "additionalProperties": True,
     }
 )
-MANIFEST_BODY = json_body(
+MANIFEST_BODY = request_body(
     {
         "type": "object",
         "description": 'The runtime-discovered tools: {"<tool id>": {"tool_traits": {…}}, …}.',

@@ -25,7 +25,6 @@ from typing import Any, NoReturn, TextIO
 from core.text import counted
 from engine.catalog.catalog import COMPACT_OMITS, CatalogPreview, catalog_preview
 from engine.catalog.multi_action import (
-    CATALOG_DETAILS,
     ModeSources,
     agent_presentation,
     multi_action_mode,
@@ -46,7 +45,7 @@ from engine.replay.draft_impact import (
     version_line,
 )
 from engine.round.dryrun import RoundSpecError, describe, dry_run, parse_round_spec
-from engine.round.react_version import REACT_VERSIONS, VersionSources, react_version
+from engine.round.react_version import VersionSources, react_version
 from engine.tools.agent_run import AgentRun, agent_run
 from engine.tools.manifest import Manifest, ManifestError, parse_manifest
 from engine.tools.resolution import (
@@ -54,14 +53,14 @@ from engine.tools.resolution import (
     UnknownAgentError,
     effective_json,
 )
-from engine.traits.builtins import DEFAULT_ROLE, ROLES
+from policy.cli_commands import FILE_COMMANDS, add_commands
 from policy.domain.analysis import Analysis, analyze_text
 from policy.domain.descriptor_write import ExportRefused, export_into_descriptor
 from policy.domain.descriptors import DescriptorError
 from policy.domain.suites import SuiteError, load_suite, run_suite
 from policy.domain.suites import summary as suite_summary
 from policy.domain.validation.tools_unknown import render_unseen, unseen_tools
-from policy.domain.yaml_io import CLI_MAX_BYTES, export_text
+from policy.domain.yaml_io import export_text
 
 EXIT_OK = 0
 EXIT_NEGATIVE = 1
@@ -78,163 +77,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"traitdeck: {message} (see 'traitdeck --help')\n")
 
 
-def _role_option(cmd: argparse.ArgumentParser) -> None:
-    cmd.add_argument(
-        "--role",
-        choices=ROLES,
-        default=DEFAULT_ROLE,
-        help="the agent's role at run time, which decides the built-ins: parent (can delegate: "
-        "react.delegate), child (a sub-agent: react.contribute), none (default: parent)",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="traitdeck",
         description="Check a tool-trait policy the way the agent runtime will read it.",
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    def command(name: str, help_text: str, *, formats: bool) -> argparse.ArgumentParser:
-        cmd = sub.add_parser(name, help=help_text, description=help_text)
-        cmd.add_argument("file", metavar="FILE", help="policy YAML ('-' reads standard input)")
-        cmd.add_argument("--manifest", metavar="M.json", help="tools discovered in code (JSON)")
-        cmd.add_argument(
-            "--bundle",
-            metavar="ID",
-            help="when FILE is a KDCube bundles descriptor: the bundle whose props to read "
-            "(default: the only one carrying a policy)",
-        )
-        cmd.add_argument(
-            "--max-bytes",
-            type=positive_int,
-            default=CLI_MAX_BYTES,
-            metavar="N",
-            help=f"refuse larger input files (default {CLI_MAX_BYTES})",
-        )
-        if formats:
-            cmd.add_argument("--format", choices=["text", "json"], default="text")
-        return cmd
-
-    command("validate", "Print every diagnostic; exit 1 when there are errors.", formats=True)
-    effective = command("effective", "Effective traits of an agent's tools.", formats=True)
-    effective.add_argument("--agent", required=True)
-    _role_option(effective)
-    catalog = command("catalog", "The tool catalog text the model will read.", formats=False)
-    catalog.add_argument("--agent", required=True)
-    _role_option(catalog)
-    catalog.add_argument("--tool", metavar="ID", help="only this model-facing tool id")
-    catalog.add_argument("--no-builtins", action="store_true", help="leave out the react.* tools")
-    catalog.add_argument(
-        "--detail",
-        choices=CATALOG_DETAILS,
-        help="the runtime's form to render (default: the one that applies to the agent when the "
-        "end user picks none: its default instruction profile's or react block's "
-        "tool_catalog_detail, else full)",
-    )
-    dry = command(
-        "dry-run", "Run a round through the overseer, early gate and ledger.", formats=True
-    )
-    dry.add_argument("--agent", required=True)
-    _role_option(dry)
-    dry.add_argument("--round", required=True, metavar="R.json", help="the round to run (JSON)")
-    dry.add_argument(
-        "--multi-action-mode",
-        metavar="MODE",
-        help="the runtime's multi_action_mode (on/true/1/yes/safe_fanout/fanout mean on, any "
-        "other string off); the round file's own mode wins",
-    )
-    dry.add_argument(
-        "--profile",
-        metavar="ID",
-        help="the instruction profile whose multi_action_mode applies "
-        "(default: the agent's instruction_profiles.default)",
-    )
-    _react_version_option(dry)
-    command("fmt", "Print the policy in Traitdeck's canonical export form.", formats=False)
-    export = command(
-        "export",
-        "Write the policy into a KDCube bundles descriptor, changing only the policy's lines "
-        "(comments, quoting, key order and blank lines stay); prints it unless --in-place.",
-        formats=False,
-    )
-    export.add_argument(
-        "--into", required=True, metavar="bundles.yaml", help="the KDCube bundles descriptor"
-    )
-    export.add_argument(
-        "--in-place", action="store_true", help="rewrite the descriptor instead of printing it"
-    )
-    replay = command(
-        "replay",
-        "Replay recorded rounds under the policy: with --against, what changes from OTHER to "
-        "FILE (newly rejected, early starts and dedups gained or lost); without, what FILE "
-        "predicts for them.",
-        formats=True,
-    )
-    replay.add_argument(
-        "--rounds",
-        required=True,
-        metavar="ROUNDS.jsonl",
-        help='one recorded round per line: a dry-run round (as dry-run --round) plus the "agent" '
-        "it ran as ('-' reads standard input)",
-    )
-    replay.add_argument("--against", metavar="OTHER", help="the baseline policy YAML")
-    replay.add_argument(
-        "--against-bundle",
-        metavar="ID",
-        help="when OTHER is a bundles descriptor: the bundle whose props to read",
-    )
-    replay.add_argument(
-        "--multi-action-mode",
-        metavar="MODE",
-        help="for rounds that did not record one, instead of each agent's default profile's",
-    )
-    _role_option(replay)
-    _react_version_option(replay)
-    suite = command(
-        "test",
-        "Run a regression suite (SUITE.yaml: cases with the verdicts each round must get) under "
-        "the policy; exit 1 when a case fails.",
-        formats=True,
-    )
-    suite.add_argument("suite", metavar="SUITE.yaml", help="the suite (cases of one agent)")
-    suite.add_argument(
-        "--multi-action-mode",
-        metavar="MODE",
-        help="for cases whose round sets none, instead of the agent's default profile's",
-    )
-    _role_option(suite)
-    _react_version_option(suite)
-    manifest = command(
-        "manifest",
-        "Import each python connection's module (or ref) as the runtime does and print the "
-        "manifest JSON (tools, descriptions, parameters, intrinsic traits); exit 1 naming the "
-        "connections whose module fails to import.",
-        formats=False,
-    )
-    manifest.add_argument("--agent", required=True)
-    manifest.add_argument(
-        "--bundle-root", metavar="DIR", help="resolve relative ref paths against this directory"
-    )
-    manifest.add_argument(
-        "--python-path",
-        metavar="DIR",
-        action="append",
-        default=[],
-        help="put DIR on sys.path before importing (repeatable)",
-    )
+    add_commands(sub, FILE_COMMANDS, describe=True)
     return parser
-
-
-def positive_int(value: str) -> int:
-    """An argparse type for counts and limits: a whole number, at least 1."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{number} is not at least 1")
-    return number
 
 
 def _read(path: str, max_bytes: int, what: str) -> bytes:
@@ -522,15 +372,6 @@ def _side(
         return modes[agent]
 
     return resolver, mode
-
-
-def _react_version_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--react-version",
-        choices=REACT_VERSIONS,
-        help="the react agent the runtime runs (KDCube's default v2, or v3); a round's own "
-        "react_version wins; default: TRAITDECK_REACT_AGENT_VERSION, else v2",
-    )
 
 
 def _chosen_version(args: argparse.Namespace) -> tuple[str, str]:

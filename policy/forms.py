@@ -13,9 +13,10 @@ from typing import Any
 
 from django import forms
 
+from core.vocabulary import CONCRETE_STRATEGIES, EARLY_PROFILE
 from engine.tools.manifest import ManifestError, parse_manifest
 from engine.traits.execution_design import MODES, RETRIES
-from engine.traits.traits import CONCRETE_STRATEGIES, EARLY_PROFILE, is_early_profile
+from engine.traits.traits import is_early_profile
 from policy.domain.edits import (
     EditError,
     as_sentence,

@@ -261,16 +261,24 @@ def policy_publish(
         before=_summary(published),
         after=_summary(version),
     )
+    _audit_overridden_cases(actor=actor, version=version, done="published", failing=failing)
+    _announce(version, actor)
+    return version
+
+
+def _audit_overridden_cases(
+    *, actor: Any, version: PolicyVersion, done: str, failing: list[str]
+) -> None:
+    """Record the failing regression cases an admin overrode to make ``version`` (``done``:
+    "published", "rolled back"), when there were any."""
     if failing:
         audit_record(
             actor=actor,
             action="suite.override",
             target=f"version {version.number}",
-            message=f"published with {counted(len(failing), 'failing regression case')}",
+            message=f"{done} with {counted(len(failing), 'failing regression case')}",
             after={"failing": failing},
         )
-    _announce(version, actor)
-    return version
 
 
 @transaction.atomic
@@ -343,14 +351,9 @@ def policy_rollback(
         },
         after={**(_summary(version) or {}), "copy_of": number},
     )
-    if overridden_cases:
-        audit_record(
-            actor=actor,
-            action="suite.override",
-            target=f"version {version.number}",
-            message=f"rolled back with {counted(len(overridden_cases), 'failing regression case')}",
-            after={"failing": overridden_cases},
-        )
+    _audit_overridden_cases(
+        actor=actor, version=version, done="rolled back", failing=overridden_cases or []
+    )
     _announce(version, actor)
     return version
 

@@ -14,9 +14,10 @@ from typing import Any, Final
 from django.http import HttpRequest
 from ninja.errors import HttpError
 
-from core.json_limits import MAX_DEPTH, NotJson, decode_json, nests_deeper
+from core.json_limits import NotJson, decode_json, nests_deeper
 from core.numbers import parse_whole
 from core.text import unencodable_path
+from core.vocabulary import MAX_DEPTH
 
 JSON_TYPES: Final = ("application/json",)
 #: Seconds a client is told to wait when the store is busy (``Retry-After``).
@@ -100,3 +101,15 @@ def if_match_revision(request: HttpRequest) -> int | None:
     if revision is None:
         raise HttpError(400, 'If-Match must be a quoted draft revision, like "5".')
     return revision
+
+
+def request_body(
+    schema: dict[str, Any],
+    *,
+    content_types: tuple[str, ...] = JSON_TYPES,
+    required: bool = True,
+) -> dict[str, Any]:
+    """The ``openapi_extra`` of an operation that reads its body itself (``read_json`` /
+    ``read_body``, not a ninja schema): the body's schema under each content type it takes."""
+    content = {content_type: {"schema": schema} for content_type in content_types}
+    return {"requestBody": {"required": required, "content": content}}

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from conformance.families.config import (
@@ -290,10 +291,12 @@ def scope_blocks(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def record(rt: Any) -> list[dict[str, Any]]:
+def runtime_catalogs(rt: Any) -> Iterator[tuple[str, dict[str, Any], list[Any]]]:
+    """Each catalog input (canonical) with the catalog the runtime builds for it: the agent's
+    configured tools, then the react built-ins of its role. This family renders it in full, the
+    compact family compactly."""
     from conformance.runtime_policy import agent_adapters
 
-    out = []
     for name, case in all_catalog_inputs():
         case = canonical(case)
         adapters = agent_adapters(
@@ -302,6 +305,12 @@ def record(rt: Any) -> list[dict[str, Any]]:
         catalog = rt.layout.build_tool_catalog(adapters) + rt.react_call.get_react_tools_catalog(
             subagent_role=case["role"]
         )
+        yield name, case, catalog
+
+
+def record(rt: Any) -> list[dict[str, Any]]:
+    out = []
+    for name, case, catalog in runtime_catalogs(rt):
         text = rt.layout.build_tools_block(catalog, header="X")
         out.append({"id": name, "input": case, "runtime": scope_blocks(text)})
     return out

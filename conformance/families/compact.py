@@ -23,19 +23,10 @@ def without_code_lines(text: str) -> str:
 
 
 def record(rt: Any) -> list[dict[str, Any]]:
-    from conformance.families.catalog import all_catalog_inputs
-    from conformance.families.config import canonical
-    from conformance.runtime_policy import agent_adapters
+    from conformance.families.catalog import runtime_catalogs
 
     out = []
-    for name, case in all_catalog_inputs():
-        case = canonical(case)
-        adapters = agent_adapters(
-            rt, case["policy"], case["agent"], manifest=case["manifest"], role=case["role"]
-        )
-        catalog = rt.layout.build_tool_catalog(adapters) + rt.react_call.get_react_tools_catalog(
-            subagent_role=case["role"]
-        )
+    for name, case, catalog in runtime_catalogs(rt):
         text = rt.layout.build_compact_tools_block(catalog, header=HEADER)
         out.append(
             {

@@ -138,12 +138,9 @@ IDENTITY = [
 
 
 def record(rt: Any) -> list[dict[str, Any]]:
-    from conformance import round_driver, round_policies, runtime_policy
+    from conformance import round_driver, runtime_policy
 
-    policy = round_policies.policies()[POLICY]
-    adapters = runtime_policy.agent_adapters(
-        rt, policy["policy"], "main", manifest=policy["manifest"]
-    )
+    adapters = runtime_policy.recorded_adapters(rt, POLICY)
     cases = []
     for case in inputs():
         rows = round_driver.drive_round(rt, adapters, case["round"], case["multi_action_mode"])

@@ -100,15 +100,11 @@ def _tools() -> list[str]:
 
 
 def record(rt: Any) -> list[dict[str, Any]]:
-    from conformance import round_policies, runtime_policy, v2_driver
+    from conformance import runtime_policy, v2_driver
 
-    sample = round_policies.policies()[POLICY]
-    adapters = runtime_policy.agent_adapters(
-        rt, sample["policy"], "main", manifest=sample["manifest"]
-    )
-    tools = [a["id"] for a in adapters]
+    adapters, cases = runtime_policy.generated_cases(rt, POLICY, generate)
     out = []
-    for case in generate(tools):
+    for case in cases:
         spec = case["round"]
         decisions = [{"actions": actions} for actions in spec["attempts"]]
         answer = v2_driver.drive_turn(rt, adapters, decisions, iteration=spec["iteration"])

@@ -56,15 +56,11 @@ def generate(tools: list[str]) -> list[dict[str, Any]]:
 
 
 def record(rt: Any) -> list[dict[str, Any]]:
-    from conformance import round_policies, runtime_policy, v2_driver
+    from conformance import runtime_policy, v2_driver
 
-    sample = round_policies.policies()[POLICY]
-    adapters = runtime_policy.agent_adapters(
-        rt, sample["policy"], "main", manifest=sample["manifest"]
-    )
-    tools = [a["id"] for a in adapters]
+    adapters, cases = runtime_policy.generated_cases(rt, POLICY, generate)
     out = []
-    for case in generate(tools):
+    for case in cases:
         spec = case["round"]
         answer = v2_driver.drive_v3_decision(
             rt,

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from core.vocabulary import DEDUP, EARLY, PREDICTED_KINDS, REJECTION
+from core.vocabulary import KINDS as ROUND_KIND
 from engine.catalog.multi_action import ModeSources, multi_action_mode
 from engine.round.backstop import EXEC_TOOLS, multi_action_enabled
 from engine.round.decide import Outcome, decide_version, outcome_of_row, outcomes_by_slot
@@ -553,21 +555,21 @@ def predict(
             actions += 1
             if outcome.rejected:
                 rejected[outcome.code or "—"] += 1
-                kinds.add("rejection")
+                kinds.add(REJECTION)
             if outcome.early:
                 early += 1
-                kinds.add("early")
+                kinds.add(EARLY)
             if outcome.dedup:
                 dedup += 1
-                kinds.add("dedup")
+                kinds.add(DEDUP)
         with_kind.update(kinds)
     return {
         "rounds": rounds_seen,
         "actions": actions,
         "rejected": dict(sorted(rejected.items())),
-        "early_starts": early,
-        "dedups": dedup,
-        "rounds_with": {k: with_kind[k] for k in ("rejection", "early", "dedup")},
+        ROUND_KIND[EARLY].counter: early,
+        ROUND_KIND[DEDUP].counter: dedup,
+        "rounds_with": {k: with_kind[k] for k in PREDICTED_KINDS},
         "react_version": react_version,
         "react_version_source": version_source,
         "rounds_by_react_version": dict(sorted(versions.items())),

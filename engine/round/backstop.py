@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
+from core.vocabulary import UNKNOWN
 from engine.round.overseer import (
     FINAL_ACTIONS,
     FINAL_AFTER_NON_NEUTRAL,
@@ -26,12 +27,7 @@ from engine.round.overseer import (
     Action,
 )
 from engine.traits.round_policy import RoundPolicy
-from engine.traits.traits import (
-    UNKNOWN,
-    compatible_strategies,
-    is_exactly_neutral,
-    normalize_strategy,
-)
+from engine.traits.traits import compatible_strategies, is_exactly_neutral, normalize_strategy
 
 #: The runtime's code-execution tools: never allowed in a multi-action bundle.
 EXEC_TOOLS: Final = frozenset({"exec_tools.execute_code_python"})

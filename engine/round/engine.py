@@ -24,8 +24,8 @@ params change nothing (no namespace override, no params the runtime checks) has 
 stream index, kept with them; a call whose traits depend on its params or whose params the
 runtime checks is asked of the policy and the runtime's checks with its params. The verdicts-only
 path runs this engine for every recorded round of an impact window and every stored batch, so it
-makes as few objects per streamed action as it can: the run itself is the answer (:class:`Round`),
-and a row holds only what differs from its class's defaults.
+makes as few objects per streamed action as it can: the run itself is the answer
+(:class:`EngineRun`), and a row holds only what differs from its class's defaults.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from core.vocabulary import EXPLOITATION, UNKNOWN
 from engine.round.backstop import (
     EXEC_ONLY_TOOLS,
     EXEC_TOOLS,
@@ -47,13 +48,7 @@ from engine.round.ledger import LedgerHit, RoundLedger
 from engine.round.overseer import FINAL_ACTIONS, Action, Overseer, Resolver, Seen
 from engine.round.round_spec import RoundSpec
 from engine.traits.round_policy import RoundPolicy
-from engine.traits.traits import (
-    EXPLOITATION,
-    UNKNOWN,
-    is_early,
-    is_exactly_neutral,
-    resolved_strategy,
-)
+from engine.traits.traits import is_early, is_exactly_neutral, resolved_strategy
 
 ACCEPTED: Final = "accepted"
 REJECTED: Final = "rejected"
@@ -268,12 +263,12 @@ def _is_mapping(value: Any) -> bool:
     return type(value) is dict or isinstance(value, Mapping)
 
 
-def run(spec: RoundSpec, policy: RoundPolicy, multi: bool, code_complete: bool = True) -> Round:
+def run(spec: RoundSpec, policy: RoundPolicy, multi: bool, code_complete: bool = True) -> EngineRun:
     """What the runtime does with the round (see the module docstring). ``code_complete``: the
     decision's code channel streamed complete (``allow_single_exec_with_code``) when the round
     does not say (its ``exec_code_complete``)."""
     facts = policy.__dict__.get(_FACTS_ATTRIBUTE) or _facts(policy)
-    result = Round(facts.resolve, spec.max_actions)
+    result = EngineRun(facts.resolve, spec.max_actions)
     result.spec, result.policy, result.multi = spec, policy, multi
     result.code_complete = (
         code_complete if spec.exec_code_complete is None else spec.exec_code_complete
@@ -286,7 +281,7 @@ def run(spec: RoundSpec, policy: RoundPolicy, multi: bool, code_complete: bool =
     return result
 
 
-class Round(Overseer):
+class EngineRun(Overseer):
     """One round's run, and the engine's answer for it: the effective multi-action switch
     (``multi``) and online cap (``cap``), and per attempt, per streamed action, its step and row
     (``steps``, ``rows``). While it runs it is the round's online overseer (one per decision

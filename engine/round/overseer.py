@@ -11,13 +11,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from engine.traits.traits import (
-    EXPLOITATION,
-    UNKNOWN,
-    compatible_strategies,
-    is_exactly_neutral,
-    resolved_strategy,
-)
+from core.vocabulary import EXPLOITATION, UNKNOWN
+from engine.traits.traits import compatible_strategies, is_exactly_neutral, resolved_strategy
 
 FINAL_ACTIONS: Final = frozenset({"complete", "exit"})
 SUPPORTED_ACTIONS: Final = frozenset({"call_tool", "complete", "exit"})

@@ -23,6 +23,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from core.vocabulary import EARLY_PROFILE, EXECUTION, STRATEGY
 from engine.document.paths import AGENTS, Path
 from engine.tools.manifest import Manifest
 from engine.tools.named_services import (
@@ -67,11 +68,11 @@ def runtime_traits(value: Any) -> dict[str, Any]:
         name = text(key)
         if not name:
             continue
-        if name == "strategy":
+        if name == STRATEGY:
             out[name] = list(normalize_strategy(raw))
-        elif name == "execution" and isinstance(raw, Mapping):
+        elif name == EXECUTION and isinstance(raw, Mapping):
             execution = dict(raw)
-            for part in ("trigger", "concurrency", "result_dependency", "replay"):
+            for part in EARLY_PROFILE:
                 if part in execution:
                     execution[part] = text(execution[part]).lower()
             out[name] = execution

@@ -13,7 +13,6 @@ the YAML config, and it lists the tools of a connection whose ``allowed`` list d
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,9 +20,10 @@ from types import MappingProxyType
 from typing import Any
 
 from core.gc_pause import gc_paused
-from core.json_limits import MAX_DEPTH
-from core.numbers import BOUND_TEXT, MAX_DIGITS, is_bounded, show_number
+from core.json_limits import json_problem
+from core.numbers import BOUND_TEXT, show_number
 from core.text import unencodable_path
+from core.vocabulary import MAX_DEPTH, MAX_DIGITS, MAX_MAGNITUDE
 from engine.document.jsonable import json_kind
 
 
@@ -180,23 +180,16 @@ def _plainly_storable(data: Any) -> bool:
 def _unstorable(data: Any) -> str | None:
     """Why the manifest cannot be stored as JSON and shown again, or ``None``: a NUL character
     (PostgreSQL refuses it in JSON), NaN or Infinity (not JSON: SQLite's JSON check refuses them),
-    or nesting past ``MAX_DEPTH`` (encoding it again would exhaust the stack). Walks with a
-    stack, never recursion."""
-    stack: list[tuple[Any, int]] = [(data, 0)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, str) and "\x00" in value:
-            return "The manifest contains a NUL character."
-        if isinstance(value, float) and not math.isfinite(value):
-            return f"The manifest holds the number {value}, which JSON cannot hold."
-        if not is_bounded(value):
-            return f"The manifest holds {show_number(value)}: {BOUND_TEXT}."
-        if isinstance(value, Mapping | list):
-            if depth >= MAX_DEPTH:
-                return f"The manifest nests deeper than {MAX_DEPTH} levels."
-            if isinstance(value, Mapping):
-                stack.extend((key, depth + 1) for key in value)
-                stack.extend((item, depth + 1) for item in value.values())
-            else:
-                stack.extend((item, depth + 1) for item in value)
-    return None
+    a number past the bound people type, or nesting past ``MAX_DEPTH`` (encoding it again would
+    exhaust the stack)."""
+    found = json_problem(data, max_int=MAX_MAGNITUDE - 1)
+    if found is None:
+        return None
+    return {
+        "nul": "The manifest contains a NUL character.",
+        "nul_key": "The manifest contains a NUL character.",
+        "integer": f"The manifest holds {show_number(found.value)}: {BOUND_TEXT}.",
+        "not_finite": f"The manifest holds the number {found.value}, which JSON cannot hold.",
+        "too_deep": f"The manifest nests deeper than {MAX_DEPTH} levels.",
+        "not_json": "",  # not asked for (json_types is off)
+    }[found.kind]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
-from engine.traits.traits import EARLY_PROFILE, EXPLOITATION, EXPLORATION, NEUTRAL
+from core.vocabulary import EARLY_PROFILE, EXPLOITATION, EXPLORATION, NEUTRAL
 
 BUILTIN_ALIAS: Final = "react"
 

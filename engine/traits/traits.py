@@ -5,21 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-EXPLORATION: Final = "exploration"
-EXPLOITATION: Final = "exploitation"
-NEUTRAL: Final = "neutral"
-UNKNOWN: Final = "unknown"
-
-STRATEGY_VALUES: Final = (EXPLORATION, EXPLOITATION, NEUTRAL, UNKNOWN)
-CONCRETE_STRATEGIES: Final = (EXPLORATION, EXPLOITATION, NEUTRAL)
-
-#: The only execution mapping that makes a call start while the model is still generating.
-EARLY_PROFILE: Final[Mapping[str, str]] = {
-    "trigger": "tool_call_complete",
-    "concurrency": "parallel_with_generation",
-    "result_dependency": "detached",
-    "replay": "at_most_once_per_round",
-}
+from core.vocabulary import (
+    EARLY_PROFILE,
+    EXECUTION,
+    EXPLOITATION,
+    EXPLORATION,
+    NEUTRAL,
+    STRATEGY,
+    STRATEGY_VALUES,
+    UNKNOWN,
+)
 
 # Ordered compatibility: (earlier accepted, following candidate) pairs that may share a round.
 _COMPATIBLE: Final = frozenset(
@@ -140,9 +135,7 @@ def is_early(traits: Mapping[str, Any] | None) -> bool:
     if traits is None:
         return False
     # The profile first: most tools have none, and it is the cheaper question.
-    return is_early_profile(traits.get("execution")) and is_exactly_neutral(
-        resolved_strategy(traits)
-    )
+    return is_early_profile(traits.get(EXECUTION)) and is_exactly_neutral(resolved_strategy(traits))
 
 
 def early_profile_problems(raw_execution: Any) -> list[str]:
@@ -164,9 +157,9 @@ def normalize_traits(raw: Mapping[str, Any]) -> dict[str, Any]:
     ``execution`` normalized (when a mapping), every other key kept as-is, in mapping order."""
     out: dict[str, Any] = {}
     for key, value in raw.items():
-        if key == "strategy":
+        if key == STRATEGY:
             out[key] = list(normalize_strategy(value))
-        elif key == "execution":
+        elif key == EXECUTION:
             execution = normalize_execution(value)
             out[key] = execution if execution is not None else value
         else:
@@ -176,6 +169,6 @@ def normalize_traits(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 def resolved_strategy(traits: Mapping[str, Any] | None) -> tuple[str, ...]:
     """The strategy of a resolved trait mapping; a tool with no traits or no strategy is unknown."""
-    if traits is None or "strategy" not in traits:
+    if traits is None or STRATEGY not in traits:
         return (UNKNOWN,)
-    return normalize_strategy(traits["strategy"])
+    return normalize_strategy(traits[STRATEGY])

@@ -11,7 +11,7 @@ from ninja.errors import HttpError
 
 from accounts.auth import RuntimeTokenAuth
 from kdcube.bridge.services import BadReport, bridge_report
-from web.api_io import read_json
+from web.api_io import read_json, request_body
 
 router = Router(tags=["bridge"])
 MAX_BYTES = 64 * 1024
@@ -21,24 +21,17 @@ class StatusOut(Schema):
     agents: list[str]
 
 
-STATUS_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "required": ["name"],
-                    "properties": {
-                        "name": {"type": "string", "minLength": 1, "maxLength": 100},
-                        "last_envelope_ms": {"type": ["integer", "null"], "minimum": 0},
-                        "counts": {"type": ["object", "null"]},
-                    },
-                }
-            }
+STATUS_BODY = request_body(
+    {
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 100},
+            "last_envelope_ms": {"type": ["integer", "null"], "minimum": 0},
+            "counts": {"type": ["object", "null"]},
         },
     }
-}
+)
 
 
 @router.post(

@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from typing import Final
 
 import httpx
-import redis
 
 from kdcube.bridge.runner import traitdeck_client
-from kdcube.bridge.subscription import Subscription, redis_retry_wait
+from kdcube.bridge.subscription import Listener, Subscription
 
 logger = logging.getLogger("bridge")
 
@@ -50,7 +49,7 @@ class WatchOptions:
         return CHANNEL.format(tenant=self.tenant, project=self.project)
 
 
-class PropsWatch:
+class PropsWatch(Listener[WatchOptions]):
     def __init__(
         self,
         options: WatchOptions,
@@ -58,12 +57,14 @@ class PropsWatch:
         stop: threading.Event | None = None,
         say: Callable[[str], None] = logger.info,
     ) -> None:
-        self.o = options
-        self.stop = stop or threading.Event()
-        self.say = say
-        # Traitdeck reads KDCube before it answers: allow for KDCube's own time limit.
-        self.http = traitdeck_client(options.url, options.token, 30.0)
-        self.subscription = Subscription(options.redis_url, channel=options.channel)
+        super().__init__(
+            options,
+            # Traitdeck reads KDCube before it answers: allow for KDCube's own time limit.
+            traitdeck_client(options.url, options.token, 30.0),
+            Subscription(options.redis_url, channel=options.channel),
+            stop=stop,
+            say=say,
+        )
         self.notified = 0
 
     def notify(self, source: str, updated_by: str = "") -> None:
@@ -91,7 +92,6 @@ class PropsWatch:
         self.notify("listener", str(message.get("updated_by") or "")[:150])
 
     def run(self) -> None:
-        attempt = 0
         next_poll = time.monotonic() + self.o.poll_s
         retry_at = 0.0
         while not self.stop.is_set():
@@ -103,19 +103,13 @@ class PropsWatch:
             if not self.subscription.open_now and now < retry_at:
                 self.stop.wait(min(wait, retry_at - now))
                 continue
-            try:
-                if not self.subscription.open_now:
-                    self.subscription.open()
-                    self.say(f"props watch: subscribed to {self.o.channel}")
-                    attempt = 0
-                for _channel, payload in self.subscription.read(wait):
-                    self.handle(payload)
-            except (redis.RedisError, OSError) as exc:
-                self.subscription.close()
-                delay = redis_retry_wait(attempt)
-                if attempt == 0:
-                    self.say(f"props watch: Redis unavailable ({exc}); reconnecting")
-                attempt += 1
+            delay = self.pump(
+                wait,
+                lambda _channel, payload: self.handle(payload),
+                subscribed=f"props watch: subscribed to {self.o.channel}",
+                name="props watch",
+            )
+            if delay is not None:
                 retry_at = time.monotonic() + delay
         self.subscription.close()
         self.http.close()

@@ -26,11 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import httpx
-import redis
 
 from kdcube.bridge.domain.buffer import RoundBuffer
 from kdcube.bridge.domain.mapping import DEFAULT_PATTERN, ISOLATION_TIMEOUT_S, Mapper
-from kdcube.bridge.subscription import Subscription, redacted, redis_retry_wait
+from kdcube.bridge.subscription import Listener, Subscription, redacted
 
 logger = logging.getLogger("bridge")
 
@@ -112,7 +111,7 @@ def _retry_after(response: httpx.Response, default: float) -> float:
         return default
 
 
-class Bridge:
+class Bridge(Listener[Options]):
     def __init__(
         self,
         options: Options,
@@ -121,9 +120,13 @@ class Bridge:
         stop: threading.Event | None = None,
         say: Callable[[str], None] = logger.info,
     ) -> None:
-        self.o = options
-        self.stop = stop or threading.Event()
-        self.say = say
+        super().__init__(
+            options,
+            traitdeck_client(options.url, options.token, 10.0, transport=transport),
+            Subscription(options.redis_url, pattern=options.pattern),
+            stop=stop,
+            say=say,
+        )
         self.mapper = Mapper(options.agents or (), isolation_timeout_s=options.isolation_timeout_s)
         self.counts = Counts()
         self.buffer = RoundBuffer(options.buffer_events)
@@ -132,8 +135,6 @@ class Bridge:
         #: Mapping and the buffer are shared by the Redis thread and the poster.
         self.lock = threading.Lock()
         self.ready = threading.Event()
-        self.http = traitdeck_client(options.url, options.token, 10.0, transport=transport)
-        self.subscription = Subscription(options.redis_url, pattern=options.pattern)
         #: Until the server has said which agents the policy has, messages wait here unmapped
         #: (an agent id mapped without them would land on the wrong agent).
         self.agents_known = options.agents is not None
@@ -261,14 +262,18 @@ class Bridge:
             f" ({c.dropped_events} events) by the full buffer; {self.waiting()} waiting"
         )
 
+    def _handle_locked(self, channel: str, payload: bytes | str) -> None:
+        with self.lock:
+            self.handle(channel, payload)
+
     # --- the loop -------------------------------------------------------------------------
 
     def read_redis(self) -> None:
         """The Redis thread: read and map every message until ``stop``, reconnecting quickly.
         It also writes the stats line, so the log keeps counting while posting is blocked."""
-        attempt = 0
         last_stats = time.monotonic()
         since = Counts()
+        subscribed = f"bridge: subscribed to {self.o.pattern} on {redacted(self.o.redis_url)}"
         while not self.stop.is_set():
             now = time.monotonic()
             if now - last_stats >= self.o.stats_s:
@@ -277,21 +282,8 @@ class Bridge:
                     since = Counts(envelopes=self.counts.envelopes)
                 self.say(line)
                 last_stats = now
-            try:
-                if not self.subscription.open_now:
-                    self.subscription.open()
-                    where = redacted(self.o.redis_url)
-                    self.say(f"bridge: subscribed to {self.o.pattern} on {where}")
-                    attempt = 0
-                for channel, payload in self.subscription.read(0.2):
-                    with self.lock:
-                        self.handle(channel, payload)
-            except (redis.RedisError, OSError) as exc:
-                self.subscription.close()
-                wait = redis_retry_wait(attempt)
-                if attempt == 0:
-                    self.say(f"bridge: Redis unavailable ({exc}); reconnecting")
-                attempt += 1
+            wait = self.pump(0.2, self._handle_locked, subscribed=subscribed, name="bridge")
+            if wait is not None:
                 self.stop.wait(wait)
         self.subscription.close()
 

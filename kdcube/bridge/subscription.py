@@ -12,7 +12,8 @@ in step (subscribed again within ~0.6 s of Redis answering). No Django needed.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 import httpx
@@ -83,3 +84,53 @@ class Subscription:
             except (redis.RedisError, OSError):
                 pass
         self._pubsub = self._client = None
+
+
+class Listener[O]:
+    """What both listeners are made of: their options (``o``), the event that stops them, where
+    they report (``say``), Traitdeck's HTTP client and their subscription, which :meth:`pump`
+    reads and opens again after Redis fails."""
+
+    def __init__(
+        self,
+        options: O,
+        http: httpx.Client,
+        subscription: Subscription,
+        *,
+        stop: threading.Event | None,
+        say: Callable[[str], None],
+    ) -> None:
+        self.o = options
+        self.stop = stop or threading.Event()
+        self.say = say
+        self.http = http
+        self.subscription = subscription
+        self._attempt = 0
+
+    def pump(
+        self,
+        timeout: float,
+        handle: Callable[[str, bytes | str], None],
+        *,
+        subscribed: str,
+        name: str,
+    ) -> float | None:
+        """Open the subscription when it is closed (saying ``subscribed``), then hand every
+        message waiting within ``timeout`` to ``handle``. When Redis fails: ``None`` no more, but
+        the wait before the next attempt (the first failure of an outage is said, as
+        "``name``: Redis unavailable")."""
+        try:
+            if not self.subscription.open_now:
+                self.subscription.open()
+                self.say(subscribed)
+                self._attempt = 0
+            for channel, payload in self.subscription.read(timeout):
+                handle(channel, payload)
+        except (redis.RedisError, OSError) as exc:
+            self.subscription.close()
+            if self._attempt == 0:
+                self.say(f"{name}: Redis unavailable ({exc}); reconnecting")
+            wait = redis_retry_wait(self._attempt)
+            self._attempt += 1
+            return wait
+        return None

@@ -19,43 +19,29 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple
 
-ROUND_STARTED: Final = "round.started"
-ACTION_OBSERVED: Final = "action.observed"
-ACTION_ACCEPTED: Final = "action.accepted"
-ACTION_REJECTED: Final = "action.rejected"
-TOOL_EARLY_STARTED: Final = "tool.early_started"
-TOOL_STARTED: Final = "tool.started"
-TOOL_FINISHED: Final = "tool.finished"
-LEDGER_DEDUP: Final = "ledger.dedup"
-TOOL_TIMEOUT: Final = "tool.timeout"
-GENERATION_FINISHED: Final = "generation.finished"
-ROUND_FINISHED: Final = "round.finished"
-
-#: Every event type of protocol v1, in the order of the §4 table.
-EVENT_TYPES: Final = (
-    ROUND_STARTED,
-    ACTION_OBSERVED,
+from core.timewindow import format_ts
+from core.vocabulary import (
     ACTION_ACCEPTED,
+    ACTION_OBSERVED,
     ACTION_REJECTED,
-    TOOL_EARLY_STARTED,
-    TOOL_STARTED,
-    TOOL_FINISHED,
-    LEDGER_DEDUP,
-    TOOL_TIMEOUT,
+    CONTROL_CHARS,
+    EVENT_TYPES,
     GENERATION_FINISHED,
+    LEDGER_DEDUP,
+    MAX_ERROR_TEXT,
+    MAX_EVENT_INT,
+    MAX_TEXT,
+    OUTCOMES,
     ROUND_FINISHED,
+    ROUND_STARTED,
+    TOOL_EARLY_STARTED,
+    TOOL_FINISHED,
+    TOOL_STARTED,
+    TOOL_TIMEOUT,
 )
 
 TOOL_STATUSES: Final = ("ok", "error")
 DEDUP_MATCHES: Final = ("slot", "fingerprint")
-OUTCOMES: Final = ("ok", "retried", "failed")
-
-#: Bounds that keep a stored event small and indexable; the runtime never comes near them.
-MAX_TEXT: Final = 200
-#: The longest ``error_code`` / ``error_message`` a failed round or call may carry (a runtime's
-#: error text, not a log: longer is refused, never cut).
-MAX_ERROR_TEXT: Final = 2000
-MAX_INT: Final = 2**31 - 1
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 # RFC 3339 date-time: the offset is required (a time without one is ambiguous). ``T`` or a space
@@ -72,12 +58,8 @@ _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 _PLAIN_RFC3339 = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})"
 )
-#: The stored form of a time (see :func:`format_ts`): kept as sent when it already is.
+#: The stored form of a time (``core.timewindow.format_ts``): kept as sent when it already is.
 _STORED_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
-#: Unicode's control characters (category ``Cc``, which the standard never extends): C0, DEL
-#: and C1. One regex search per name instead of a category lookup per character (ingest checks
-#: three names per event); a test compares it with ``unicodedata`` over every code point.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class EventError(ValueError):
@@ -171,12 +153,6 @@ def same_content(a: Event, b: Event) -> bool:
     Comparing normalized data makes ``ts`` in epoch ms and the equivalent RFC 3339 string equal.
     """
     return a.data == b.data
-
-
-def format_ts(ts: datetime) -> str:
-    """The stored form of a time: UTC, millisecond precision, ``Z`` suffix."""
-    utc = ts.astimezone(UTC).replace(tzinfo=None)
-    return utc.isoformat(timespec="milliseconds") + "Z"
 
 
 # --- single values --------------------------------------------------------------------------
@@ -311,8 +287,8 @@ def _count(raw: Mapping[str, Any], name: str) -> int:
     value = _required(raw, name)
     if not _is_int(value) or value < 0:
         raise EventError(f"{name} must be an integer ≥ 0, got {_show(value)}")
-    if value > MAX_INT:
-        raise EventError(f"{name} must be at most {MAX_INT}, got {value}")
+    if value > MAX_EVENT_INT:
+        raise EventError(f"{name} must be at most {MAX_EVENT_INT}, got {value}")
     return int(value)
 
 
@@ -359,7 +335,7 @@ def _identifier(value: str, name: str) -> str:
 
 
 def _no_control(value: str, name: str) -> str:
-    found = _CONTROL.search(value)
+    found = CONTROL_CHARS.search(value)
     if found is not None:
         raise EventError(
             f"{name} must not contain control characters (U+{ord(found.group()):04X} at"

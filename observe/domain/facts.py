@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from observe.domain.kinds import ROUND_KINDS
+from core.vocabulary import ROUND_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +22,7 @@ class RoundFacts:
     agent: str
     #: ISO 8601, as sent (``datetime.fromisoformat`` reads it back).
     started_at: str
-    #: Actions of each kind, in :data:`observe.domain.kinds.ROUND_KINDS` order.
+    #: Actions of each kind, in :data:`core.vocabulary.ROUND_KINDS` order.
     counts: tuple[int, ...]
     tools: tuple[str, ...]
     #: Whether the runtime did not do what the round's version says.

@@ -30,16 +30,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from observe.domain.events import (
+from core.vocabulary import (
     ACTION_ACCEPTED,
     ACTION_OBSERVED,
     ACTION_REJECTED,
+    KINDS,
     LEDGER_DEDUP,
     TOOL_EARLY_STARTED,
     TOOL_FINISHED,
     TOOL_TIMEOUT,
-    Event,
 )
+from observe.domain.events import Event
 from observe.domain.rounds import Assembly, Slot
 
 #: Bucket width of the kept tallies, in minutes (a window's last quarter needs a few of them
@@ -57,9 +58,11 @@ _POINT: Final = 1.00995
 AT_LIMIT_SHARE: Final = 0.9
 
 # Tally keys (a tally maps these to counts; ``h:<bin>`` and ``r:<code>`` are per bin / code).
-CALLS, FINISHED, TIMEOUTS, ERRORS = "calls", "finished", "timeouts", "errors"
+# A kind's tally key is its round counter's name: a tool's timeouts and a round's are one word.
+CALLS, FINISHED, ERRORS = "calls", "finished", "errors"
+TIMEOUTS, EARLY, DEDUPS = (KINDS[name].counter for name in ("timeout", "early", "dedup"))
 AT_LIMIT, LIMIT_MS = "at_limit", "limit_ms"
-EARLY, EARLY_DROPPED, DEDUPS = "early_starts", "early_dropped", "dedups"
+EARLY_DROPPED = "early_dropped"
 BIN, REJECTION = "h:", "r:"
 #: Timeouts per limit (``c:<limit_ms>``): censored durations, each at least its whole limit.
 CENSORED: Final = "c:"

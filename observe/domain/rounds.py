@@ -4,7 +4,7 @@ Events arrive out of order and more than once, so assembly never depends on arri
 events are de-duplicated by ``event_id`` and applied in one total order, ``(ts, event_id)``. Where
 two distinct events disagree (two ``round.finished``, say) the later one in that order wins —
 except ``round.started``, where the earliest marks the start. The same set of events therefore
-always gives an equal :class:`Round`.
+always gives an equal :class:`AssembledRound`.
 
 One module over 500 lines on purpose: the assembly kept in each row, its merge and its summary,
 and the full assembly of a round page must agree on every rule of that order; split, they drift.
@@ -22,26 +22,25 @@ from typing import Any, Final, TypedDict
 
 import orjson
 
-from engine.round.overseer import explain_rejection
-from observe.domain.events import (
+from core.timewindow import format_ts
+from core.vocabulary import (
     ACTION_ACCEPTED,
-    ACTION_EVENT_TYPES,
     ACTION_OBSERVED,
     ACTION_REJECTED,
     GENERATION_FINISHED,
     LEDGER_DEDUP,
     ROUND_FINISHED,
+    ROUND_KINDS,
     ROUND_STARTED,
     TOOL_EARLY_STARTED,
     TOOL_FINISHED,
     TOOL_STARTED,
     TOOL_TIMEOUT,
-    Event,
-    format_ts,
 )
-from observe.domain.kinds import ROUND_KINDS
+from engine.round.overseer import explain_rejection
+from observe.domain.events import ACTION_EVENT_TYPES, Event
 
-#: Kinds a round can show (``Round.has``), each with the event type that marks it.
+#: Kinds a round can show (``AssembledRound.has``), each with the event type that marks it.
 KIND_EVENTS: Final[Mapping[str, str]] = {kind.name: kind.event_type for kind in ROUND_KINDS}
 #: ``counts`` keys (besides ``actions``), each with the event type it counts.
 COUNT_EVENTS: Final[Mapping[str, str]] = {kind.counter: kind.event_type for kind in ROUND_KINDS}
@@ -108,7 +107,7 @@ class Attempt:
 
 
 @dataclass(frozen=True)
-class Round:
+class AssembledRound:
     """A round (agent, turn_id, iteration) as its events tell it; ``outcome`` None = in progress."""
 
     agent: str
@@ -134,7 +133,7 @@ class Round:
         return (self.agent, self.turn_id, self.iteration)
 
 
-def assemble(events: Iterable[Event]) -> Round:
+def assemble(events: Iterable[Event]) -> AssembledRound:
     """Build the round from its events, whatever their order and however often each was sent.
 
     Every event must belong to the same round; raises ``ValueError`` otherwise or when there are
@@ -528,7 +527,7 @@ def recorded_round(key: tuple[str, str, int], state: Assembly) -> dict[str, Any]
 
 def assembly_round(
     key: tuple[str, str, int], state: Assembly, *, events: tuple[Event, ...] = ()
-) -> Round:
+) -> AssembledRound:
     """The round an assembly describes (``events``: its stored events, when the caller has
     them; cards and lists need none)."""
     summary = assembly_summary(state)
@@ -543,7 +542,7 @@ def assembly_round(
         for number in sorted({attempt for attempt, _ in actions} | set(generation))
     )
     slots = state["slots"].values()
-    return Round(
+    return AssembledRound(
         agent=key[0],
         turn_id=key[1],
         iteration=key[2],
@@ -691,7 +690,7 @@ def _ts(value: datetime | None) -> str | None:
 
 
 def round_to_dict(
-    round_: Round, url: str | None, *, agent_in_policy: bool = True
+    round_: AssembledRound, url: str | None, *, agent_in_policy: bool = True
 ) -> dict[str, Any]:
     """The round object of the API (§4); ``agent_in_policy`` is for the caller, who knows the
     policy, to say."""
@@ -712,7 +711,7 @@ def round_to_dict(
 
 
 def round_detail_dict(
-    round_: Round, url: str | None, *, agent_in_policy: bool = True
+    round_: AssembledRound, url: str | None, *, agent_in_policy: bool = True
 ) -> dict[str, Any]:
     """The round object plus its attempts (each action's verdict, early start, ledger, timing),
     ``max_actions``, ``generation_finished_at`` and the stored events in timeline order."""

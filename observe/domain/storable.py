@@ -10,14 +10,14 @@ clock (an event from the future would stay at the top of the history).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 import orjson
 
-from core.json_limits import MAX_DEPTH, MAX_STORED_INT
-from core.text import dot_segment, unencodable_path
+from core.json_limits import json_problem
+from core.text import dot_segment, show_path, unencodable_path
+from core.vocabulary import MAX_DEPTH
 from observe.domain.events import Event, EventError, parse_event
 
 
@@ -108,35 +108,15 @@ def _unstorable(data: Any) -> str | None:
     the 64 bits databases and JavaScript clients read, and nesting is bounded so that encoding
     the value again can never exhaust the stack.
     """
-    stack: list[tuple[str, Any, int]] = [("", data, 0)]
-    while stack:
-        path, value, depth = stack.pop()
-        name = path or "the event"
-        if isinstance(value, str):
-            if "\x00" in value:
-                return f"{name} must not contain a NUL character"
-        elif isinstance(value, bool) or value is None:
-            continue
-        elif isinstance(value, int):
-            if not -MAX_STORED_INT <= value <= MAX_STORED_INT:
-                return f"{name} is out of range: integers must fit in 64 bits"
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                return f"{name} must be a finite number"
-        elif isinstance(value, Mapping | list | tuple):
-            if depth >= MAX_DEPTH:
-                return f"{name} nests deeper than {MAX_DEPTH} levels"
-            items = value.items() if isinstance(value, Mapping) else enumerate(value)
-            for key, item in items:
-                if isinstance(key, str) and "\x00" in key:
-                    return f"a field name in {name} contains a NUL character"
-                child = f"{path}[{key}]" if isinstance(key, int) else _join(path, str(key))
-                stack.append((child, item, depth + 1))
-        else:  # only reachable from Python callers, never from decoded JSON
-            return f"{name} is not a JSON value"
-    return None
-
-
-def _join(path: str, key: str) -> str:
-    shown = key if len(key) <= 40 else key[:37] + "..."
-    return f"{path}.{shown}" if path else shown
+    found = json_problem(data, json_types=True)
+    if found is None:
+        return None
+    name = show_path(found.path) or "the event"
+    return {
+        "nul": f"{name} must not contain a NUL character",
+        "nul_key": f"a field name in {name} contains a NUL character",
+        "integer": f"{name} is out of range: integers must fit in 64 bits",
+        "not_finite": f"{name} must be a finite number",
+        "too_deep": f"{name} nests deeper than {MAX_DEPTH} levels",
+        "not_json": f"{name} is not a JSON value",
+    }[found.kind]

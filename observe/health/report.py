@@ -16,11 +16,12 @@ from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.urls import NoReverseMatch, reverse
 
+from core.timewindow import format_ts
+from core.vocabulary import EXPLOITATION
 from engine.document.jsonable import jsonable
 from engine.tools.resolution import AgentResolution, EffectiveTool, UnknownAgentError, agent_names
 from engine.traits.execution_design import parse_design
-from engine.traits.traits import EXPLOITATION, is_early, resolved_strategy
-from observe.domain.events import format_ts
+from engine.traits.traits import is_early, resolved_strategy
 from observe.domain.health import (
     BUCKET_MINUTES,
     CALLS,

@@ -11,10 +11,9 @@ from typing import Any, Final
 
 from django.urls import NoReverseMatch
 
-from observe.domain.events import ACTION_OBSERVED, Event
-from observe.domain.kinds import ROUND_KINDS
-from observe.domain.rounds import Attempt, RoundAction, assembly_params
-from observe.domain.rounds import Round as AssembledRound
+from core.vocabulary import ACTION_OBSERVED, ROUND_KINDS
+from observe.domain.events import Event
+from observe.domain.rounds import AssembledRound, Attempt, RoundAction, assembly_params
 from observe.models import Round
 from observe.selectors import round_summary, round_url
 
@@ -51,15 +50,12 @@ class AttemptRows:
 
 @dataclass(frozen=True)
 class Card:
-    """A round as the live list and the stream show it."""
+    """A round as the live list and the stream show it: the assembled round (its ids, times and
+    outcome are the round's own, never copied) and what only its row knows."""
 
     pk: int
     version: int
-    agent: str
-    turn_id: str
-    iteration: int
-    started_at: datetime
-    outcome: str | None
+    assembled: AssembledRound
     agent_in_policy: bool
     url: str | None
     attempts: tuple[AttemptRows, ...]
@@ -67,9 +63,32 @@ class Card:
     drift: bool | None = None
     #: The first disagreement in words (the round page lists them all).
     drift_note: str | None = None
-    #: Why a failed round failed, as its ``round.finished`` said: "code: message" (either part
-    #: alone when only one came); empty when it said nothing.
-    error: str = ""
+
+    @property
+    def agent(self) -> str:
+        return self.assembled.agent
+
+    @property
+    def turn_id(self) -> str:
+        return self.assembled.turn_id
+
+    @property
+    def iteration(self) -> int:
+        return self.assembled.iteration
+
+    @property
+    def started_at(self) -> datetime:
+        return self.assembled.started_at
+
+    @property
+    def outcome(self) -> str | None:
+        return self.assembled.outcome
+
+    @property
+    def error(self) -> str:
+        """Why a failed round failed, as its ``round.finished`` said: "code: message" (either
+        part alone when only one came); empty when it said nothing."""
+        return error_text(self.assembled.error_code, self.assembled.error_message)
 
     @property
     def multi_attempt(self) -> bool:
@@ -205,17 +224,12 @@ def card_for(row: Round) -> Card:
     return Card(
         pk=row.pk,
         version=row.version,
-        agent=row.agent,
-        turn_id=row.turn_id,
-        iteration=row.iteration,
-        started_at=row.started_at,
-        outcome=row.outcome,
+        assembled=assembled,
         agent_in_policy=row.agent_in_policy,
         url=safe_round_url(row),
         attempts=attempts,
         drift=row.drift,
         drift_note=row.drift_notes[0]["what"] if row.drift and row.drift_notes else None,
-        error=error_text(assembled.error_code, assembled.error_message),
     )
 
 

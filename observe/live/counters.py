@@ -11,8 +11,8 @@ from typing import Final
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
+from core.vocabulary import ROUND_KINDS, RoundKind
 from observe.domain.facts import RoundFacts
-from observe.domain.kinds import ROUND_KINDS, RoundKind
 from observe.models import Round
 from observe.selectors import DRIFT, RoundFilter
 

@@ -12,11 +12,10 @@ from django.utils import timezone
 
 from core.numbers import parse_whole
 from core.timewindow import TimeWindowError, parse_moment
-from observe.domain.kinds import ROUND_KINDS
+from core.vocabulary import OUTCOME_FILTERS, ROUND_KINDS
 from observe.models import Round
 from observe.selectors import (
     HAS_NAMES,
-    OUTCOMES,
     RoundFilter,
 )
 from policy.selectors import draft_agent_names
@@ -51,8 +50,10 @@ def parse_filter(query: QueryDict, *, full: bool = False) -> ParsedFilter:
     tool = query.get("tool", "").strip() or None
     turn = query.get("turn", "").strip() or None
     outcome = query.get("outcome", "").strip() or None
-    if outcome is not None and outcome not in OUTCOMES:
-        errors.append(f"“{outcome[:60]}” is not an outcome (ignored); use {', '.join(OUTCOMES)}.")
+    if outcome is not None and outcome not in OUTCOME_FILTERS:
+        errors.append(
+            f"“{outcome[:60]}” is not an outcome (ignored); use {', '.join(OUTCOME_FILTERS)}."
+        )
         outcome = None
     since = _local_time(query.get("since", ""), "since", errors)
     until = _local_time(query.get("until", ""), "until", errors)

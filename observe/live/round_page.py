@@ -6,10 +6,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from core.timewindow import format_ts
+from core.vocabulary import ROUND_FINISHED, ROUND_STARTED, TOOL_FINISHED
 from engine.round.backstop import multi_action_enabled
-from observe.domain.events import ROUND_FINISHED, ROUND_STARTED, TOOL_FINISHED, format_ts
-from observe.domain.rounds import Round as AssembledRound
-from observe.domain.rounds import RoundAction
+from observe.domain.rounds import AssembledRound, RoundAction
 from observe.live.cards import ActionRow, action_row, params_by_slot, params_text
 
 # --- the round page -----------------------------------------------------------------------------

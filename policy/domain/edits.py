@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.vocabulary import CONCRETE_STRATEGIES, EARLY_PROFILE
 from engine.tools.connections import NAMESPACE_LIST_KEYS, OPERATION_CALLABLES
-from engine.traits.traits import CONCRETE_STRATEGIES, EARLY_PROFILE
 
 AGENT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")
 DESIGN_FIELDS = (

@@ -31,8 +31,9 @@ from typing import Any, Final
 
 import yaml
 
-from core.json_limits import MAX_DEPTH, nests_deeper
+from core.json_limits import nests_deeper
 from core.text import counted
+from core.vocabulary import MAX_DEPTH
 from engine.catalog.multi_action import ModeSources, multi_action_mode
 from engine.document.diagnostics import Severity
 from engine.round.decide import Outcome, decide_version, outcomes_by_slot

@@ -21,12 +21,13 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from core.vocabulary import UNKNOWN
 from engine.document.diagnostics import Diagnostic
 from engine.tools.connections import MCP, NAMED_SERVICE, PYTHON, Connection, mcp_server_id
 from engine.tools.resolution import AgentResolution, EffectiveTool
 from engine.traits.execution_design import ExecutionDesign
 from engine.traits.round_policy import namespace_override
-from engine.traits.traits import UNKNOWN, is_early, normalize_strategy
+from engine.traits.traits import is_early, normalize_strategy
 from policy.audit_notes import agent_added
 from policy.domain.edits import add_agent
 from policy.domain.placement import Placement, entry_keys, tool_rows

@@ -15,10 +15,11 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from core.vocabulary import EARLY_PROFILE, UNKNOWN
 from engine.document.diagnostics import Diagnostic, sort_by_severity_and_risk
 from engine.tools.connections import WILDCARD
 from engine.tools.resolution import EffectiveTool, resolve_agent
-from engine.traits.traits import EARLY_PROFILE, UNKNOWN, is_early, resolved_strategy
+from engine.traits.traits import is_early, resolved_strategy
 from policy.audit_notes import tool_edited
 from policy.domain.edits import DESIGN_FIELDS, EditError
 from policy.domain.placement import Placement, place

@@ -20,7 +20,7 @@ def seed_tallies(count: int) -> int:
     """Tallies for ``count`` rounds started over the last two days (as ``seed_rounds`` spreads
     them), each made of simulated rounds' calls until it holds ``CALLS_PER_ROUND`` or more.
     Returns the calls seeded."""
-    from observe.domain.events import format_ts
+    from core.timewindow import format_ts
     from observe.domain.health import bucket_of, merge_tally, round_tallies
     from observe.health.tallies import bucket_time, span_of
     from observe.models import Round, ToolHealthBucket

@@ -132,8 +132,8 @@ class Bench:
 
 
 def simulator(seed: int) -> Any:
-    from observe.domain.simulator import Simulator
     from policy.domain.yaml_io import CLI_MAX_BYTES, load_policy
+    from simulator.runtime import Simulator
 
     data = load_policy(
         (ROOT / "policy/sample/sample-policy.yaml").read_bytes(), max_bytes=CLI_MAX_BYTES
@@ -618,7 +618,7 @@ def dry_run_figures() -> dict[str, float]:
     impact replay, drift and suites read) on the simulator's rounds; of the full dry-run with its
     explanations (the playground's and the CLI's); and of a floor loop doing only the dict
     lookups each decision needs (the runtime's overseer is not imported here)."""
-    import observe.domain.simulator as simulation
+    import simulator.runtime as simulation
     from engine.round.decide import decide
     from engine.round.dryrun import dry_run
 

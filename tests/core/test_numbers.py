@@ -2,13 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.numbers import (
-    MAX_DIGITS,
-    find_unbounded,
-    is_bounded,
-    parse_whole,
-    show_number,
-)
+from core.numbers import find_unbounded, is_bounded, parse_whole, show_number
+from core.vocabulary import MAX_DIGITS
 
 
 @pytest.mark.parametrize(

@@ -20,37 +20,47 @@ from tests.e2e.test_governance import _publish
 SERVER = Path(__file__).resolve().parents[1] / "discovery" / "mcp_servers.py"
 
 
-def _policy() -> bytes:
+#: An MCP connection to the allowlisted ``mixed`` server (reads and writes) under one ``*`` trait.
+FILES_WILDCARD: dict[str, Any] = {
+    "kind": "mcp",
+    "server_id": "files",
+    "alias": "fs",
+    "allowed": ["*"],
+    "tool_traits": {"*": {"strategy": ["exploration"]}},
+}
+
+
+def _policy_with(agent: str, servers: dict[str, str], tools: list[dict[str, Any]]) -> bytes:
+    """The sample policy plus MCP ``servers`` (server id → kind of test server, over stdio) and
+    an agent ``agent`` with ``tools``."""
     data: dict[str, Any] = yaml.safe_load(SAMPLE_POLICY.read_text())
     consumer = data["surfaces"]["as_consumer"]
     consumer["mcp"] = {
-        "services": {"files": {"command": sys.executable, "args": [str(SERVER), "mixed"]}}
+        "services": {
+            server_id: {"command": sys.executable, "args": [str(SERVER), kind]}
+            for server_id, kind in servers.items()
+        }
     }
-    consumer["agents"]["disco"] = {
-        "tools": [
-            {
-                "kind": "mcp",
-                "server_id": "files",
-                "alias": "fs",
-                "allowed": ["*"],
-                "tool_traits": {"*": {"strategy": ["exploration"]}},
-            }
-        ]
-    }
+    consumer["agents"][agent] = {"tools": tools}
     return yaml.safe_dump(data, sort_keys=False).encode()
+
+
+def _import_draft(page: Page, live_server: LiveServer, text: bytes) -> None:
+    """Replace the draft with ``text`` through the API, as the signed-in user."""
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    imported = page.request.post(
+        f"{live_server.url}/api/v1/policy/import?dry_run=false",
+        data=text,
+        headers={"Content-Type": "application/yaml", "X-CSRFToken": token},
+    )
+    assert imported.status == 200, imported.text()
 
 
 def test_discover_see_the_mixed_wildcard_apply_suggestions_see_impact_publish(
     signed_in_page: Page, live_server: LiveServer, sample_draft: str, start_simulator: Any
 ) -> None:
     page = signed_in_page
-    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
-    imported = page.request.post(
-        f"{live_server.url}/api/v1/policy/import?dry_run=false",
-        data=_policy(),
-        headers={"Content-Type": "application/yaml", "X-CSRFToken": token},
-    )
-    assert imported.status == 200, imported.text()
+    _import_draft(page, live_server, _policy_with("disco", {"files": "mixed"}, [FILES_WILDCARD]))
 
     # Discover the server's tools from the connection's page.
     connection = f"{live_server.url}/policy/agents/disco/connections/0/edit/"
@@ -88,32 +98,6 @@ def test_discover_see_the_mixed_wildcard_apply_suggestions_see_impact_publish(
     expect(page.get_by_role("heading", level=1)).to_contain_text("in force")
 
 
-def _two_servers() -> bytes:
-    """Agent ``finder``: an MCP connection to the allowlisted ``mixed`` server (``fs``) and one
-    to a command the live server does not allow (``pg``: the same script, another argument)."""
-    data: dict[str, Any] = yaml.safe_load(SAMPLE_POLICY.read_text())
-    consumer = data["surfaces"]["as_consumer"]
-    consumer["mcp"] = {
-        "services": {
-            "files": {"command": sys.executable, "args": [str(SERVER), "mixed"]},
-            "pages": {"command": sys.executable, "args": [str(SERVER), "paged"]},
-        }
-    }
-    consumer["agents"]["finder"] = {
-        "tools": [
-            {
-                "kind": "mcp",
-                "server_id": "files",
-                "alias": "fs",
-                "allowed": ["*"],
-                "tool_traits": {"*": {"strategy": ["exploration"]}},
-            },
-            {"kind": "mcp", "server_id": "pages", "alias": "pg", "allowed": ["*"]},
-        ]
-    }
-    return yaml.safe_dump(data, sort_keys=False).encode()
-
-
 def _discoveries(live_server: LiveServer) -> int:
     """How many discoveries ran or were refused (each is one ``mcp.discover`` audit entry)."""
     code = (
@@ -127,13 +111,11 @@ def test_discover_from_the_agent_page_beside_each_connection(
     signed_in_page: Page, live_server: LiveServer, sample_draft: str, browser: Browser
 ) -> None:
     page = signed_in_page
-    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
-    imported = page.request.post(
-        f"{live_server.url}/api/v1/policy/import?dry_run=false",
-        data=_two_servers(),
-        headers={"Content-Type": "application/yaml", "X-CSRFToken": token},
-    )
-    assert imported.status == 200, imported.text()
+    # Agent finder: the allowlisted mixed server (fs) and a command the live server does not
+    # allow (pg: the same script, another argument).
+    paged = {"kind": "mcp", "server_id": "pages", "alias": "pg", "allowed": ["*"]}
+    servers = {"files": "mixed", "pages": "paged"}
+    _import_draft(page, live_server, _policy_with("finder", servers, [FILES_WILDCARD, paged]))
     agent_url = f"{live_server.url}/policy/agents/finder/"
 
     # A viewer sees the button; pressing it is refused and runs nothing.

@@ -19,8 +19,8 @@ AT_LIMIT = "mcp.browser.close"
 def _demo_traffic(minutes: int = 20) -> list[dict[str, Any]]:
     """What ``make demo`` posts in its first ``minutes`` (0.5 rounds a second), ending now: the
     simulator's own rounds, timed as they would have been."""
-    from observe.domain.simulator import Simulator
     from policy.domain.yaml_io import load_policy
+    from simulator.runtime import Simulator
 
     data = load_policy(SAMPLE_POLICY.read_bytes()).data
     simulator = Simulator(data, seed=2424)

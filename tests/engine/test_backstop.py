@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 
+from core.vocabulary import EARLY_PROFILE
 from engine.round.backstop import (
     backstop,
     explain_code,
@@ -14,7 +15,6 @@ from engine.round.backstop import (
 )
 from engine.round.overseer import Action
 from engine.traits.round_policy import RoundPolicy
-from engine.traits.traits import EARLY_PROFILE
 
 POLICY = RoundPolicy(
     traits_by_id={

@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
+from core.vocabulary import EARLY_PROFILE
 from engine.catalog.catalog import render_catalog, render_scope, render_value
-from engine.traits.traits import EARLY_PROFILE
 
 DELEGATE = {"strategy": ["neutral"], "execution": dict(EARLY_PROFILE)}
 

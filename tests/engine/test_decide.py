@@ -9,13 +9,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conformance import round_policies
+from core.vocabulary import EARLY_PROFILE
 from engine.replay.draft_impact import outcomes
 from engine.round.decide import Outcome, decide, outcomes_by_slot
 from engine.round.dryrun import dry_run, parse_round_spec
 from engine.tools.manifest import parse_manifest
 from engine.tools.resolution import resolve_agent
 from engine.traits.round_policy import RoundPolicy
-from engine.traits.traits import EARLY_PROFILE
 
 
 def _policies() -> dict[str, RoundPolicy]:

@@ -36,9 +36,9 @@ from engine.round.decide import decide_v2, outcomes_by_slot
 from engine.round.dryrun import RoundSpec, dry_run
 from engine.tools.resolution import AgentResolution, resolve_consumer
 from engine.traits.round_policy import RoundPolicy
-from observe.domain.scenarios import Palette, pick_scenario, plan_round
 from policy.cli import run
 from policy.domain.yaml_io import load_policy
+from simulator.scenarios import Palette, pick_scenario, plan_round
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = (ROOT / "policy" / "sample" / "sample-policy.yaml").read_text(encoding="utf-8")

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from core.vocabulary import EARLY_PROFILE
 from engine.catalog.multi_action import ModeSources, multi_action_mode
 from engine.round.dryrun import (
     RoundSpecError,
@@ -21,7 +22,6 @@ from engine.round.ledger import fingerprint, tool_call_id
 from engine.round.overseer import Action
 from engine.tools.resolution import resolve_agent
 from engine.traits.round_policy import RoundPolicy
-from engine.traits.traits import EARLY_PROFILE
 
 EARLY = {"strategy": ["neutral"], "execution": dict(EARLY_PROFILE)}
 #: Configured tools beside the react.* built-ins (react.delegate is neutral with the early

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.vocabulary import EARLY_PROFILE
 from engine.round.dryrun import RoundSpec, dry_run
 from engine.round.overseer import (
     Action,
@@ -18,7 +19,6 @@ from engine.round.overseer import (
     strategy_of,
 )
 from engine.traits.round_policy import RoundPolicy
-from engine.traits.traits import EARLY_PROFILE
 
 TRAITS: dict[str, Mapping[str, Any]] = {
     "web_search": {"strategy": ["exploration"]},

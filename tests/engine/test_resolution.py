@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from core.vocabulary import EARLY_PROFILE
 from engine.tools.manifest import Manifest, ManifestError, parse_manifest
 from engine.tools.resolution import (
     AgentResolution,
@@ -23,7 +24,6 @@ from engine.tools.resolution import (
     resolve_consumer,
 )
 from engine.traits.builtins import builtins_for_role
-from engine.traits.traits import EARLY_PROFILE
 
 BUILTIN_IDS = [tool.tool_id for tool in builtins_for_role("parent")]
 EARLY = dict(EARLY_PROFILE)

@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
+from core.vocabulary import EARLY_PROFILE
 from engine.tools.resolution import resolve_agent
 from engine.traits.round_policy import RoundPolicy
-from engine.traits.traits import EARLY_PROFILE, normalize_strategy
+from engine.traits.traits import normalize_strategy
 
 EARLY = {"strategy": ["neutral"], "execution": dict(EARLY_PROFILE)}
 

@@ -6,9 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.vocabulary import EARLY_PROFILE, STRATEGY_VALUES
 from engine.traits.traits import (
-    EARLY_PROFILE,
-    STRATEGY_VALUES,
     compatible,
     is_early_profile,
     is_exactly_neutral,

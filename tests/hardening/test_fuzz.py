@@ -30,7 +30,7 @@ from django.utils.datastructures import MultiValueDict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from observe.domain.events import EVENT_TYPES
+from core.vocabulary import EVENT_TYPES
 from observe.models import Round
 from policy import cli
 from policy.models import AgentManifest

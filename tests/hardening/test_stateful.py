@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from audit.models import AuditEntry
-from observe.domain.events import EVENT_TYPES
+from core.vocabulary import EVENT_TYPES
 from observe.models import Event, Round
 from policy.models import AgentManifest, PolicyDraft, PolicyVersion
 from tests.hardening.pages import (

@@ -12,9 +12,9 @@ from typing import Any
 from django.test import Client
 
 from accounts.tokens import runtime_token_create
-from observe.domain.simulator import Simulator
 from policy.domain.yaml_io import load_policy
 from policy.services import draft_replace
+from simulator.runtime import Simulator
 
 EVENTS_URL = "/api/v1/events"
 ROUNDS_URL = "/api/v1/rounds"

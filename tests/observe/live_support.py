@@ -11,12 +11,12 @@ from typing import Any
 
 from django.utils import timezone
 
-from observe.domain.events import format_ts, parse_event
-from observe.domain.rounds import Round as AssembledRound
-from observe.domain.rounds import assemble
-from observe.domain.simulator import Simulator
+from core.timewindow import format_ts
+from observe.domain.events import parse_event
+from observe.domain.rounds import AssembledRound, assemble
 from observe.services import IngestResult, events_ingest
 from policy.domain.yaml_io import load_policy
+from simulator.runtime import Simulator
 
 SAMPLE = Path(__file__).resolve().parents[2] / "policy" / "sample" / "sample-policy.yaml"
 FINGERPRINT = "40b78e51de2d48e9f19370949ed7eafe6594198e5a75bc7896e0cd02e0a4681f"

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import event as hypothesis_event
 from hypothesis import strategies as st
 
-from observe.domain.events import EVENT_TYPES
+from core.vocabulary import EVENT_TYPES
 from observe.models import Event, Round
 from tests.observe.ingest_support import (
     EVENTS_URL,

@@ -19,7 +19,7 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from observe.domain.events import format_ts
+from core.timewindow import format_ts
 from observe.models import Round
 from tests.conftest import make_user
 from tests.observe.ingest_support import (

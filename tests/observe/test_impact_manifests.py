@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from observe.drift import _version_policy
-from observe.impact import _resolver, policy_side
+from observe.recorded_impact import _resolver, policy_side
 from policy.services import draft_change, manifest_upload
 from policy.versions import policy_publish
 

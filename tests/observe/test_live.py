@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from observe.domain.kinds import KINDS, ROUND_KINDS
+from core.vocabulary import KINDS, ROUND_KINDS
 from observe.domain.rounds import Attempt, RoundAction
 from observe.live import action_chips, cards, seconds
 from tests.observe.live_support import EARLY_ROUND, assembled

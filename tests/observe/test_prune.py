@@ -15,8 +15,8 @@ from django.core.management.base import CommandError
 from django.test import override_settings
 from django.utils import timezone
 
+from core.timewindow import format_ts
 from observe import services
-from observe.domain.events import format_ts
 from observe.models import Event, Round, RoundTool
 from observe.services import events_ingest
 from tests.observe.ingest_support import event, started

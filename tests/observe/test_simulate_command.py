@@ -25,13 +25,13 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from accounts.tokens import runtime_token_create
-from observe import posting
 from observe.management.commands import simulate
 from observe.models import Round
 from policy.domain.yaml_io import agent_export_text, split_header
 from policy.selectors import draft_state
 from policy.services import draft_change
 from policy.versions import policy_publish
+from simulator import posting
 
 ROOT = Path(__file__).resolve().parents[2]
 URL = "http://traitdeck.test"

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from observe.domain.kinds import ROUND_KINDS, RoundKind
+from core.vocabulary import ROUND_KINDS, RoundKind
 from observe.models import Round
 from observe.selectors import round_url
 from policy.services import draft_replace

@@ -17,7 +17,7 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.traits.traits import EARLY_PROFILE
+from core.vocabulary import EARLY_PROFILE
 from policy.api_edit_schemas import DesignIn, ExecutionIn
 from policy.domain.edits import DESIGN_FIELDS
 from policy.models import AgentManifest

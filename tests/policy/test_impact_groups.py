@@ -10,11 +10,11 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from observe.domain.simulator import Simulator
 from policy.domain.yaml_io import load_policy
 from policy.models import PolicyVersion
 from policy.services import draft_replace
 from policy.versions import policy_publish
+from simulator.runtime import Simulator
 from tests.markup import find_all, page_text, text_of
 from tests.observe.live_support import ingest
 

@@ -226,8 +226,8 @@ def versions_in(message: str) -> list[int]:
 def simulated_rounds(count: int, *, seed: int | None = None) -> list[list[dict[str, Any]]]:
     """``count`` realistic rounds of the sample policy from the runtime simulator (pure domain),
     with turn ids and event ids of their own (a random seed)."""
-    from observe.domain.simulator import Simulator
     from policy.domain.yaml_io import load_policy
+    from simulator.runtime import Simulator
 
     loaded = load_policy(SAMPLE.read_text())
     assert loaded.data is not None

@@ -37,6 +37,25 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
+from core.vocabulary import (
+    ACTION_ACCEPTED,
+    ACTION_OBSERVED,
+    ACTION_REJECTED,
+    CONTROL_CHARS,
+    GENERATION_FINISHED,
+    LEDGER_DEDUP,
+    MAX_ERROR_TEXT,
+    MAX_TEXT,
+    OUTCOME_FAILED,
+    OUTCOME_OK,
+    OUTCOME_RETRIED,
+    ROUND_FINISHED,
+    ROUND_STARTED,
+    TOOL_EARLY_STARTED,
+    TOOL_FINISHED,
+    TOOL_STARTED,
+    TOOL_TIMEOUT,
+)
 from engine.tools.loading import agent_keys
 from engine.tools.named_services import DEFAULT_REACT_AGENT_ID
 
@@ -55,9 +74,6 @@ DECISION_STEP: Final = re.compile(r"^react\((\d+)\)\.decision$")
 MAX_SLOTS: Final = 32
 #: Rounds remembered for inference (oldest forgotten first).
 MAX_ROUNDS: Final = 5000
-MAX_TEXT: Final = 200
-#: The longest error text an event carries (the protocol's bound for ``error_message``).
-MAX_ERROR_TEXT: Final = 2000
 #: KDCube's limit for an isolated tool call (``execute_tool_in_isolation``: ``timeout_s=240``).
 ISOLATION_TIMEOUT_S: Final = 240.0
 #: The error code KDCube publishes for an isolated call its subprocess runner killed at the limit
@@ -72,16 +88,15 @@ V2_EXIT_CODES: Final = frozenset(
     {"action_schema_error", "tool_not_allowed_in_react", "tool_call_invalid", "tool_signature_red"}
 )
 V2_VALIDATION_EXIT: Final = "Decision validation failed."
-_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 #: The emit points proposed to the runtime (docs/kdcube-events.md): when a runtime publishes them
 #: the bridge maps them as they are (not inferred) and stops inferring what they cover.
 EXACT: Final[Mapping[str, tuple[str, tuple[str, ...]]]] = {
-    "react.round.started": ("round.started", ("max_actions", "policy_hash", "multi_action_mode")),
-    "react.action.observed": ("action.observed", ("action_index", "action", "tool_id", "params")),
-    "react.action.accepted": ("action.accepted", ("action_index", "tool_id", "strategy")),
-    "react.action.rejected": ("action.rejected", ("action_index", "tool_id", "code", "extra")),
+    "react.round.started": (ROUND_STARTED, ("max_actions", "policy_hash", "multi_action_mode")),
+    "react.action.observed": (ACTION_OBSERVED, ("action_index", "action", "tool_id", "params")),
+    "react.action.accepted": (ACTION_ACCEPTED, ("action_index", "tool_id", "strategy")),
+    "react.action.rejected": (ACTION_REJECTED, ("action_index", "tool_id", "code", "extra")),
     "react.tool.ledger": (
-        "ledger.dedup",
+        LEDGER_DEDUP,
         (
             "action_index",
             "tool_id",
@@ -91,7 +106,7 @@ EXACT: Final[Mapping[str, tuple[str, tuple[str, ...]]]] = {
             "fingerprint",
         ),
     ),
-    "react.generation.finished": ("generation.finished", ()),
+    "react.generation.finished": (GENERATION_FINISHED, ()),
 }
 
 
@@ -310,9 +325,7 @@ class Mapper:
             version: dict[str, Any] = (
                 {"react_version": known[0], "inferred_from": known[1]} if known else {}
             )
-            out.append(
-                env.make(made, "round.started", max_actions=None, policy_hash=None, **version)
-            )
+            out.append(env.make(made, ROUND_STARTED, max_actions=None, policy_hash=None, **version))
         return made
 
     def _prove(self, env: _Env, version: str, why: str) -> None:
@@ -342,19 +355,19 @@ class Mapper:
         outcome = None
         reason: dict[str, Any] = dict(failed or {})
         if failed is not None:
-            outcome = "failed"
+            outcome = OUTCOME_FAILED
         elif rnd.accepted:
-            outcome = "ok"
+            outcome = OUTCOME_OK
         elif rnd.decided and (rnd.rejected or rnd.rejected_whole):
-            outcome = "retried"
+            outcome = OUTCOME_RETRIED
         elif by_next_round and _v2_silent_retry(rnd):
-            outcome, rnd.silent_retry = "retried", True
+            outcome, rnd.silent_retry = OUTCOME_RETRIED, True
             reason["inferred_from"] = V2_SILENT_RETRY
         known = self.versions.get((rnd.agent, rnd.turn_id))
         if known is not None:
             # The round that proved it (or a later one): the round page reads it here too.
             reason["react_version"] = known[0]
-        return [*held, env.make(rnd, "round.finished", outcome=outcome, **reason)]
+        return [*held, env.make(rnd, ROUND_FINISHED, outcome=outcome, **reason)]
 
     def _map(self, env: _Env) -> Outcome:
         out: list[dict[str, Any]] = []
@@ -400,17 +413,17 @@ class Mapper:
         kind, fields = EXACT[env.type]
         data = env.data
         rnd = self._round(
-            env, _iteration(data.get("iteration")), out, exact_start=kind == "round.started"
+            env, _iteration(data.get("iteration")), out, exact_start=kind == ROUND_STARTED
         )
         if kind.startswith("action."):
             rnd.exact.add("actions")
             index = data.get("action_index")
-            if kind == "action.accepted" and isinstance(index, int):
+            if kind == ACTION_ACCEPTED and isinstance(index, int):
                 rnd.accepted += 1
                 rnd.observed.add(index)
-            if kind == "action.rejected" and isinstance(index, int):
+            if kind == ACTION_REJECTED and isinstance(index, int):
                 rnd.rejected.add(index)
-        if kind == "generation.finished":
+        if kind == GENERATION_FINISHED:
             rnd.exact.add("generation")
         extra = {name: data.get(name) for name in fields if name in data}
         if isinstance(data.get("attempt"), int):
@@ -441,9 +454,9 @@ class Mapper:
         rnd.accepted += 1
         return [
             env.make(
-                rnd, "action.observed", action_index=index, action=action, tool_id=tool_id, **extra
+                rnd, ACTION_OBSERVED, action_index=index, action=action, tool_id=tool_id, **extra
             ),
-            env.make(rnd, "action.accepted", action_index=index, tool_id=tool_id, strategy=None),
+            env.make(rnd, ACTION_ACCEPTED, action_index=index, tool_id=tool_id, strategy=None),
         ]
 
     def _tool_call(self, env: _Env, out: list[dict[str, Any]]) -> None:
@@ -474,7 +487,7 @@ class Mapper:
             out.append(
                 env.make(
                     rnd,
-                    "tool.early_started",
+                    TOOL_EARLY_STARTED,
                     inferred=not (exact and isinstance(fingerprint, str)),
                     action_index=index,
                     tool_id=tool_id,
@@ -486,7 +499,7 @@ class Mapper:
             out.append(
                 env.make(
                     rnd,
-                    "tool.started",
+                    TOOL_STARTED,
                     inferred=not exact,
                     action_index=index,
                     tool_id=tool_id,
@@ -536,7 +549,7 @@ class Mapper:
         out.append(
             env.make(
                 rnd,
-                "tool.finished",
+                TOOL_FINISHED,
                 inferred=not _is_index(reported_index),
                 attempt=attempt,
                 action_index=index,
@@ -565,7 +578,7 @@ class Mapper:
         limit = self.isolation_limit_ms
         return env.make(
             rnd,
-            "tool.timeout",
+            TOOL_TIMEOUT,
             attempt=attempt,
             action_index=index,
             tool_id=tool_id,
@@ -614,7 +627,7 @@ class Mapper:
                 )
             observed = env.make(
                 rnd,
-                "action.observed",
+                ACTION_OBSERVED,
                 action_index=index,
                 action=action[:MAX_TEXT],
                 tool_id=tool_id,
@@ -623,7 +636,7 @@ class Mapper:
             )
         rejected = env.make(
             rnd,
-            "action.rejected",
+            ACTION_REJECTED,
             inferred=index is None,
             action_index=index,
             tool_id=tool_id,
@@ -669,7 +682,7 @@ class Mapper:
         rnd.positions = [next(free) for _ in items]
         restream = self._restream(env, rnd, out) if "actions" not in rnd.exact else None
         if "generation" not in rnd.exact:
-            out.append(env.make(rnd, "generation.finished"))
+            out.append(env.make(rnd, GENERATION_FINISHED))
         # A bundle's rejection without index: the index stays unknown.
         out.extend(rejected for _observed, rejected in rnd.unindexed)
         rnd.unindexed.clear()
@@ -703,7 +716,7 @@ class Mapper:
         self._prove(env, "v2", V2_BY_PROTOCOL)
         rnd.decided = True
         if "generation" not in rnd.exact:
-            out.append(env.make(rnd, "generation.finished"))
+            out.append(env.make(rnd, GENERATION_FINISHED))
         if kind == "exit":
             rnd.failure = {"error_code": code}
             message = _error_field(env.data.get("final_answer"))
@@ -733,7 +746,7 @@ class Mapper:
             out.append(
                 env.make(
                     rnd,
-                    "action.rejected",
+                    ACTION_REJECTED,
                     action_index=None,
                     tool_id=None,
                     code=code,
@@ -748,7 +761,7 @@ class Mapper:
             out.append(
                 env.make(
                     rnd,
-                    "action.observed",
+                    ACTION_OBSERVED,
                     action_index=index,
                     action=word,
                     tool_id=tool_id,
@@ -759,7 +772,7 @@ class Mapper:
             out.append(
                 env.make(
                     rnd,
-                    "action.rejected",
+                    ACTION_REJECTED,
                     action_index=index,
                     tool_id=tool_id,
                     code=code,
@@ -810,7 +823,7 @@ class Mapper:
             out.append(
                 env.make(
                     rnd,
-                    "action.observed",
+                    ACTION_OBSERVED,
                     action_index=index,
                     action=action,
                     tool_id=tool_id,
@@ -820,7 +833,7 @@ class Mapper:
             out.append(
                 env.make(
                     rnd,
-                    "action.accepted",
+                    ACTION_ACCEPTED,
                     action_index=index,
                     tool_id=tool_id,
                     strategy=None,
@@ -947,7 +960,7 @@ def _error_field(value: Any) -> str | None:
     escaped (``\\n``), at most :data:`MAX_ERROR_TEXT` characters; else None."""
     if not isinstance(value, str) or not value.strip():
         return None
-    text = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), value)
+    text = CONTROL_CHARS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), value)
     return text[: MAX_ERROR_TEXT - 1] + "…" if len(text) > MAX_ERROR_TEXT else text
 
 

@@ -1,13 +1,13 @@
 """``simulate``: post realistic rounds to a Traitdeck server over HTTP, exactly like a runtime.
 
-The rounds come from :class:`observe.domain.simulator.Simulator` (the dry-run's pipeline) run
+The rounds come from :class:`simulator.runtime.Simulator` (the dry-run's pipeline) run
 against the policy in force: each agent's published ``config.yaml``, fetched with the token like
 a runtime does (the draft when nothing is published or the token lacks ``config:read``), one
 simulator per agent so that each agent gets its own uploaded manifest. Each round carries the
 file's hash as ``policy_hash`` (DESIGN §6) on ``round.started``.
 
 Delivery (batches, real-time pacing, re-posts after a transient failure) is
-:mod:`observe.posting`'s: one round takes about 1–3 s, ``--rate`` is how many rounds start per
+:mod:`simulator.posting`'s: one round takes about 1–3 s, ``--rate`` is how many rounds start per
 second, and rounds overlap when they last longer than that.
 
 Exit codes (DESIGN §6): 0 done (also Ctrl-C or SIGTERM: the rounds already begun are finished
@@ -36,11 +36,11 @@ import httpx
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from engine.tools.resolution import agents_mapping
-from observe.domain.simulator import Simulator
-from observe.posting import EVENTS_PATH, KIND_ORDER, Delivery, Refused, Server, Totals
-from policy.cli import positive_int
+from policy.cli_commands import positive_int
 from policy.domain.yaml_io import CLI_MAX_BYTES, agent_export_text, load_policy, split_header
 from policy.selectors import draft_state, manifest_for
+from simulator.posting import EVENTS_PATH, KIND_ORDER, Delivery, Refused, Server, Totals
+from simulator.runtime import Simulator
 
 TOKEN_ENV: Final = "TRAITDECK_TOKEN"
 DEFAULT_ROUNDS: Final = 10

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from audit.services import add_actor_argument, cli_actor
 from kdcube.client import KDCubeError
 from kdcube.services import KDCubeOff, inert_diagnostics, kdcube_pull, kdcube_push, kdcube_take_in
+from policy.cli_commands import DRAFT_COMMANDS, add_commands
 from policy.domain.descriptors import DescriptorError
 from policy.domain.yaml_io import CLI_MAX_BYTES
 from policy.importing import import_preview
@@ -39,49 +40,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True, parser_class=CommandParser)
-        imp = sub.add_parser("import", help="replace the draft with FILE ('-': standard input)")
-        imp.add_argument("file", metavar="FILE")
-        imp.add_argument(
-            "--bundle",
-            metavar="ID",
-            help="when FILE is a KDCube bundles descriptor: the bundle whose props to import "
-            "(default: the only one carrying a policy)",
-        )
-        imp.add_argument("--publish", action="store_true", help="publish it as the next version")
-        imp.add_argument("--message", help="the version's message (required with --publish)")
-        imp.add_argument(
-            "--yes", action="store_true", help="publish although it has warnings (never errors)"
-        )
-        add_actor_argument(imp)
-        exp = sub.add_parser("export", help="print the version in force (default), or another")
-        which = exp.add_mutually_exclusive_group()
-        which.add_argument("--draft", action="store_true", help="the draft instead")
-        which.add_argument("--version", type=int, metavar="N", help="version N instead")
-        pub = sub.add_parser("publish", help="publish the draft as the next version")
-        pub.add_argument("--message", required=True, help="what changes and why")
-        pub.add_argument("--yes", action="store_true", help="publish although it has warnings")
-        pub.add_argument(
-            "--override-failing-cases",
-            action="store_true",
-            help="publish although regression cases fail (the audit log records it)",
-        )
-        pub.add_argument(
-            "--if-unpublished",
-            action="store_true",
-            help="do nothing (exit 0) when a version exists already (for scripts like the demo)",
-        )
-        add_actor_argument(pub)
-        push = sub.add_parser("push", help="write a version into the KDCube bundle's props")
-        push.add_argument("--version", type=int, metavar="N", help="version N (default: in force)")
-        push.add_argument(
-            "--overwrite",
-            action="store_true",
-            help="overwrite KDCube's subtree although it changed since Traitdeck read it",
-        )
-        add_actor_argument(push)
-        pull = sub.add_parser("pull", help="import the KDCube bundle's policy into the draft")
-        pull.add_argument("--yes", action="store_true", help="apply (without it: preview only)")
-        add_actor_argument(pull)
+        add_commands(sub, DRAFT_COMMANDS, describe=False, actor=add_actor_argument)
 
     def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"]

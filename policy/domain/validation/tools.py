@@ -10,14 +10,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from core.vocabulary import EXPLOITATION, UNKNOWN
 from engine.document.diagnostics import Severity
 from engine.document.paths import AGENTS, Path
 from engine.tools.loading import runtime_traits
 from engine.tools.resolution import MANIFEST_ROOT, AgentResolution, EffectiveTool
 from engine.traits.execution_design import SYNC_LIMIT_S, TOOL_REFERENCE_FIELDS, parse_design
 from engine.traits.traits import (
-    EXPLOITATION,
-    UNKNOWN,
     is_early_profile,
     is_exactly_neutral,
     normalize_strategy,

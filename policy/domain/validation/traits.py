@@ -8,12 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from core.vocabulary import CONCRETE_STRATEGIES, EARLY_PROFILE, STRATEGY_VALUES, UNKNOWN
 from engine.document.paths import Path
 from engine.traits.traits import (
-    CONCRETE_STRATEGIES,
-    EARLY_PROFILE,
-    STRATEGY_VALUES,
-    UNKNOWN,
     early_profile_problems,
     normalize_strategy,
     normalize_strategy_item,

@@ -11,8 +11,8 @@ from engine.tools.resolution import AgentResolution, resolve_consumer
 from observe.domain.drift import round_drift, summary
 from observe.domain.events import parse_event
 from observe.domain.rounds import Assembly, assembly_merge, assembly_new
-from observe.domain.simulator import Simulator
 from policy.domain.yaml_io import load_policy
+from simulator.runtime import Simulator
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = (ROOT / "policy" / "sample" / "sample-policy.yaml").read_text(encoding="utf-8")
@@ -119,9 +119,9 @@ def test_a_round_whose_events_do_not_say_if_the_code_was_complete_is_checked_bot
     round does not drift (issue 37 §5)."""
     import random
 
+    from core.vocabulary import EARLY_PROFILE
     from engine.tools.resolution import resolve_agent
-    from engine.traits.traits import EARLY_PROFILE
-    from observe.domain.simulator import simulate_round
+    from simulator.runtime import simulate_round
 
     tools = [
         {

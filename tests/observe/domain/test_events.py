@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from observe.domain.events import EVENT_TYPES, EventError, parse_event, same_content
+from core.vocabulary import EVENT_TYPES
+from observe.domain.events import EventError, parse_event, same_content
 
 EVENT_ID = "0f8fad5b-d9cb-469f-a165-70867728950e"
 HASH = "ab" * 32

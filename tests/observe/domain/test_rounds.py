@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.vocabulary import EARLY_PROFILE
 from engine.round.overseer import (
     FINAL_AFTER_NON_NEUTRAL,
     MIXED_ACTIONS,
@@ -28,7 +29,6 @@ from engine.round.overseer import (
     explain_rejection,
     oversee,
 )
-from engine.traits.traits import EARLY_PROFILE
 from observe.domain.events import Event, parse_event
 from observe.domain.rounds import (
     Assembly,

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from engine.traits.traits import EARLY_PROFILE
+from core.vocabulary import EARLY_PROFILE
 from policy.domain.edits import (
     EditError,
     NamespaceEdit,

@@ -16,7 +16,15 @@ FORBIDDEN = ("django", "ninja", "channels", "daphne")
 
 @pytest.mark.parametrize(
     "package",
-    ["core", "engine", "policy.domain", "observe.domain", "kdcube.domain", "kdcube.bridge.domain"],
+    [
+        "core",
+        "engine",
+        "policy.domain",
+        "observe.domain",
+        "kdcube.domain",
+        "kdcube.bridge.domain",
+        "simulator",
+    ],
 )
 def test_it_imports_every_domain_module_without_django(package: str) -> None:
     package_dir = ROOT.joinpath(*package.split("."))

@@ -7,7 +7,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.numbers import MAX_MAGNITUDE
+from core.vocabulary import MAX_MAGNITUDE
 from policy.domain.yaml_io import export_text, load_policy
 
 # Text that stresses quoting and block scalars: breaks, spaces, indicators, odd characters.

@@ -16,6 +16,7 @@ from django.urls import reverse
 
 from core.numbers import parse_whole
 from core.text import counted
+from core.vocabulary import EXPLORATION
 from engine.catalog.multi_action import multi_action_mode
 from engine.document.diagnostics import Severity
 from engine.replay.draft_impact import (
@@ -29,9 +30,10 @@ from engine.replay.draft_impact import (
 from engine.round.dryrun import dry_run
 from engine.round.react_version import VersionSources, react_version
 from engine.traits.round_policy import RoundPolicy
-from engine.traits.traits import EXPLORATION, resolved_strategy
+from engine.traits.traits import resolved_strategy
 from observe.domain.rounds import recorded_round
-from observe.impact import (
+from observe.live import known_agents, parse_filter
+from observe.recorded_impact import (
     DEFAULT_WINDOW,
     MAX_WINDOW,
     SideError,
@@ -39,7 +41,6 @@ from observe.impact import (
     policy_side,
     side_policy,
 )
-from observe.live import known_agents, parse_filter
 from observe.selectors import RoundFilter, round_get, round_ids_in_path, round_ids_query, round_url
 from pages.versions import diff_context
 from policy.selectors import DraftState, draft_analysis, draft_state

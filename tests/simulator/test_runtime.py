@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
+from core.vocabulary import EARLY_PROFILE
 from engine.round.ledger import fingerprint, tool_call_id
 from engine.round.overseer import Action, Overseer
 from engine.tools.resolution import resolve_agent
 from engine.traits.round_policy import RoundPolicy
-from engine.traits.traits import EARLY_PROFILE
 from observe.domain.events import Event, parse_event
-from observe.domain.rounds import Round, assemble
-from observe.domain.scenarios import SCENARIOS
-from observe.domain.simulator import Simulator, simulate_round
+from observe.domain.rounds import AssembledRound, assemble
+from simulator.runtime import Simulator, simulate_round
+from simulator.scenarios import SCENARIOS
 
 NOW = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 HASH = "cd" * 32
@@ -107,7 +107,7 @@ def of_type(events: list[Event], event_type: str) -> Iterator[Event]:
 
 ROUNDS = rounds()
 PARSED = [parsed(events) for events in ROUNDS]
-ASSEMBLED: list[Round] = [assemble(events) for events in PARSED]
+ASSEMBLED: list[AssembledRound] = [assemble(events) for events in PARSED]
 
 
 def test_it_emits_only_events_that_parse() -> None:

@@ -24,9 +24,8 @@ from typing import Any, Final, Protocol
 
 import httpx
 
-from observe.domain.events import GENERATION_FINISHED, ROUND_FINISHED
-from observe.domain.kinds import ROUND_KINDS
-from observe.domain.simulator import Simulator
+from core.vocabulary import GENERATION_FINISHED, ROUND_FINISHED, ROUND_KINDS
+from simulator.runtime import Simulator
 
 EVENTS_PATH: Final = "/api/v1/events"
 WHOAMI_PATH: Final = "/api/v1/whoami"

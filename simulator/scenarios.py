@@ -26,10 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from core.vocabulary import EXPLOITATION, EXPLORATION, NEUTRAL
 from engine.round.overseer import Action
 from engine.tools.resolution import AgentResolution, EffectiveTool
 from engine.traits.execution_design import parse_design
-from engine.traits.traits import EXPLOITATION, EXPLORATION, NEUTRAL
 
 #: Relative weights. ``slow`` is heavier because a slow tool often finishes in time; ``conflict``
 #: is the rejection people meet most; ``retry`` always dedups when the policy has an early tool.

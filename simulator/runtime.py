@@ -2,7 +2,7 @@
 §2.10, §4).
 
 The demo and the tests need rounds that look like the runtime's. A scenario (see
-:mod:`observe.domain.scenarios`) chooses what the "model" streams and the multi-action mode the
+:mod:`simulator.scenarios`) chooses what the "model" streams and the multi-action mode the
 round runs with; everything after that is the real policy engine: one
 :func:`~engine.round.dryrun.dry_run` per round (the online overseer, early starts and the ledger
 across attempts, the post-generation backstop, execution) decides every verdict, early start and
@@ -21,17 +21,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from engine.round.dryrun import RoundSpec, dry_run
-from engine.round.overseer import Action, strategy_of
-from engine.tools.agent_run import agent_run
-from engine.tools.manifest import Manifest
-from engine.tools.resolution import (
-    AgentResolution,
-    agent_names,
-)
-from engine.traits.execution_design import parse_design
-from engine.traits.round_policy import RoundPolicy
-from observe.domain.events import (
+from core.timewindow import format_ts
+from core.vocabulary import (
     ACTION_ACCEPTED,
     ACTION_OBSERVED,
     ACTION_REJECTED,
@@ -43,9 +34,18 @@ from observe.domain.events import (
     TOOL_FINISHED,
     TOOL_STARTED,
     TOOL_TIMEOUT,
-    format_ts,
 )
-from observe.domain.scenarios import (
+from engine.round.dryrun import RoundSpec, dry_run
+from engine.round.overseer import Action, strategy_of
+from engine.tools.agent_run import agent_run
+from engine.tools.manifest import Manifest
+from engine.tools.resolution import (
+    AgentResolution,
+    agent_names,
+)
+from engine.traits.execution_design import parse_design
+from engine.traits.round_policy import RoundPolicy
+from simulator.scenarios import (
     ERROR_CHANCE,
     SCENARIO_WEIGHTS,
     SCENARIOS,
@@ -86,9 +86,9 @@ def simulate_round(
 ) -> list[dict[str, Any]]:
     """The JSON events of one realistic round of ``agent``, starting at ``start`` (aware).
 
-    ``scenario`` (one of :data:`~observe.domain.scenarios.SCENARIOS`) forces what the model
+    ``scenario`` (one of :data:`~simulator.scenarios.SCENARIOS`) forces what the model
     streams; by default it is drawn from ``rng`` with the weights of
-    :data:`~observe.domain.scenarios.SCENARIO_WEIGHTS`. Events come back in time order.
+    :data:`~simulator.scenarios.SCENARIO_WEIGHTS`. Events come back in time order.
     """
     if start.tzinfo is None or start.utcoffset() is None:
         raise ValueError("start must be a timezone-aware datetime")

@@ -11,11 +11,11 @@ from engine.tools.resolution import resolve_agent
 from observe.domain.events import parse_event
 from observe.domain.health import Thresholds, ToolDesign, ToolStats, advise, round_tallies
 from observe.domain.rounds import assembly_merge, assembly_new
-from observe.domain.scenarios import Palette
-from observe.domain.simulator import Latency, Simulator
 from policy.domain.yaml_io import load_policy
+from simulator.runtime import Latency, Simulator
+from simulator.scenarios import Palette
 
-SAMPLE = Path(__file__).resolve().parents[3] / "policy" / "sample" / "sample-policy.yaml"
+SAMPLE = Path(__file__).resolve().parents[2] / "policy" / "sample" / "sample-policy.yaml"
 DATA = load_policy(SAMPLE.read_bytes()).data
 START = datetime(2026, 11, 30, tzinfo=UTC)
 
