@@ -13,6 +13,8 @@ NOT_DJANGO := $(NOT_DJANGO_SCALE) $(foreach f,$(HARDENING_TESTS),--ignore=$(f))
 # The runtime's package root (…/app/ai-app/src/kdcube-ai-app of a kdcube/kdcube-ai-app checkout).
 KDCUBE_SRC ?=
 KVENV := .venv-kdcube
+# TypeScript for the roster recorder (KDCube's widget code under node): KDCube's lockfile's version.
+KDCUBE_TYPESCRIPT := 5.9.3
 
 .PHONY: help venv demo test lint test-unit test-conformance test-django test-async test-hardening test-scale test-container test-browser system-deps bench clean conformance
 
@@ -61,7 +63,9 @@ conformance: venv
 	@test -n "$(KDCUBE_SRC)" || { echo "make conformance needs KDCUBE_SRC=<runtime package root>" >&2; exit 2; }
 	@test -x $(KVENV)/bin/python || { PYBIN=$$(scripts/find-python) && "$$PYBIN" -m venv $(KVENV); }
 	$(KVENV)/bin/pip install --quiet -r conformance/requirements-kdcube.txt
-	@scripts/ensure-system-deps redis
+	@scripts/ensure-system-deps redis node
+	@test -f $(KVENV)/node/node_modules/typescript/package.json && grep -q '"version": "$(KDCUBE_TYPESCRIPT)"' $(KVENV)/node/node_modules/typescript/package.json \
+		|| npm install --silent --no-audit --no-fund --prefix $(KVENV)/node typescript@$(KDCUBE_TYPESCRIPT)
 	KDCUBE_SRC=$(KDCUBE_SRC) PYTHONPATH=$(CURDIR) $(KVENV)/bin/python -m conformance.record
 	KDCUBE_SRC=$(KDCUBE_SRC) PYTHONPATH=$(CURDIR) $(KVENV)/bin/python -m conformance.kdcube_props
 	KDCUBE_SRC=$(KDCUBE_SRC) $(PY) -m conformance.kdcube_compose

@@ -52,6 +52,11 @@ NAME_V2 = "kdcube-envelopes-v2"
 TENANT, PROJECT, SESSION = "acme", "demo", "sess-1"
 
 J = "workspace_jobs."
+EXEC = "exec_tools.execute_code_python"
+EXEC_PARAMS: dict[str, Any] = {
+    "prog_name": "count_rows",
+    "contract": [{"filepath": "turn-h/files/rows.txt", "description": "the row count"}],
+}
 #: (id, agent_id the runtime runs as, turn, iteration, mode, actions, tool errors by index)
 SCENARIOS: list[dict[str, Any]] = [
     {
@@ -209,6 +214,41 @@ SCENARIOS: list[dict[str, Any]] = [
         "isolated": True,
         "turn_ends": True,
     },
+    # The code-execution call with its code on ``<channel:code>`` (issue 37 §5): the decision
+    # node's own exec streamer (``_mk_exec_code_streamer``) is fed the call's JSON and the code as
+    # ``_hub_on_code`` feeds it; whether the runtime counts the code channel complete
+    # (``_exec_streamer_is_complete``: code captured and a contract) is recorded with the case.
+    {
+        "id": "exec-code-complete",
+        "policy": "files",
+        "agent_id": "main",
+        "turn_id": "turn-h",
+        "iteration": 0,
+        "mode": "off",
+        "actions": [{"action": "call_tool", "tool_id": EXEC, "params": EXEC_PARAMS}],
+        "code": "rows = [1, 2]\nprint(len(rows))\n",
+    },
+    {
+        "id": "exec-code-without-contract",
+        "policy": "files",
+        "agent_id": "main",
+        "turn_id": "turn-h",
+        "iteration": 1,
+        "mode": "off",
+        "actions": [{"action": "call_tool", "tool_id": EXEC, "params": {"prog_name": "count"}}],
+        "code": "print(3)\n",
+    },
+    {
+        "id": "exec-code-blank",
+        "policy": "files",
+        "agent_id": "main",
+        "turn_id": "turn-h",
+        "iteration": 2,
+        "mode": "off",
+        "actions": [{"action": "call_tool", "tool_id": EXEC, "params": EXEC_PARAMS}],
+        "code": "  \n",
+        "turn_ends": True,
+    },
 ]
 #: The isolation limit of the recorded isolated call, in seconds (the runtime's is 240, which
 #: ``execute_tool_in_isolation`` passes as ``timeout_s``; the recorder passes this one instead).
@@ -304,6 +344,8 @@ async def _play(
                 continue
             await delta(text=f"action {row['index']}: ", marker="thinking")
             await delta(text=json.dumps(action.get("tool_id")), marker="thinking")
+            if "code" in scenario:
+                await feed_exec_code(solver, iteration, action, scenario["code"])
             early = row.get("early")
             if early and early["started"]:
                 decision = round_driver.decision_of(action)
@@ -374,6 +416,36 @@ async def _play(
     if scenario.get("turn_ends"):
         await comm.complete(data={"final_answer": "done"})
     return capture.published
+
+
+async def feed_exec_code(solver: Any, iteration: int, action: dict[str, Any], code: str) -> Any:
+    """The decision node's exec streamer for the round's code-execution call, made as the node
+    makes it (``_mk_exec_code_streamer("decision (N)", …)`` over the node's communicator) and fed
+    as ``_hub_on_code`` feeds it when ``<channel:code>`` streams: the call's JSON first
+    (``_attach_exec_json_if_ready``), then the code, then the channel's end. Returns the
+    streamer, whose ``_exec_streamer_is_complete`` is the backstop's
+    ``allow_single_exec_with_code``."""
+    from conformance import round_driver
+
+    _fn, widget = solver._mk_exec_code_streamer(
+        f"decision ({iteration})", 0, execution_id=f"exec_{iteration:03d}"
+    )
+    raw = json.dumps(round_driver.decision_of(action))
+    await widget.feed_json(text=raw, completed=True, channel_instance=0)
+    await widget.feed_code(text=code, completed=False, channel_instance=0)
+    await widget.feed_code(text="", completed=True, channel_instance=0)
+    return widget
+
+
+def exec_code_complete(rt: harness.Runtime, scenario: dict[str, Any]) -> bool:
+    """What the runtime's ``_exec_streamer_is_complete`` answers for the scenario's code (fed
+    once to a streamer whose deltas go nowhere)."""
+    solver = rt.solver.ReactSolverV2.__new__(rt.solver.ReactSolverV2)
+    solver.comm = _communicator(rt, CapturingRedis(), scenario["agent_id"], scenario["turn_id"])
+    solver.ctx_browser = SimpleNamespace(runtime_ctx=SimpleNamespace(turn_id=scenario["turn_id"]))
+    action = scenario["actions"][0]
+    widget = asyncio.run(feed_exec_code(solver, scenario["iteration"], action, scenario["code"]))
+    return bool(rt.solver.ReactSolverV2._exec_streamer_is_complete(widget))
 
 
 #: Rounds of KDCube's default **v2** react agent (issue 37 §0): each a turn of scripted model
@@ -706,24 +778,36 @@ async def _run_isolated(decision: dict[str, Any]) -> dict[str, Any]:
 
 
 def record(rt: harness.Runtime) -> list[dict[str, Any]]:
-    from conformance import round_driver, runtime_policy
+    from conformance import round_driver, round_policies, runtime_policy
+    from conformance.families.files import POLICIES as FILE_POLICIES
     from conformance.families.rounds import answer_from_rows
 
-    adapters = runtime_policy.recorded_adapters(rt, "sample")
+    known = {**round_policies.policies(), **FILE_POLICIES}
+    adapters_of = {
+        name: runtime_policy.agent_adapters(
+            rt, known[name]["policy"], "main", manifest=known[name]["manifest"]
+        )
+        for name in {scenario.get("policy", "sample") for scenario in SCENARIOS}
+    }
     cases = []
     for scenario in SCENARIOS:
+        policy = scenario.get("policy", "sample")
+        adapters = adapters_of[policy]
         spec = {
             "turn_id": scenario["turn_id"],
             "iteration": scenario["iteration"],
             "attempts": attempts_of(scenario),
         }
+        if "code" in scenario:
+            # The round's code channel as the runtime judged it (issue 37 §5).
+            spec["exec_code_complete"] = exec_code_complete(rt, scenario)
         attempts = round_driver.drive_round(rt, adapters, spec, scenario["mode"])
         published = asyncio.run(_play(rt, scenario, attempts, adapters))
         cases.append(
             {
                 "id": scenario["id"],
                 "input": {
-                    "policy": "sample",
+                    "policy": policy,
                     "agent_id": scenario["agent_id"],
                     "round": spec,
                     "multi_action_mode": scenario["mode"],

@@ -40,6 +40,7 @@ from observe.live import (
 )
 from observe.live.round_page import (
     inferred_react_version,
+    reported_exec_code_complete,
     reported_mode,
     reported_react_version,
 )
@@ -147,6 +148,7 @@ def round_page(request: HttpRequest, agent: str, turn_id: str, iteration: int) -
             "timeline": build_timeline(assembled, _zoom(request)),
             "actions": action_details(assembled),
             "mode": _mode_shown(assembled),
+            "code_complete": reported_exec_code_complete(assembled),
             "react": react_version(
                 VersionSources(
                     reported=reported_react_version(assembled),

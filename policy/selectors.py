@@ -17,9 +17,9 @@ from django.urls import NoReverseMatch, reverse
 
 from engine.catalog.multi_action import (
     ModeSources,
+    kdcube_roster,
     multi_action_mode,
     profile_mode,
-    react_agent_keys,
 )
 from engine.round.dryrun import RoundSpec
 from engine.round.react_version import VersionSources, react_version
@@ -307,16 +307,16 @@ class ReactOnlyAgent:
 
 
 def react_only_agents(state: DraftState) -> list[ReactOnlyAgent]:
-    """The roster's agents named only in ``react`` (issue 37 §4), in the widget's order."""
+    """The roster's agents named only in ``react`` (issue 37 §4), in the widget's slot order;
+    the widget's ``default_agent`` fallback slot is not one."""
     known = {str(name) for name in state.agents}
     out: list[ReactOnlyAgent] = []
-    seen: set[str] = set()
-    for name, container in react_agent_keys(state.data):
-        if name in known or name in seen:
+    for entry in kdcube_roster(state.data):
+        if entry.react_container is None or entry.fallback or entry.name in known:
             continue
-        seen.add(name)
+        name = entry.name
         key = select_connections(state.data, name)[0]
-        where = f"react.agents.{name}" if container == "agents" else f"react.{name}"
+        where = f"react.agents.{name}" if entry.react_container == "agents" else f"react.{name}"
         out.append(ReactOnlyAgent(name, where, None if key is None else str(key)))
     return out
 

@@ -27,6 +27,7 @@ FAMILY_MODULES = (
     "files",
     "discovery",
     "react",
+    "roster",
     "v2",
     "v3off",
     "setorder",

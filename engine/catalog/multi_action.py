@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from engine.round.backstop import multi_action_enabled
-from engine.tools.named_services import DEFAULT_REACT_AGENT_ID
+from engine.tools.named_services import DEFAULT_AGENT_KEY, DEFAULT_REACT_AGENT_ID
 
 __all__ = [
     "AppliedProfile",
@@ -31,6 +31,7 @@ __all__ = [
     "instruction_profiles",
     "inert_mode_keys",
     "inert_mode_message",
+    "kdcube_roster",
     "multi_action_enabled",
     "multi_action_mode",
     "profile_mode",
@@ -335,21 +336,70 @@ NON_AGENT_REACT_KEYS = frozenset(
 )
 
 
+def _js_key_order(keys: list[str]) -> list[str]:
+    """``keys`` in JavaScript's ``Object.keys`` order: the widget runs in a browser, where keys
+    that are array indices (``"0"``, ``"10"``; not ``"07"`` or ``"-1"``) come first, ascending,
+    then the rest as written."""
+
+    def index(key: str) -> int | None:
+        if key.isdigit() and key.isascii() and str(int(key)) == key and int(key) < 2**32 - 1:
+            return int(key)
+        return None
+
+    indices = sorted((i, k) for k in keys if (i := index(k)) is not None)
+    return [k for _i, k in indices] + [k for k in keys if index(k) is None]
+
+
 def react_agent_keys(data: Any) -> list[tuple[str, str]]:
     """The agents KDCube's widget lists from the react config (issue 37 §4; ``getAppAgents``):
     each mapping under ``react.agents`` (``agents``), then each mapping directly under ``react``
-    whose key is not configuration (``root``). It reads ``react`` only, never ``config.react``;
-    the widget's own fallback (``default_agent`` when it finds none) is not an agent here."""
+    whose key is not configuration (``root``), each group in JavaScript's key order. It reads
+    ``react`` only, never ``config.react``; the widget's own fallback (``default_agent`` when it
+    finds none) is not an agent here (:func:`kdcube_roster` has it)."""
     react = data.get("react") if isinstance(data, Mapping) else None
     if not isinstance(react, Mapping):
         return []
     out: list[tuple[str, str]] = []
     container = react.get("agents")
     if isinstance(container, Mapping):
-        out += [(str(k), "agents") for k, v in container.items() if isinstance(v, Mapping)]
+        named = {str(k): v for k, v in container.items()}
+        out += [(k, "agents") for k in _js_key_order(list(named)) if isinstance(named[k], Mapping)]
+    at_root = {str(k): v for k, v in react.items()}
     out += [
-        (str(k), "root")
-        for k, v in react.items()
-        if str(k) not in NON_AGENT_REACT_KEYS and isinstance(v, Mapping)
+        (k, "root")
+        for k in _js_key_order(list(at_root))
+        if k not in NON_AGENT_REACT_KEYS and isinstance(at_root[k], Mapping)
     ]
     return out
+
+
+class RosterEntry(NamedTuple):
+    """One agent of KDCube's roster: where its react block lives (``agents``: under
+    ``react.agents``, ``root``: directly under ``react``, ``None``: no react block) and whether
+    ``surfaces.as_consumer.agents`` has an entry for it."""
+
+    name: str
+    react_container: str | None
+    has_consumer: bool
+    fallback: bool = False
+
+
+def kdcube_roster(data: Any) -> list[RosterEntry]:
+    """The agents KDCube's admin widget lists (``getAgentProfiles``; recorded by the ``roster``
+    conformance family): the react slots of :func:`react_agent_keys` — or, when there is none,
+    the widget's ``default_agent`` slot (``fallback``) — then every key of
+    ``surfaces.as_consumer.agents`` (whatever its value) that is not already listed."""
+    slots = react_agent_keys(data)
+    entries = {
+        name: RosterEntry(name, container, False, not slots)
+        for name, container in (slots or [(DEFAULT_AGENT_KEY, "root")])
+    }
+    surfaces = data.get("surfaces") if isinstance(data, Mapping) else None
+    consumer = surfaces.get("as_consumer") if isinstance(surfaces, Mapping) else None
+    agents = consumer.get("agents") if isinstance(consumer, Mapping) else None
+    for name in _js_key_order([str(k) for k in agents] if isinstance(agents, Mapping) else []):
+        known = entries.get(name)
+        entries[name] = (
+            known._replace(has_consumer=True) if known else RosterEntry(name, None, True)
+        )
+    return list(entries.values())

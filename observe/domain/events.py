@@ -431,6 +431,19 @@ def _optional_text(raw: Mapping[str, Any], data: dict[str, Any], name: str) -> N
     data[name] = None if value is None else _check_text(value, name)
 
 
+def _optional_flag(raw: Mapping[str, Any], data: dict[str, Any], name: str) -> None:
+    """An optional true/false (``exec_code_complete``): null and absent are the same (not
+    reported) and stored as absent, so events stored before the field existed keep their
+    content."""
+    value = raw.get(name)
+    if value is None:
+        data.pop(name, None)
+        return
+    if not isinstance(value, bool):
+        raise EventError(f"{name} must be true, false or null, got {_show(value)}")
+    data[name] = value
+
+
 def _error_text(raw: Mapping[str, Any], data: dict[str, Any], name: str) -> None:
     """An optional error field (``error_code``, ``error_message``, ``runtime_error_code``): a
     non-empty string of at most :data:`MAX_ERROR_TEXT` characters without control characters
@@ -501,7 +514,9 @@ _FIELDS: Final[Mapping[str, tuple[tuple[str, _Check], ...]]] = {
         # A bridge's inferred timeout: the error code the runtime published instead.
         ("runtime_error_code", _error_text),
     ),
-    GENERATION_FINISHED: (),
+    # Whether the decision's code channel streamed complete (the runtime's
+    # ``_exec_streamer_is_complete``: code captured and a contract), known once generation ends.
+    GENERATION_FINISHED: (("exec_code_complete", _optional_flag),),
     ROUND_FINISHED: (("outcome", _choice(OUTCOMES)), *_ERROR),
 }
 

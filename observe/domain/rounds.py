@@ -189,7 +189,8 @@ _TOOL, _PARAMS = "tool", "params"
 #: One kept event: ``[ts, event_id, *fields]``, ``ts`` as the event sent it (RFC 3339 text, so
 #: that ``(ts, event_id)`` orders marks as it orders events), then the fields its type keeps
 #: (:data:`_SLOT_FIELDS`; ``round.started``: max_actions, policy_hash, multi_action_mode;
-#: ``round.finished``: outcome, error_code, error_message; ``tool``: tool_id; ``params``: None,
+#: ``round.finished``: outcome, error_code, error_message; ``generation.finished``:
+#: exec_code_complete when it said; ``tool``: tool_id; ``params``: None,
 #: the params as JSON text). A mark stored before a field was added is shorter: the missing
 #: fields read as None.
 #: A list, not a tuple: it is stored as JSON and read back as a list.
@@ -302,7 +303,9 @@ def assembly_merge(state: Assembly, events: Iterable[Event]) -> Assembly:
                 mark += [data.get("error_code"), data.get("error_message")]
             _keep(top, "end", mark, latest=True)
         elif event_type == GENERATION_FINISHED:
-            _keep(generation, str(event.attempt), [ts, event_id], latest=True)
+            complete = data.get("exec_code_complete")
+            gen_mark = [ts, event_id, *([complete] if isinstance(complete, bool) else [])]
+            _keep(generation, str(event.attempt), gen_mark, latest=True)
     state["tools"] = sorted(tools)
     return state
 
@@ -487,6 +490,17 @@ def started_react_version(state: Assembly) -> tuple[str | None, str | None]:
     return (None, start[5]) if start[6] else (start[5], None)
 
 
+def exec_code_complete(state: Assembly) -> bool | None:
+    """Whether the round's decision streamed its code channel complete, as the last stream's
+    ``generation.finished`` said (``exec_code_complete``); None: not said (drift and impact then
+    predict both)."""
+    marks = state["gen"]
+    if not marks:
+        return None
+    last = marks[max(marks, key=int)]
+    return last[2] if len(last) > 2 and isinstance(last[2], bool) else None
+
+
 def recorded_round(key: tuple[str, str, int], state: Assembly) -> dict[str, Any] | None:
     """The round as the engine replays it (a dry-run round plus its ``agent``; impact, issue
     13): per attempt, the observed actions in index order with their tool ids and params, the
@@ -514,6 +528,9 @@ def recorded_round(key: tuple[str, str, int], state: Assembly) -> dict[str, Any]
         found["max_actions"] = start[2]
     if start is not None and len(start) > 4 and isinstance(start[4], str):
         found["multi_action_mode"] = start[4]
+    complete = exec_code_complete(state)
+    if complete is not None:
+        found["exec_code_complete"] = complete
     reported, inferred = started_react_version(state)
     if reported or inferred:
         # The react agent round.started named (the runtime's report, else a bridge's

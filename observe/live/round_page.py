@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.timewindow import format_ts
-from core.vocabulary import ROUND_FINISHED, ROUND_STARTED, TOOL_FINISHED
+from core.vocabulary import GENERATION_FINISHED, ROUND_FINISHED, ROUND_STARTED, TOOL_FINISHED
 from engine.round.backstop import multi_action_enabled
 from observe.domain.rounds import AssembledRound, RoundAction
 from observe.live.cards import ActionRow, action_row, params_by_slot, params_text
@@ -127,6 +127,19 @@ def reported_react_version(round_: AssembledRound) -> str | None:
             version = str(event.data.get("react_version") or "").strip().lower()
             return version if version in ("v2", "v3") else None
     return None
+
+
+def reported_exec_code_complete(round_: AssembledRound) -> bool | None:
+    """Whether the round's last stream streamed its code channel complete, as its
+    ``generation.finished`` said (``exec_code_complete``; the KDCube bridge reads it from the
+    exec streamer's deltas); None: not said (the same reading as
+    :func:`observe.domain.rounds.exec_code_complete`)."""
+    finished = [e for e in round_.events if e.type == GENERATION_FINISHED]
+    if not finished:
+        return None
+    last = max(finished, key=lambda e: (e.attempt, e.data["ts"], e.event_id))
+    value = last.data.get("exec_code_complete")
+    return value if isinstance(value, bool) else None
 
 
 def inferred_react_version(round_: AssembledRound) -> str | None:

@@ -113,8 +113,8 @@ Check = Callable[[str, Diagnostic], bool]
 CLAIMS: dict[str, list[tuple[str, Check]]] = {
     "multi-action-off": [
         (
-            "if it rejects none, the decision's two or more action channels are "
-            "multiple_channel_instances and nothing of it runs",
+            "if it rejects none, two or more action channels are multiple_channel_instances and "
+            "nothing of it runs",
             _v3_off_two_channels_unrejected_run_nothing,
         ),
         ("(an early start already ran)", _v3_off_an_early_start_already_ran),

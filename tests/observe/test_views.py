@@ -449,6 +449,35 @@ def test_the_round_page_shows_the_react_agent_the_bridge_inferred_from_v2_envelo
     assert "action_schema_error validation failed." in page_text(page)
 
 
+def test_the_round_page_says_whether_the_code_channel_streamed_complete(viewer: Client) -> None:
+    """Issue 37 §5: the exec rounds of the recorded v3 envelopes, mapped by the bridge; the
+    runtime judged the code channel complete with a contract and non-blank code only."""
+    import json
+
+    from conformance import fixtures
+    from kdcube.bridge.domain.mapping import Mapper
+
+    cases = {c["id"]: c for c in fixtures.read("kdcube-envelopes")["cases"]}
+    mapper, events = Mapper({"main"}), []
+    for case_id in ("exec-code-complete", "exec-code-without-contract", "exec-code-blank"):
+        for message in cases[case_id]["published"]:
+            payload = json.dumps(message["payload"])
+            events += mapper.feed_message(message["channel"], payload).events
+    ingest(events)
+
+    def shown(iteration: int) -> str:
+        page = viewer.get(f"/live/rounds/main/turn-h/{iteration}/").content.decode()
+        return " ".join(text_of(page, "dd", id="round-code").split())
+
+    assert cases["exec-code-complete"]["input"]["round"]["exec_code_complete"] is True
+    assert shown(0).startswith("streamed complete (exec_code_complete: true, reported by")
+    for iteration in (1, 2):
+        assert shown(iteration).startswith("incomplete (exec_code_complete: false, reported by")
+    ingest(HandRound(turn_id="turn-q", iteration=0).started().events)
+    page = viewer.get("/live/rounds/main/turn-q/0/").content.decode()
+    assert text_of(page, "dd", id="round-code").strip().startswith("not reported: drift and")
+
+
 def test_the_round_page_shows_the_mode_and_react_agent_the_round_ran_with(
     viewer: Client, settings: Any
 ) -> None:

@@ -708,6 +708,23 @@ def test_an_agent_named_only_in_the_react_config_is_listed_read_only_and_can_get
     assert not find_all(page(response), "li", data_react_agent="helper")
 
 
+def test_react_only_agents_are_listed_as_kdcubes_widget_lists_them(editor: Client) -> None:
+    """Recorded from the widget's own code (the ``roster`` conformance family): JavaScript's key
+    order puts integer-like keys first, and a name under both ``react.agents`` and ``react``
+    lives at the root (the widget writes its block there)."""
+    from policy.services import draft_change
+
+    doc = {
+        "surfaces": {"as_consumer": {"agents": {"main": {"tools": []}}}},
+        "react": {"b": {}, "agents": {"a": {}}, "10": {}, "2": {}, "a": {}},
+    }
+    draft_change(edit=lambda _old: doc, base_revision=None)
+    text = page(editor.get("/policy/"))
+    listed = [li.attrs["data-react-agent"] for li in find_all(text, "li", data_react_agent=None)]
+    assert listed == ["a", "2", "10", "b"]
+    assert "(react.a)" in find(text, "li", data_react_agent="a").text
+
+
 def test_the_connection_page_says_how_it_counts(editor: Client) -> None:
     """The walkthrough read "Edit connection #2" at /connections/1/edit/ with nothing to say which
     count is which."""

@@ -88,6 +88,8 @@ V2_EXIT_CODES: Final = frozenset(
     {"action_schema_error", "tool_not_allowed_in_react", "tool_call_invalid", "tool_signature_red"}
 )
 V2_VALIDATION_EXIT: Final = "Decision validation failed."
+#: The ``extra.sub_type`` prefix of the decision's exec streamer deltas (``widgets/exec.py``).
+CODE_EXEC: Final = "code_exec."
 #: The emit points proposed to the runtime (docs/kdcube-events.md): when a runtime publishes them
 #: the bridge maps them as they are (not inferred) and stops inferring what they cover.
 EXACT: Final[Mapping[str, tuple[str, tuple[str, ...]]]] = {
@@ -106,7 +108,7 @@ EXACT: Final[Mapping[str, tuple[str, tuple[str, ...]]]] = {
             "fingerprint",
         ),
     ),
-    "react.generation.finished": (GENERATION_FINISHED, ()),
+    "react.generation.finished": (GENERATION_FINISHED, ("exec_code_complete",)),
 }
 
 
@@ -167,6 +169,11 @@ class _Round:
     failure: dict[str, str] | None = None
     #: A v2 re-ask with no decision step (``_validate_decision`` failed: the node returns first).
     silent_retry: bool = False
+    #: The decision's exec streamer published something (``code_exec.*`` deltas), a contract
+    #: (``code_exec.contract``), code that is not blank (``code_exec.code``).
+    code_channel: bool = False
+    code_contract: bool = False
+    code_text: bool = False
 
 
 class _Skip(Exception):
@@ -379,9 +386,13 @@ class Mapper:
             key = (env.agent, env.turn_id, int(match.group(1)))
             if INSTANCE_SUFFIX.search(str(env.event.get("agent"))):
                 self._prove(env, "v3", V3_BY_INSTANCE)
-            if key in self.rounds:
+            started = key in self.rounds
+            rnd = self._round(env, int(match.group(1)), out)
+            if self._code_delta(env, rnd):
+                if started:
+                    raise _Skip("code channel delta: kept for the round's generation.finished")
+            elif started:
                 raise _Skip("decision delta of a round already started")
-            self._round(env, int(match.group(1)), out)
         elif kind in EXACT:
             self._exact(env, out)
         elif kind == "react.tool.call":
@@ -406,6 +417,34 @@ class Mapper:
         else:
             raise _Skip(f"{kind[:60]}: no round signal")
         return Outcome(events=out)
+
+    def _code_delta(self, env: _Env, rnd: _Round) -> bool:
+        """A delta of the decision's exec streamer (``DecisionExecCodeStreamer``: marker
+        ``subsystem``, ``extra.sub_type`` ``code_exec.*``): noted on the round. False: not one."""
+        delta = env.raw.get("delta")
+        extra = env.raw.get("extra")
+        if not isinstance(delta, Mapping) or delta.get("marker") != "subsystem":
+            return False
+        sub_type = extra.get("sub_type") if isinstance(extra, Mapping) else None
+        if not isinstance(sub_type, str) or not sub_type.startswith(CODE_EXEC):
+            return False
+        rnd.code_channel = True
+        if sub_type == CODE_EXEC + "contract":
+            rnd.code_contract = True
+        text = delta.get("text")
+        if sub_type == CODE_EXEC + "code" and isinstance(text, str) and text.strip():
+            rnd.code_text = True
+        return True
+
+    @staticmethod
+    def _code_complete(rnd: _Round) -> dict[str, bool]:
+        """``exec_code_complete`` for the round's ``generation.finished`` when its exec streamer
+        published anything: the runtime's ``_exec_streamer_is_complete`` (code captured that is
+        not blank, and a contract; the streamer publishes the contract once it has one and each
+        code chunk it captures). Nothing when it published nothing (no code channel seen)."""
+        if not rnd.code_channel:
+            return {}
+        return {"exec_code_complete": rnd.code_contract and rnd.code_text}
 
     def _exact(self, env: _Env, out: list[dict[str, Any]]) -> None:
         """A proposed emit point: the runtime's own event, mapped as it is (parse_event checks
@@ -682,7 +721,7 @@ class Mapper:
         rnd.positions = [next(free) for _ in items]
         restream = self._restream(env, rnd, out) if "actions" not in rnd.exact else None
         if "generation" not in rnd.exact:
-            out.append(env.make(rnd, GENERATION_FINISHED))
+            out.append(env.make(rnd, GENERATION_FINISHED, **self._code_complete(rnd)))
         # A bundle's rejection without index: the index stays unknown.
         out.extend(rejected for _observed, rejected in rnd.unindexed)
         rnd.unindexed.clear()
@@ -716,7 +755,7 @@ class Mapper:
         self._prove(env, "v2", V2_BY_PROTOCOL)
         rnd.decided = True
         if "generation" not in rnd.exact:
-            out.append(env.make(rnd, GENERATION_FINISHED))
+            out.append(env.make(rnd, GENERATION_FINISHED, **self._code_complete(rnd)))
         if kind == "exit":
             rnd.failure = {"error_code": code}
             message = _error_field(env.data.get("final_answer"))

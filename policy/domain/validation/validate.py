@@ -184,25 +184,23 @@ def _multi_action_off(reporter: Reporter, data: Any, key: Any, resolution: Agent
     why = (
         f"its default instruction profile sets multi_action_mode: {mode!r}"
         if mode is not None
-        else "no instruction profile of this agent turns it on, and the runtime's deployment "
-        "setting AI_REACT_AGENT_MULTI_ACTION defaults to off"
+        else "no instruction profile does"
     )
     reporter.info(
         "multi-action-off",
         (*AGENTS, key),
-        f"Multi-action mode is off for agent {key!r} unless the deployment turns it on ({why}), "
-        "so the model is asked for one action per decision. What the runtime does when it "
-        "streams several anyway depends on its react agent. Under v3 the overseer still checks "
-        "the strategy order while the model streams: an action it rejects stops the stream and "
-        "the first accepted action runs; if it rejects none, the decision's two or more action "
-        "channels are multiple_channel_instances and nothing of it runs (an early start already "
-        "ran) while the model is asked again. Under v2 (KDCube's default) there is no overseer: "
-        "two or more actions run nothing and the model is asked again (2 protocol retries per "
-        "turn), and no tool ever starts early.",
+        f"Multi-action mode is off for agent {key!r} unless the deployment turns it on ({why}): "
+        "one action per decision. Under v3 the overseer still checks the strategy order: an "
+        "action it rejects stops the stream and the first accepted action runs; if it rejects "
+        "none, two or more action channels are multiple_channel_instances and nothing of it runs "
+        "(an early start already ran); the model is asked again. Under v2 (KDCube's default) "
+        "there is no overseer: two or more actions run nothing and the model is asked again (2 "
+        "protocol retries per turn).",
         "To let the model emit several calls per decision under v3, set "
         "AI_REACT_AGENT_MULTI_ACTION=on in the runtime or add an instruction profile with "
-        f"multi_action_mode: on (react.{key}.instruction_profiles); the playground's "
-        "multi_action_mode and react_version fields show each case.",
+        f"multi_action_mode: on (react.{key}.instruction_profiles). The glossary's "
+        "multi-action mode has the detail; the playground's multi_action_mode and react_version "
+        "fields show each case.",
         at="key",
     )
 

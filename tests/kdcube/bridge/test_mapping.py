@@ -444,6 +444,41 @@ def test_the_proposed_emit_points_switch_the_bridge_to_exact_events() -> None:
     assert not [e for e in mine if e["type"].startswith("action.a") and e.get("inferred")]
 
 
+def test_generation_finished_carries_the_code_channel_the_runtime_judged() -> None:
+    """Issue 37 §5: where the decision's exec streamer published its deltas, the round's
+    ``generation.finished`` says what the runtime's ``_exec_streamer_is_complete`` said (recorded
+    with each case); a round without them says nothing (drift and impact predict both)."""
+    finished = {
+        (e["turn_id"], e["iteration"]): e for e in mapped() if e["type"] == "generation.finished"
+    }
+    exec_cases = [c for c in RECORDED["cases"] if "exec_code_complete" in c["input"]["round"]]
+    assert {c["input"]["round"]["exec_code_complete"] for c in exec_cases} == {True, False}
+    for case in RECORDED["cases"]:
+        spec = case["input"]["round"]
+        event = finished.get((spec["turn_id"], spec["iteration"]))
+        if event is None:
+            continue
+        if "exec_code_complete" in spec:
+            assert event["exec_code_complete"] is spec["exec_code_complete"], case["id"]
+        else:
+            assert "exec_code_complete" not in event, case["id"]
+
+
+def test_a_runtimes_own_generation_finished_carries_its_code_channel() -> None:
+    mapper = Mapper(POLICY_AGENTS)
+    base = {
+        "type": "react.generation.finished",
+        "ts": 1796205243921,
+        "service": {"agent_id": "main"},
+        "conversation": {"turn_id": "t-exact"},
+    }
+    got = mapper.feed({**base, "data": {"iteration": 0, "exec_code_complete": False}}).events
+    (finished,) = [e for e in got if e["type"] == "generation.finished"]
+    assert finished["exec_code_complete"] is False
+    assert "inferred" not in finished
+    assert parse_event(finished).data["exec_code_complete"] is False
+
+
 def test_the_mapping_imports_without_django() -> None:
     import subprocess
     import sys

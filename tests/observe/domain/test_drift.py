@@ -158,3 +158,59 @@ def test_a_round_whose_events_do_not_say_if_the_code_was_complete_is_checked_bot
         assert round_drift(key, state, policy, policy_label="v1") == ()
         checked += 1
     assert checked
+
+
+def test_a_round_whose_generation_finished_says_the_code_channel_is_predicted_with_it() -> None:
+    """The same simulated rounds (the runtime refused the code-execution call as unsafe), now
+    with ``generation.finished`` saying ``exec_code_complete``: false agrees with the refusal,
+    true predicts the call stays, so the round drifts (issue 37 §5: the events' word is used)."""
+    import random
+
+    from engine.tools.resolution import resolve_agent
+    from engine.traits.traits import EARLY_PROFILE
+    from simulator.runtime import simulate_round
+
+    tools = [
+        {
+            "kind": "python",
+            "module": "exec_tools",
+            "alias": "exec_tools",
+            "allowed": ["execute_code_python", "launch"],
+            "tool_traits": {
+                "execute_code_python": {"strategy": ["neutral"]},
+                "launch": {"strategy": ["neutral"], "execution": dict(EARLY_PROFILE)},
+            },
+        }
+    ]
+    policy = resolve_agent(
+        {"surfaces": {"as_consumer": {"agents": {"main": {"tools": tools}}}}}, "main"
+    )
+    key = ("main", "turn-1", 0)
+    checked = 0
+    for seed in range(20):
+        raw = simulate_round(
+            policy,
+            rng=random.Random(seed),
+            agent="main",
+            turn_id="turn-1",
+            iteration=0,
+            start=START,
+            policy_hash=None,
+            scenario="early",
+        )
+        if not any(e.get("code") == "multi_action_bundle_unsafe_tool" for e in raw):
+            continue
+        drift = {}
+        for said in (False, True):
+            events = [
+                parse_event(
+                    {**e, "exec_code_complete": said} if e["type"] == "generation.finished" else e
+                )
+                for e in raw
+            ]
+            state = assembly_merge(assembly_new(), events)
+            drift[said] = round_drift(key, state, policy, policy_label="v1")
+        assert drift[False] == ()
+        assert drift[True]
+        checked += 1
+    assert checked

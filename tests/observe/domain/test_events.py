@@ -447,3 +447,19 @@ def test_an_absent_failure_reason_stays_absent_as_before(event_type: str, name: 
     absent, null = parse_event(raw(event_type)), parse_event(raw(event_type, **{name: None}))
     assert name not in absent.data
     assert same_content(absent, null)
+
+
+@pytest.mark.parametrize("value", ["true", 1, 0, [], {}])
+def test_exec_code_complete_is_true_false_or_null(value: Any) -> None:
+    assert error_of(raw("generation.finished", exec_code_complete=value)).startswith(
+        "exec_code_complete must be true, false or null"
+    )
+
+
+def test_exec_code_complete_null_is_not_reported() -> None:
+    assert (
+        "exec_code_complete"
+        not in parse_event(raw("generation.finished", exec_code_complete=None)).data
+    )
+    said = parse_event(raw("generation.finished", exec_code_complete=False)).data
+    assert said["exec_code_complete"] is False

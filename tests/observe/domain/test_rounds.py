@@ -40,6 +40,7 @@ from observe.domain.rounds import (
     assembly_params,
     assembly_round,
     assembly_summary,
+    recorded_round,
     round_detail_dict,
     round_to_dict,
 )
@@ -593,3 +594,24 @@ def test_an_assembly_holds_only_what_its_record_declares(
     for mark in marks:
         if mark is not None:
             assert ids[mark[1]] == mark[0]
+
+
+def test_a_replayed_round_takes_the_code_channel_its_last_stream_reported() -> None:
+    """Issue 37 §5: ``generation.finished``'s ``exec_code_complete`` of the last stream reaches
+    the round drift and impact replay; not said, it stays out (they then predict both)."""
+    stream = Stream()
+    stream.add("round.started", max_actions=2)
+    stream.add("action.observed", action_index=0, action="call_tool", tool_id="t.a", params={})
+    stream.add("generation.finished", exec_code_complete=True)
+    stream.add("generation.finished", attempt=1, exec_code_complete=False)
+    key = ("main", "turn-1", 0)
+    state = assembly_merge(assembly_new(), reversed(stream.events))
+    found = recorded_round(key, state)
+    assert found is not None
+    assert found["exec_code_complete"] is False
+    silent = Stream(turn_id="turn-2")
+    silent.add("action.observed", action_index=0, action="call_tool", tool_id="t.a", params={})
+    silent.add("generation.finished")
+    found = recorded_round(("main", "turn-2", 0), assembly_merge(assembly_new(), silent.events))
+    assert found is not None
+    assert "exec_code_complete" not in found
