@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
+import orjson
 from django.conf import settings
 
 from core.numbers import parse_whole
-from observe.domain.rounds import recorded_round
+from observe.domain.rounds import Assembly, recorded_round
 from observe.selectors import RoundFilter, rounds_page
 from policy.domain.dryrun import AgentResolutionLike
 from policy.domain.impact import (
@@ -116,12 +117,16 @@ class RoundWindow:
     def __iter__(self) -> Iterator[RecordedRound]:
         cursor, left = self.before, self.limit
         while left > 0:
-            rows, cursor = rounds_page(self.round_filter, limit=min(_PAGE, left), before=cursor)
+            rows, cursor = rounds_page(
+                self.round_filter, limit=min(_PAGE, left), before=cursor, keys_only=True
+            )
             left -= len(rows)
             self.read += len(rows)
             self.next = cursor
             for row in rows:
-                found = recorded_round((row.agent, row.turn_id, row.iteration), row.assembly)
+                text = getattr(row, "assembly_text", None)  # annotated by ``keys_only``
+                assembly = cast(Assembly, orjson.loads(text) if text else {})
+                found = recorded_round((row.agent, row.turn_id, row.iteration), assembly)
                 if found is None:
                     continue
                 try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -19,12 +19,13 @@ from django.conf import settings
 from django.db import connection, models
 from django.db.models import F
 
-from observe.domain.events import Event
+from observe.domain.events import Event, format_ts
 from observe.domain.facts import RoundFacts
 from observe.domain.kinds import COUNT_KEYS, ROUND_KINDS
 from observe.domain.rounds import Assembly, AssemblySummary
 from observe.models import Event as StoredEvent
 from observe.models import IngestCount, Round, RoundTool, StreamCounter
+from observe.partitions import partitioned
 
 
 def hold_ingest_lock() -> None:
@@ -55,6 +56,8 @@ def next_versions(count: int) -> list[int]:
     return list(range(last - count + 1, last + 1))
 
 
+RoundKey = tuple[str, str, int]
+
 #: What becomes of a posted event: stored, a repeat of a stored one, or refused (by its index).
 INGEST_RESULTS = ("accepted", "duplicate", "refused")
 
@@ -80,12 +83,48 @@ def ingest_count(counts: Mapping[str, int]) -> None:
 #: Ids per ``IN (…)`` list: well under every database's limit on statement parameters.
 _IDS_PER_QUERY = 500
 
+#: Keys of an event's JSON that its row (``event_id``, ``type``, ``ts``) or its round (the rest)
+#: already holds: the partitioned layout stores the JSON without them (:func:`event_whole`).
+ROW_KEYS = ("event_id", "type", "ts", "agent", "turn_id", "iteration")
 
-def stored_event_data(ids: Sequence[str]) -> list[tuple[str, Any]]:
+
+def event_stored_json(data: Mapping[str, Any]) -> dict[str, Any]:
+    """What the partitioned layout stores of an event's JSON: without :data:`ROW_KEYS`."""
+    return {key: value for key, value in data.items() if key not in ROW_KEYS}
+
+
+def event_whole(
+    data: Mapping[str, Any], event_id: Any, event_type: str, ts: datetime, key: RoundKey
+) -> dict[str, Any]:
+    """An event's JSON as posted (normalized), from its stored JSON, its row and its round's key;
+    a stored JSON that still holds a key (SQLite, rows older than the partitioned layout) keeps
+    its own value."""
+    if "event_id" in data and "agent" in data and "ts" in data:
+        return dict(data)
+    agent, turn_id, iteration = key
+    return {
+        "event_id": str(event_id),
+        "type": event_type,
+        "ts": format_ts(_db_datetime(ts)),
+        "agent": agent,
+        "turn_id": turn_id,
+        "iteration": iteration,
+        **data,
+    }
+
+
+def stored_event_data(
+    ids: Sequence[str], events: Mapping[str, tuple[RoundKey, datetime]] | None = None
+) -> list[tuple[str, Any]]:
     """``(event_id, data)`` of the stored events among ``ids``: plain SQL (a queryset costs more
-    to build than this query takes to run on every POST)."""
+    to build than this query takes to run on every POST). ``events``: each id's round key and
+    time; on the partitioned layout an id is looked for in the partitions of the batch's stored
+    rounds (where ingest writes a repeat) and of the days its time names (``ts``'s and the one
+    before: an id reused by another round of those days is found)."""
     if not ids:
         return []
+    if partitioned():
+        return _stored_in_days(ids, events or {})
     data_field = StoredEvent._meta.get_field("data")
     quote = connection.ops.quote_name
     table, event_id, data = (quote(n) for n in (StoredEvent._meta.db_table, "event_id", "data"))
@@ -122,6 +161,58 @@ def stored_event_data(ids: Sequence[str]) -> list[tuple[str, Any]]:
     return found
 
 
+def _stored_in_days(
+    ids: Sequence[str], events: Mapping[str, tuple[RoundKey, datetime]]
+) -> list[tuple[str, Any]]:
+    held = round_days(list({key for key, _ in events.values()}))
+    days = {day for _, day in held.values()}
+    for _, ts in events.values():
+        moment = ts.astimezone(UTC).date()
+        days.update((moment, moment - timedelta(days=1)))
+    marks = ", ".join(["%s"] * len(days))
+    found: list[tuple[str, Any]] = []
+    with connection.cursor() as cursor:
+        for first in range(0, len(ids), _IDS_PER_QUERY):
+            chunk = ids[first : first + _IDS_PER_QUERY]
+            cursor.execute(
+                "SELECT e.event_id::text, e.type, e.ts, e.data, r.agent, r.turn_id, r.iteration"
+                " FROM observe_event e JOIN observe_round r ON r.id = e.round_id AND r.day = e.day"
+                f" WHERE e.day IN ({marks}) AND e.event_id IN ({', '.join(['%s'] * len(chunk))})",
+                [*sorted(days), *chunk],
+            )
+            for stored_id, event_type, ts, data, *key in cursor.fetchall():
+                value = orjson.loads(data) if isinstance(data, str | bytes) else data
+                found.append((stored_id, event_whole(value, stored_id, event_type, ts, tuple(key))))
+    return found
+
+
+def round_days(keys: Sequence[RoundKey]) -> dict[RoundKey, tuple[int, date]]:
+    """The stored rounds among ``keys``: primary key and partition day."""
+    if not keys:
+        return {}
+    wanted = set(keys)
+    agents = sorted({key[0] for key in keys})
+    turns = sorted({key[1] for key in keys})
+    found: dict[RoundKey, tuple[int, date]] = {}
+    with connection.cursor() as cursor:
+        for first in range(0, len(turns), _IDS_PER_QUERY):
+            chunk = turns[first : first + _IDS_PER_QUERY]
+            cursor.execute(
+                "SELECT id, agent, turn_id, iteration, day FROM observe_round"
+                f" WHERE agent IN ({', '.join(['%s'] * len(agents))})"
+                f" AND turn_id IN ({', '.join(['%s'] * len(chunk))})",
+                [*agents, *chunk],
+            )
+            for pk, agent, turn_id, iteration, day in cursor.fetchall():
+                if (agent, turn_id, iteration) in wanted:
+                    found[(agent, turn_id, iteration)] = (pk, _db_date(day))
+    return found
+
+
+def _db_date(value: Any) -> date:
+    return value if isinstance(value, date) else date.fromisoformat(str(value))
+
+
 #: The Round columns an ingest writes (besides the key), from the merged assembly.
 ROUND_COLUMNS = (
     "started_at",
@@ -140,8 +231,6 @@ ROUND_COLUMNS = (
     "version",
     "updated_at",
 )
-
-RoundKey = tuple[str, str, int]
 
 
 def round_values(
@@ -170,6 +259,7 @@ _KIND_COLUMNS = tuple(kind.counter for kind in ROUND_KINDS)
 @dataclass
 class HeldRound:
     pk: int
+    day: date
     assembly: Assembly
     in_policy: bool
     facts: RoundFacts
@@ -200,6 +290,7 @@ def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
         "agent_in_policy",
         "started_at",
         "drift",
+        "day",
     )
     assembly_field = Round._meta.get_field("assembly")
     held: dict[RoundKey, HeldRound] = {}
@@ -222,6 +313,7 @@ def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
                 in_policy,
                 started,
                 drift,
+                day,
                 *counts,
             ) in cursor.fetchall():
                 key = (agent, turn_id, iteration)
@@ -235,6 +327,7 @@ def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
                 tools = state.get("tools", []) if state else []
                 held[key] = HeldRound(
                     pk,
+                    _db_date(day),
                     state,
                     bool(in_policy),
                     RoundFacts.of(agent, _db_datetime(started), counts, tools, drift is True),
@@ -371,6 +464,8 @@ class RoundWrite:
     values: dict[str, Any]
     events: list[Event]
     new_tools: list[str]
+    #: The round's partition day (:attr:`observe.models.Round.day`): its first ``started_at``'s.
+    day: date
 
 
 def batch_write(
@@ -383,12 +478,14 @@ def batch_write(
     events and new tool rows. ``texts``: each event's JSON text when the checks encoded it.
     Returns each round's primary key."""
     round_writer = _writer(Round, ROUND_COLUMNS)
-    new_round_writer = _writer(Round, ("agent", "turn_id", "iteration", *ROUND_COLUMNS))
+    new_round_writer = _writer(Round, ("agent", "turn_id", "iteration", "day", *ROUND_COLUMNS))
     updates = [
         [*round_writer.prepare(list(r.values.values())), r.pk] for r in rounds if r.pk is not None
     ]
     created = [
-        new_round_writer.prepare([*r.key, *r.values.values()]) for r in rounds if r.pk is None
+        new_round_writer.prepare([*r.key, r.day, *r.values.values()])
+        for r in rounds
+        if r.pk is None
     ]
     round_writer.update(updates)
     new_round_writer.insert(created)
@@ -405,11 +502,10 @@ def batch_write(
             )
             for pk, agent, turn_id, iteration in cursor.fetchall():
                 pks[(agent, turn_id, iteration)] = pk
-    event_writer = _writer(StoredEvent, ("event_id", "round", "type", "ts", "data", "received_at"))
+    event_writer = _writer(StoredEvent, ("event_id", "round", "type", "ts", "data", "day"))
     if event_writer.direct:
         # SQLite: the values Django would write, made without a call per value (the event's
         # normalized ts text is its stored time; the JSON text is the checks' encoding).
-        received = _sqlite_datetime(now)
         dumps = json.dumps
         event_rows = [
             [
@@ -418,20 +514,34 @@ def batch_write(
                 e.type,
                 _sqlite_ts(e.data["ts"]),
                 texts[e.event_id] or dumps(e.data, ensure_ascii=False, separators=(",", ":")),
-                received,
+                day,
             ]
+            for r in rounds
+            for day in (r.day.isoformat(),)
+            for e in r.events
+        ]
+    elif partitioned():
+        # The JSON without what the row and its round hold (:func:`event_whole`).
+        event_rows = [
+            event_writer.prepare(
+                (e.event_id, pks[r.key], e.type, e.ts, event_stored_json(e.data), r.day)
+            )
             for r in rounds
             for e in r.events
         ]
     else:
         event_rows = [
-            event_writer.prepare((e.event_id, pks[r.key], e.type, e.ts, _data(e, texts), now))
+            event_writer.prepare((e.event_id, pks[r.key], e.type, e.ts, _data(e, texts), r.day))
             for r in rounds
             for e in r.events
         ]
     event_writer.insert(event_rows)
-    tool_writer = _writer(RoundTool, ("round", "tool_id"))
+    tool_writer = _writer(RoundTool, ("round", "tool_id", "day"))
     tool_writer.insert(
-        [tool_writer.prepare((pks[r.key], tool_id)) for r in rounds for tool_id in r.new_tools]
+        [
+            tool_writer.prepare((pks[r.key], tool_id, r.day))
+            for r in rounds
+            for tool_id in r.new_tools
+        ]
     )
     return pks

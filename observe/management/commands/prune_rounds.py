@@ -48,10 +48,13 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         text = options["older_than"]
         age = parse_age(text) if text is not None else timedelta(days=settings.ROUND_RETENTION_DAYS)
+        # An age in days prunes whole days on PostgreSQL (partitions dropped, nothing deleted
+        # row by row): rounds are then kept up to a day longer.
+        whole_days = text is None or text.strip().endswith("d")
         try:
             cutoff = timezone.now() - age
         except OverflowError:  # older than year 1: nothing can be
             cutoff = datetime.min.replace(tzinfo=UTC)
-        deleted = rounds_prune(older_than=cutoff)
+        deleted = rounds_prune(older_than=cutoff, whole_days=whole_days)
         noun = "round" if deleted == 1 else "rounds"
         self.stdout.write(f"deleted {deleted} {noun} that started before {cutoff.isoformat()}")
