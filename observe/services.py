@@ -94,7 +94,7 @@ def _parse_all(raw_events: Sequence[Any]) -> tuple[Parsed, list[dict[str, Any]]]
     return parsed, rejected
 
 
-def _triage(parsed: Parsed, result: IngestResult) -> Fresh:
+def _triage(parsed: Parsed, result: IngestResult, *, again: bool = False) -> Fresh:
     """Keep the new events, count duplicates, report a reused ``event_id`` by index.
 
     A repeated ``event_id`` is compared with the stored event when there is one, else with its
@@ -102,7 +102,8 @@ def _triage(parsed: Parsed, result: IngestResult) -> Fresh:
     """
     events = {event.event_id: (event.round_key, event.ts) for _, event, _ in parsed}
     known: dict[str, Event] = {
-        event_id: _stored(data) for event_id, data in store.stored_event_data(list(events), events)
+        event_id: _stored(data)
+        for event_id, data in store.stored_event_data(list(events), events, wide=again)
     }
     fresh: Fresh = {}
     for index, event, text in parsed:
@@ -299,7 +300,8 @@ def events_ingest(
         result = IngestResult(rejected=list(invalid))
         try:
             with _write_turn(), transaction.atomic():
-                fresh = _triage(parsed, result)  # triage: new, repeated, or a reused event_id
+                # triage: new, repeated, or a reused event_id (again: looked for more widely)
+                fresh = _triage(parsed, result, again=attempt == 2)
                 if fresh:
                     merged = _merge(fresh, known_agents)  # merge into each round's assembly
                     result.change = _store(merged)  # store: rounds, events, tool rows

@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import orjson
+import psycopg
 from django.conf import settings
 from django.db import connection, models
 from django.db.models import F
@@ -114,17 +115,22 @@ def event_whole(
 
 
 def stored_event_data(
-    ids: Sequence[str], events: Mapping[str, tuple[RoundKey, datetime]] | None = None
+    ids: Sequence[str],
+    events: Mapping[str, tuple[RoundKey, datetime]] | None = None,
+    *,
+    wide: bool = False,
 ) -> list[tuple[str, Any]]:
     """``(event_id, data)`` of the stored events among ``ids``: plain SQL (a queryset costs more
     to build than this query takes to run on every POST). ``events``: each id's round key and
-    time; on the partitioned layout an id is looked for in the partitions of the batch's stored
-    rounds (where ingest writes a repeat) and of the days its time names (``ts``'s and the one
-    before: an id reused by another round of those days is found)."""
+    time; on the partitioned layout an id is looked for in the partitions of the days its time
+    names (``ts``'s and the ones before and after), and with ``wide`` also in those of the
+    batch's stored rounds, where ingest writes a repeat (a round first stored days away from
+    its event's time: the narrow look misses it, the write then collides with the stored copy
+    and ingest triages again, wide)."""
     if not ids:
         return []
     if partitioned():
-        return _stored_in_days(ids, events or {})
+        return _stored_in_days(ids, events or {}, wide)
     data_field = StoredEvent._meta.get_field("data")
     quote = connection.ops.quote_name
     table, event_id, data = (quote(n) for n in (StoredEvent._meta.db_table, "event_id", "data"))
@@ -162,27 +168,40 @@ def stored_event_data(
 
 
 def _stored_in_days(
-    ids: Sequence[str], events: Mapping[str, tuple[RoundKey, datetime]]
+    ids: Sequence[str], events: Mapping[str, tuple[RoundKey, datetime]], wide: bool
 ) -> list[tuple[str, Any]]:
-    held = round_days(list({key for key, _ in events.values()}))
-    days = {day for _, day in held.values()}
+    days: set[date] = set()
+    if wide:
+        held = round_days(list({key for key, _ in events.values()}))
+        days.update(day for _, day in held.values())
     for _, ts in events.values():
         moment = ts.astimezone(UTC).date()
-        days.update((moment, moment - timedelta(days=1)))
-    marks = ", ".join(["%s"] * len(days))
+        days.update((moment - timedelta(days=1), moment, moment + timedelta(days=1)))
     found: list[tuple[str, Any]] = []
     with connection.cursor() as cursor:
-        for first in range(0, len(ids), _IDS_PER_QUERY):
-            chunk = ids[first : first + _IDS_PER_QUERY]
-            cursor.execute(
-                "SELECT e.event_id::text, e.type, e.ts, e.data, r.agent, r.turn_id, r.iteration"
-                " FROM observe_event e JOIN observe_round r ON r.id = e.round_id AND r.day = e.day"
-                f" WHERE e.day IN ({marks}) AND e.event_id IN ({', '.join(['%s'] * len(chunk))})",
-                [*sorted(days), *chunk],
-            )
-            for stored_id, event_type, ts, data, *key in cursor.fetchall():
-                value = orjson.loads(data) if isinstance(data, str | bytes) else data
-                found.append((stored_id, event_whole(value, stored_id, event_type, ts, tuple(key))))
+        cursor.execute(
+            "SELECT event_id::text, type, ts, data, round_id, day FROM observe_event"
+            " WHERE day = ANY(%s::date[]) AND event_id = ANY(%s::uuid[])",
+            [sorted(days), list(ids)],
+        )
+        rows = cursor.fetchall()
+        if not rows:
+            return found
+        # The rounds of the few found (a repeat is rare): their keys, for the whole JSON.
+        cursor.execute(
+            "SELECT id, agent, turn_id, iteration, day FROM observe_round"
+            " WHERE day = ANY(%s::date[]) AND id = ANY(%s::bigint[])",
+            [sorted({row[5] for row in rows}), sorted({row[4] for row in rows})],
+        )
+        keys = {
+            (pk, day): (agent, turn_id, iteration)
+            for pk, agent, turn_id, iteration, day in cursor.fetchall()
+        }
+    for stored_id, event_type, ts, data, round_id, day in rows:
+        key = keys.get((round_id, day))
+        if key is not None:
+            value = orjson.loads(data) if isinstance(data, str | bytes) else data
+            found.append((stored_id, event_whole(value, stored_id, event_type, ts, key)))
     return found
 
 
@@ -194,19 +213,29 @@ def round_days(keys: Sequence[RoundKey]) -> dict[RoundKey, tuple[int, date]]:
     agents = sorted({key[0] for key in keys})
     turns = sorted({key[1] for key in keys})
     found: dict[RoundKey, tuple[int, date]] = {}
-    with connection.cursor() as cursor:
-        for first in range(0, len(turns), _IDS_PER_QUERY):
-            chunk = turns[first : first + _IDS_PER_QUERY]
-            cursor.execute(
-                "SELECT id, agent, turn_id, iteration, day FROM observe_round"
-                f" WHERE agent IN ({', '.join(['%s'] * len(agents))})"
-                f" AND turn_id IN ({', '.join(['%s'] * len(chunk))})",
-                [*agents, *chunk],
-            )
-            for pk, agent, turn_id, iteration, day in cursor.fetchall():
-                if (agent, turn_id, iteration) in wanted:
-                    found[(agent, turn_id, iteration)] = (pk, _db_date(day))
+    rows = prepared(
+        "SELECT id, agent, turn_id, iteration, day FROM observe_round"
+        " WHERE agent = ANY(%s::text[]) AND turn_id = ANY(%s::text[])",
+        [agents, turns],
+    )
+    for pk, agent, turn_id, iteration, day in rows:
+        if (agent, turn_id, iteration) in wanted:
+            found[(agent, turn_id, iteration)] = (pk, _db_date(day))
     return found
+
+
+def prepared(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Rows of a per-batch lookup over every day's partition, as a prepared statement of this
+    connection with one generic plan: planning such a query took longer (5–10 ms with 38 days)
+    than running it, on every batch. The SQL holds arrays (``= ANY(%s)``), so its text and
+    plan are the same whatever the batch. (A lookup its arrays prune to a few days is better
+    planned each time: :func:`_stored_in_days`.)"""
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        # Only prepared statements follow this setting, and Django prepares none.
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+        cursor.execute(sql, params, prepare=True)
+        return cursor.fetchall()
 
 
 def _db_date(value: Any) -> date:
@@ -488,7 +517,10 @@ def batch_write(
         if r.pk is None
     ]
     round_writer.update(updates)
-    new_round_writer.insert(created)
+    if partitioned():
+        _copy(new_round_writer, [_copy_round(r) for r in rounds if r.pk is None])
+    else:
+        new_round_writer.insert(created)
     pks = {r.key: r.pk for r in rounds if r.pk is not None}
     if created:
         # Each round of the batch took one of its versions: they find the new rows' ids.
@@ -521,14 +553,16 @@ def batch_write(
             for e in r.events
         ]
     elif partitioned():
-        # The JSON without what the row and its round hold (:func:`event_whole`).
-        event_rows = [
-            event_writer.prepare(
-                (e.event_id, pks[r.key], e.type, e.ts, event_stored_json(e.data), r.day)
-            )
-            for r in rounds
-            for e in r.events
-        ]
+        # COPY, the JSON without what the row and its round hold (:func:`event_whole`).
+        _copy(
+            event_writer,
+            [
+                (e.event_id, pks[r.key], e.type, e.ts, _json_text(event_stored_json(e.data)), r.day)
+                for r in rounds
+                for e in r.events
+            ],
+        )
+        event_rows = []
     else:
         event_rows = [
             event_writer.prepare((e.event_id, pks[r.key], e.type, e.ts, _data(e, texts), r.day))
@@ -537,11 +571,42 @@ def batch_write(
         ]
     event_writer.insert(event_rows)
     tool_writer = _writer(RoundTool, ("round", "tool_id", "day"))
-    tool_writer.insert(
-        [
-            tool_writer.prepare((pks[r.key], tool_id, r.day))
-            for r in rounds
-            for tool_id in r.new_tools
-        ]
-    )
+    tools = [(pks[r.key], tool_id, r.day) for r in rounds for tool_id in r.new_tools]
+    if partitioned():
+        _copy(tool_writer, tools)
+    else:
+        tool_writer.insert([tool_writer.prepare(row) for row in tools])
     return pks
+
+
+def _json_text(value: Any) -> str:
+    """JSON text of checked event data or an assembly (orjson; the standard encoder for what it
+    refuses, an integer past 64 bits)."""
+    if isinstance(value, _JsonText):
+        return str(value)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False)
+
+
+def _copy_round(r: RoundWrite) -> tuple[Any, ...]:
+    """A new round's row for ``COPY``: its key, day and :data:`ROUND_COLUMNS` (JSON as text)."""
+    values = [
+        _json_text(value) if name == "assembly" else value for name, value in r.values.items()
+    ]
+    return (*r.key, r.day, *values)
+
+
+def _copy(writer: _Writer, rows: Sequence[Sequence[Any]]) -> None:
+    """PostgreSQL: the rows with one ``COPY … FROM STDIN`` (one round trip and no statement per
+    row: the partitioned layout's ingest). Values go as text; JSON columns as JSON text."""
+    if not rows:
+        return
+    # psycopg's own cursor under Django's wrapper; its errors as Django's (a repeated event_id
+    # is an IntegrityError: ingest triages again).
+    with connection.cursor() as cursor, connection.wrap_database_errors:
+        statement = f"COPY {writer.table} ({', '.join(writer.columns)}) FROM STDIN"
+        with cursor.cursor.copy(statement) as copy:
+            for row in rows:
+                copy.write_row(row)

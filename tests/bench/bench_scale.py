@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -93,12 +94,16 @@ def store_bytes() -> int:
 
 
 def simulated(count: int, start: datetime, spacing: float) -> list[dict[str, Any]]:
+    """``count`` simulator rounds from ``start``, each event with a new id (the simulator's
+    ids repeat with its seed)."""
     from tests.bench.bench_observe import rounds
 
     out: list[dict[str, Any]] = []
     for number, events in enumerate(rounds(39, start, spacing)):
         if number == count:
             return out
+        for event in events:
+            event["event_id"] = str(uuid.uuid4())
         out.extend(events)
     return out
 
