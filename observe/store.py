@@ -323,45 +323,58 @@ def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
     )
     assembly_field = Round._meta.get_field("assembly")
     held: dict[RoundKey, HeldRound] = {}
-    with connection.cursor() as cursor:
-        for first in range(0, len(turns), _IDS_PER_QUERY):
-            chunk = turns[first : first + _IDS_PER_QUERY]
-            cursor.execute(
-                f"SELECT {', '.join(quote(c) for c in (*columns, *_KIND_COLUMNS))}"
-                f" FROM {quote(Round._meta.db_table)}"
-                f" WHERE {quote('agent')} IN ({', '.join(['%s'] * len(agents))})"
-                f" AND {quote('turn_id')} IN ({', '.join(['%s'] * len(chunk))})",
-                [*agents, *chunk],
+    select = (
+        f"SELECT {', '.join(quote(c) for c in (*columns, *_KIND_COLUMNS))}"
+        f" FROM {quote(Round._meta.db_table)}"
+    )
+    if partitioned():  # every day's partition: planned once (:func:`prepared`)
+        batches = [
+            prepared(
+                f"{select} WHERE agent = ANY(%s::text[]) AND turn_id = ANY(%s::text[])",
+                [agents, turns],
             )
-            for (
+        ]
+    else:
+        batches = []
+        with connection.cursor() as cursor:
+            for first in range(0, len(turns), _IDS_PER_QUERY):
+                chunk = turns[first : first + _IDS_PER_QUERY]
+                cursor.execute(
+                    f"{select} WHERE {quote('agent')} IN ({', '.join(['%s'] * len(agents))})"
+                    f" AND {quote('turn_id')} IN ({', '.join(['%s'] * len(chunk))})",
+                    [*agents, *chunk],
+                )
+                batches.append(cursor.fetchall())
+    for rows in batches:
+        for (
+            pk,
+            agent,
+            turn_id,
+            iteration,
+            assembly,
+            in_policy,
+            started,
+            drift,
+            day,
+            *counts,
+        ) in rows:
+            key = (agent, turn_id, iteration)
+            if key not in wanted:
+                continue
+            state = (
+                orjson.loads(assembly)
+                if isinstance(assembly, str)
+                else assembly_field.from_db_value(assembly, None, connection)  # type: ignore[arg-type]
+            )
+            tools = state.get("tools", []) if state else []
+            held[key] = HeldRound(
                 pk,
-                agent,
-                turn_id,
-                iteration,
-                assembly,
-                in_policy,
-                started,
-                drift,
-                day,
-                *counts,
-            ) in cursor.fetchall():
-                key = (agent, turn_id, iteration)
-                if key not in wanted:
-                    continue
-                state = (
-                    orjson.loads(assembly)
-                    if isinstance(assembly, str)
-                    else assembly_field.from_db_value(assembly, None, connection)  # type: ignore[arg-type]
-                )
-                tools = state.get("tools", []) if state else []
-                held[key] = HeldRound(
-                    pk,
-                    _db_date(day),
-                    state,
-                    bool(in_policy),
-                    RoundFacts.of(agent, _db_datetime(started), counts, tools, drift is True),
-                    None if drift is None else bool(drift),
-                )
+                _db_date(day),
+                state,
+                bool(in_policy),
+                RoundFacts.of(agent, _db_datetime(started), counts, tools, drift is True),
+                None if drift is None else bool(drift),
+            )
     return held
 
 
