@@ -22,7 +22,7 @@ from observe.domain.events import format_ts
 from observe.models import Event, Round, RoundTool, StreamCounter, ToolHealthBucket
 from observe.partitions import forget_layout, partition_days, partition_name, partitioned
 from observe.selectors import round_assembled
-from observe.services import events_ingest
+from observe.services import events_ingest, rounds_prune
 from tests.observe.live_support import HandRound, ingest
 
 on_postgresql = pytest.mark.skipif(
@@ -264,3 +264,61 @@ def test_todays_layout_with_data_migrates_with_every_row() -> None:
     ingest(hand.events)
     repeat = events_ingest([before[made[0][0]]])
     assert (repeat.accepted, repeat.duplicates) == (0, 1)
+
+
+# --- a month, small (make test-scale): routing, retention, idempotency at volume ----------------
+
+
+@on_postgresql
+@pytest.mark.django_db(transaction=True)
+def test_a_small_month_routes_every_event_prunes_a_day_and_stores_repeats_once() -> None:
+    """``make bench-scale``'s store in small: simulator rounds through ingest on one day, copied
+    over 30 days in SQL (~930k events, ~30 s); every event in its round's day partition, a repeat of
+    any stored event counted as one, the oldest day dropped whole and ingest going on."""
+    from observe.partitions import partitions_ensure
+    from tests.bench import bench_scale
+
+    base_day = MIDNIGHT - timedelta(days=bench_scale.DAYS - 1)
+    partitions_ensure([base_day.date() + timedelta(days=d) for d in range(bench_scale.DAYS)])
+    events = bench_scale.simulated(1000, base_day, 20 * 3600 / 1000)
+    for first in range(0, len(events), 1000):
+        assert not events_ingest(events[first : first + 1000]).rejected
+    (stride,) = bench_scale.sql("SELECT GREATEST(max(id), max(version)) + 1 FROM observe_round")[0]
+    for first in (1, 34, 67):
+        bench_scale.multiply(0, stride - 1, stride, first, first + 32)
+    bench_scale.after_growth()
+    total = Event.objects.count()
+    assert total == len(events) * 100
+    # Routing: each event in the partition of its round's day.
+    misplaced = bench_scale.sql(
+        "SELECT count(*) FROM observe_event e JOIN observe_round r ON r.id = e.round_id"
+        " AND r.day = e.day WHERE e.tableoid::regclass::text"
+        " <> 'observe_event_p' || to_char(r.day, 'YYYYMMDD')"
+    )[0][0]
+    orphans = (
+        total
+        - bench_scale.sql(
+            "SELECT count(*) FROM observe_event e JOIN observe_round r ON r.id = e.round_id"
+            " AND r.day = e.day"
+        )[0][0]
+    )
+    assert (misplaced, orphans) == (0, 0)
+    # Idempotency: the seed's events again, shuffled into other batches, are all repeats.
+    again = random.Random(39).sample(events, k=len(events))
+    repeats = [events_ingest(again[first : first + 700]) for first in range(0, len(again), 700)]
+    assert sum(r.duplicates for r in repeats) == len(events)
+    assert sum(r.accepted for r in repeats) == 0
+    assert Event.objects.count() == total
+    # Retention: the oldest day goes whole, nothing else.
+    oldest = partition_days()[0]
+    day_rounds = Round.objects.filter(day=oldest).count()
+    day_events = Event.objects.filter(day=oldest).count()
+    assert day_rounds > 0
+    end = datetime.combine(oldest + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+    assert rounds_prune(older_than=end) == day_rounds
+    assert oldest not in partition_days()
+    assert Event.objects.count() == total - day_events
+    assert not ToolHealthBucket.objects.filter(bucket__lt=end).exists()
+    # The next ingest is unaffected.
+    fresh = bench_scale.simulated(20, MIDNIGHT - timedelta(hours=1), 10.0)
+    assert events_ingest(fresh).accepted == len(fresh)
