@@ -8,6 +8,7 @@ how.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -176,7 +177,10 @@ def _stored_in_days(
         days.update(day for _, day in held.values())
     for _, ts in events.values():
         moment = ts.astimezone(UTC).date()
-        days.update((moment - timedelta(days=1), moment, moment + timedelta(days=1)))
+        days.add(moment)
+        for step in (-1, 1):
+            with contextlib.suppress(OverflowError):  # the calendar's first or last day
+                days.add(moment + timedelta(days=step))
     found: list[tuple[str, Any]] = []
     with connection.cursor() as cursor:
         cursor.execute(
