@@ -41,7 +41,8 @@ from policy.versions import version_data, version_get, version_manifest, version
 #: The window when none is asked for: the newest rounds.
 DEFAULT_WINDOW: Final = 1000
 MAX_WINDOW: Final = 100_000
-_PAGE: Final = 1000
+#: Rounds read per query (a query over every day's partition costs ~15 ms to plan).
+_PAGE: Final = 5000
 
 
 class SideError(ValueError):

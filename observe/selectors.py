@@ -163,7 +163,11 @@ def rounds_page(
     rounds = round_filter.apply(Round.objects.all())
     if before:
         started, pk = decode_cursor(before)
-        rounds = rounds.filter(Q(started_at__lt=started) | Q(started_at=started, pk__lt=pk))
+        # ``started_at <= …`` too: a bound the index scan starts from (the OR alone is a filter
+        # over every newer row, so each page deep in a month cost more than the last).
+        rounds = rounds.filter(started_at__lte=started).filter(
+            Q(started_at__lt=started) | Q(started_at=started, pk__lt=pk)
+        )
     ordered = rounds.order_by("-started_at", "-pk")
     if keys_only:
         ordered = ordered.annotate(assembly_text=Cast("assembly", TextField())).values_list(  # type: ignore[assignment]
