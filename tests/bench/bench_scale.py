@@ -25,6 +25,7 @@ tallies and the replay read rows of the right shape and number, not of the right
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import subprocess
@@ -47,6 +48,9 @@ SEED_ROUNDS = int(os.environ.get("SCALE_SEED_ROUNDS", "4000"))
 #: Requests per page figure (p99 of these).
 REQUESTS = int(os.environ.get("SCALE_REQUESTS", "40"))
 DAYS = 30
+#: The live harness at each size (``SCALE_LIVE=0`` leaves it out: ~40 s a size).
+LIVE = os.environ.get("SCALE_LIVE", "1") != "0"
+LIVE_P99_MS = 250.0
 PAGE_P99_MS, REPLAY_S, DROP_S, INGEST_SHARE = 100.0, 10.0, 1.0, 0.9
 
 
@@ -351,12 +355,41 @@ def worker_figures(tmp: Path) -> dict[str, Any]:
     return out
 
 
+def live_figures() -> dict[str, Any]:
+    """``make bench``'s live harness (10 viewers, 1,000 events/s for 20 s, sequence-checked)
+    against a daphne on this PostgreSQL store. The previous size's live rounds are deleted
+    first: the harness posts the same rounds each time."""
+    from observe.models import Round
+    from tests.bench import bench_observe
+
+    class Live(bench_observe.Bench):
+        def __init__(self) -> None:  # this store, not a SQLite file of its own
+            self.workdir = Path(tempfile.mkdtemp(prefix="traitdeck-scale-live-"))
+            self.port = bench_observe._free_port()
+            self.url = f"http://127.0.0.1:{self.port}"
+            self.env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver"}
+            self.process = None
+
+    Round.objects.filter(turn_id__startswith="live-").delete()
+    bench = Live()
+    bench.start()
+    try:
+        token, cookie = bench.token("events:write"), bench.session_cookie()
+        return asyncio.run(bench_observe.live(bench, cookie, token))
+    except Exception as exc:  # a figure missing, not the run
+        return {"error": repr(exc)}
+    finally:
+        bench.stop()
+
+
 def figures(clients: Clients, label: str) -> dict[str, Any]:
     started = time.perf_counter()
     out: dict[str, Any] = {"events": store_events()}
     out.update(ingest_figures())
     out["pages_p99_ms"] = pages(clients)
     out.update(replay_newest())
+    if LIVE:
+        out["live"] = live_figures()
     out["bytes"] = store_bytes()
     out["bytes_per_event"] = round(out["bytes"] / max(out["events"], 1), 1)
     took = time.perf_counter() - started
@@ -367,6 +400,8 @@ def figures(clients: Clients, label: str) -> dict[str, Any]:
         f" (reading {out['replay_read_s']} s); {out['bytes_per_event']} bytes/event"
     )
     print("  p99 ms: " + ", ".join(f"{k} {v}" for k, v in out["pages_p99_ms"].items()))
+    if LIVE:
+        print(f"  live: {out['live']}")
     return out
 
 
@@ -466,6 +501,15 @@ def main() -> None:
                 per_worker["two_vs_one"],
                 "≥ 1.3× one",
                 verdict(per_worker["two_vs_one"] >= 1.3),
+            ],
+            "live_p99_ms": [
+                full.get("live", {}).get("p99_ms"),
+                f"≤ {LIVE_P99_MS:g}, 0 lost",
+                verdict(
+                    LIVE
+                    and full["live"].get("p99_ms", 1e9) <= LIVE_P99_MS
+                    and full["live"].get("lost") == 0
+                ),
             ],
             "drop_s": [drop["drop_s"], f"≤ {DROP_S:g}", verdict(drop["drop_s"] <= DROP_S)],
             "ingest_after_drop": [
