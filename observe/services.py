@@ -338,24 +338,20 @@ def broadcast_change(change: Change) -> None:
         logger.exception("could not notify the live view of version %s", change.version)
 
 
-def rounds_prune(*, older_than: datetime, whole_days: bool = False) -> int:
+def rounds_prune(*, older_than: datetime) -> int:
     """Delete the rounds that started before ``older_than``, with their events and tool rows,
     and take their calls out of the tool-health tallies.
 
     Returns how many rounds were deleted. On the partitioned layout (PostgreSQL) every day whose
     partition ends by ``older_than`` is dropped whole with the tallies before its end
-    (:func:`observe.partitions.partition_drop`); ``whole_days`` first moves ``older_than`` back
-    to the start of its UTC day, so nothing is left to delete row by row. The rest (SQLite; on
-    PostgreSQL rounds of a later partition that started before ``older_than``) go in batches, so
+    (:func:`observe.partitions.partition_drop`; ``prune_rounds`` with an age in days passes a
+    midnight, so nothing is left to delete row by row). The rest (SQLite; on PostgreSQL rounds
+    of a later partition that started before ``older_than``) go in batches, so
     that a large prune never holds the database's write lock for long while runtimes keep
     posting.
     """
     deleted, since = 0, None
     if partitioned():
-        if whole_days:
-            older_than = older_than.astimezone(UTC).replace(
-                hour=0, minute=0, second=0, microsecond=0
-            )
         for day in partition_days():
             end = datetime.combine(day + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
             if end > older_than:
