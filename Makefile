@@ -16,12 +16,13 @@ KVENV := .venv-kdcube
 # TypeScript for the roster recorder (KDCube's widget code under node): KDCube's lockfile's version.
 KDCUBE_TYPESCRIPT := 5.9.3
 
-.PHONY: help venv demo test lint test-unit test-conformance test-django test-async test-hardening test-scale test-container test-browser system-deps bench clean conformance
+.PHONY: help venv demo test lint bench-scale test-unit test-conformance test-django test-async test-hardening test-scale test-container test-browser system-deps bench clean conformance
 
 help:
 	@echo "make demo   - install, migrate, load the sample policy, serve http://$(HOST):$(PORT)/ and run the simulator"
 	@echo "make test   - lint, then the unit, conformance, django, async, hardening (fuzzing), scale (PostgreSQL + Redis), container (podman) and browser test groups"
 	@echo "make bench  - measure speed targets"
+	@echo "make bench-scale  - a month of a busy deployment on a throw-away PostgreSQL (20-40 min)"
 	@echo "make conformance KDCUBE_SRC=...  - re-record the runtime's answers, print the agreement table"
 
 $(VENV)/.installed: pyproject.toml
@@ -107,6 +108,13 @@ bench: venv
 	echo "=== impact: replay recorded rounds under two policies ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_replay.py && \
 	echo "=== discovery: a 5,000-tool MCP server listed and validated ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_discovery.py && \
 	echo "=== worker memory: four oversized uploads ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_body_limit.py
+
+# A month of a busy deployment on PostgreSQL (issue 39; not part of `make test`): a throw-away
+# PostgreSQL, a store grown to each of SCALE_SIZES events (default 1M, 10M, 30M) and every figure
+# measured at each size beside the empty store's (docs/performance.md). BENCH_JSON=FILE as above.
+bench-scale: venv
+	@scripts/ensure-system-deps scale
+	@SCALE_GROUPS=bench scripts/test-scale
 
 clean:
 	rm -rf $(VENV) .test-artifacts .mypy_cache .ruff_cache .hypothesis

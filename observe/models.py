@@ -45,6 +45,10 @@ class Round(models.Model):
     drift_notes = models.JSONField(null=True, blank=True, default=None)
     version = models.PositiveBigIntegerField(unique=True)
     updated_at = models.DateTimeField(auto_now=True)
+    #: The partition day (UTC) of the round, its events and its tool rows: the day it started as
+    #: first seen, never changed (an earlier event arriving later moves ``started_at``, not the
+    #: row). On PostgreSQL the three tables are partitioned by it (docs/architecture.md).
+    day = models.DateField()
 
     class Meta:
         constraints = [
@@ -74,6 +78,8 @@ class RoundTool(models.Model):
     # No index of its own: round_tool_unique (round, tool_id) serves lookups by round.
     round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="tools", db_index=False)
     tool_id = models.CharField(max_length=200)
+    #: Its round's partition day (:attr:`Round.day`).
+    day = models.DateField()
 
     class Meta:
         constraints = [
@@ -86,7 +92,9 @@ class RoundTool(models.Model):
 
 
 class Event(models.Model):
-    """One stored event; ``data`` is the normalized event (unknown fields kept)."""
+    """One stored event; ``data`` is the normalized event (unknown fields kept). On PostgreSQL
+    ``data`` leaves out what the row and its round already hold (``event_id``, ``type``, ``ts``,
+    ``agent``, ``turn_id``, ``iteration``): :func:`observe.store.event_whole` puts them back."""
 
     event_id = models.CharField(max_length=36, unique=True)
     # No index of its own: event_round_ts (round, ts) serves lookups by round; one index less
@@ -97,7 +105,8 @@ class Event(models.Model):
     type = models.CharField(max_length=32)
     ts = models.DateTimeField()
     data = models.JSONField()
-    received_at = models.DateTimeField(auto_now_add=True)
+    #: Its round's partition day (:attr:`Round.day`): a repeated event goes where its round is.
+    day = models.DateField()
 
     class Meta:
         indexes = [models.Index(fields=["round", "ts"], name="event_round_ts")]

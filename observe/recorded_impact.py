@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
+import orjson
 from django.conf import settings
 
 from core.numbers import parse_whole
@@ -32,7 +33,7 @@ from engine.round.react_version import VersionSources, react_version
 from engine.tools.manifest import Manifest
 from engine.tools.resolution import AgentResolution
 from engine.traits.round_policy import RoundPolicy
-from observe.domain.rounds import recorded_round
+from observe.domain.rounds import Assembly, recorded_round
 from observe.selectors import RoundFilter, rounds_page
 from policy.selectors import agent_default_mode, draft_state, manifest_for, policy_agent_run
 from policy.versions import version_data, version_get, version_manifest, version_published
@@ -40,7 +41,8 @@ from policy.versions import version_data, version_get, version_manifest, version
 #: The window when none is asked for: the newest rounds.
 DEFAULT_WINDOW: Final = 1000
 MAX_WINDOW: Final = 100_000
-_PAGE: Final = 1000
+#: Rounds read per query (a query over every day's partition costs ~15 ms to plan).
+_PAGE: Final = 5000
 
 
 class SideError(ValueError):
@@ -116,12 +118,16 @@ class RoundWindow:
     def __iter__(self) -> Iterator[RecordedRound]:
         cursor, left = self.before, self.limit
         while left > 0:
-            rows, cursor = rounds_page(self.round_filter, limit=min(_PAGE, left), before=cursor)
+            rows, cursor = rounds_page(
+                self.round_filter, limit=min(_PAGE, left), before=cursor, keys_only=True
+            )
             left -= len(rows)
             self.read += len(rows)
             self.next = cursor
             for row in rows:
-                found = recorded_round((row.agent, row.turn_id, row.iteration), row.assembly)
+                text = getattr(row, "assembly_text", None)  # annotated by ``keys_only``
+                assembly = cast(Assembly, orjson.loads(text) if text else {})
+                found = recorded_round((row.agent, row.turn_id, row.iteration), assembly)
                 if found is None:
                     continue
                 try:

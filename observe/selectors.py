@@ -7,16 +7,20 @@ import binascii
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import Count, F, Q, QuerySet
+from django.db import connection
+from django.db.models import Count, Exists, F, Model, OuterRef, Q, QuerySet, TextField
+from django.db.models.functions import Cast
 from django.urls import reverse
 
 from core.text import dot_segment
 from core.vocabulary import IN_PROGRESS, KINDS
 from observe.domain.events import stored_event
 from observe.domain.rounds import AssembledRound, assemble, assembly_round
-from observe.models import Round
+from observe.models import Round, RoundTool
+from observe.store import event_whole
 from policy.versions import version_index
 
 #: "only rounds with …" kinds and the counter column each one reads.
@@ -33,6 +37,25 @@ MAX_ROW_ID = 2**63 - 1
 
 class BadCursor(ValueError):
     """A ``before`` cursor that this server did not hand out."""
+
+
+#: The most distinct values :func:`distinct_values` reads.
+DISTINCT_MAX = 1000
+
+
+def distinct_values(model: type[Model], column: str, limit: int = DISTINCT_MAX) -> list[str]:
+    """The distinct values of an indexed text column, in order: one index search per value (a
+    recursive query), instead of a scan of every row (millions of rounds and tool rows)."""
+    table = connection.ops.quote_name(model._meta.db_table)
+    name = connection.ops.quote_name(column)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH RECURSIVE v(x) AS (SELECT min({name}) FROM {table} UNION ALL"
+            f" SELECT (SELECT min({name}) FROM {table} WHERE {name} > v.x) FROM v"
+            f" WHERE v.x IS NOT NULL) SELECT x FROM v WHERE x IS NOT NULL LIMIT %s",
+            [limit],
+        )
+        return [row[0] for row in cursor.fetchall()]
 
 
 @dataclass(frozen=True)
@@ -67,7 +90,17 @@ class RoundFilter:
             else:
                 rounds = rounds.filter(**{f"{KIND_COLUMNS[kind]}__gt": 0})
         if self.tool:
-            rounds = rounds.filter(tools__tool_id__icontains=self.tool)
+            # The tool ids holding the text (a few, from the index), then a semi-join on the
+            # round's own partition: no join duplicates to remove with DISTINCT over the wide
+            # rows, no scan of every tool row (both were seconds on a month of rounds).
+            needle = self.tool.upper()
+            names = [
+                name for name in distinct_values(RoundTool, "tool_id") if needle in name.upper()
+            ]
+            used = RoundTool.objects.filter(
+                round_id=OuterRef("pk"), day=OuterRef("day"), tool_id__in=names
+            )
+            rounds = rounds.filter(Exists(used))
         if self.turn:
             rounds = rounds.filter(turn_id__contains=self.turn)
         if self.outcome == IN_PROGRESS:
@@ -93,7 +126,7 @@ class RoundFilter:
         return self.apply(Round.objects.filter(pk=row.pk)).exists()
 
 
-def encode_cursor(row: Round) -> str:
+def encode_cursor(row: Any) -> str:
     raw = f"{row.started_at.isoformat()}|{row.pk}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -116,14 +149,26 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
 
 
 def rounds_page(
-    round_filter: RoundFilter, *, limit: int, before: str | None = None
-) -> tuple[list[Round], str | None]:
-    """Newest first; ``before`` continues after the last round of the previous page."""
+    round_filter: RoundFilter, *, limit: int, before: str | None = None, keys_only: bool = False
+) -> tuple[list[Any], str | None]:
+    """Newest first; ``before`` continues after the last round of the previous page.
+    ``keys_only``: named tuples of the key, ``started_at``, ``pk`` and ``assembly_text`` (the
+    assembly's JSON, undecoded) instead of rows, for readers of many rounds (the impact replay:
+    building and decoding whole rows of 100k rounds was most of its time)."""
     rounds = round_filter.apply(Round.objects.all())
     if before:
         started, pk = decode_cursor(before)
-        rounds = rounds.filter(Q(started_at__lt=started) | Q(started_at=started, pk__lt=pk))
-    page = list(rounds.order_by("-started_at", "-pk").distinct()[: limit + 1])
+        # ``started_at <= …`` too: a bound the index scan starts from (the OR alone is a filter
+        # over every newer row, so each page deep in a month cost more than the last).
+        rounds = rounds.filter(started_at__lte=started).filter(
+            Q(started_at__lt=started) | Q(started_at=started, pk__lt=pk)
+        )
+    ordered = rounds.order_by("-started_at", "-pk")
+    if keys_only:
+        ordered = ordered.annotate(assembly_text=Cast("assembly", TextField())).values_list(  # type: ignore[assignment]
+            "agent", "turn_id", "iteration", "started_at", "pk", "assembly_text", named=True
+        )
+    page = list(ordered[: limit + 1])
     next_cursor = encode_cursor(page[limit - 1]) if len(page) > limit else None
     return page[:limit], next_cursor
 
@@ -135,7 +180,7 @@ def longest_rounds(round_filter: RoundFilter, *, limit: int) -> list[Round]:
     ordered = rounds.annotate(duration=F("finished_at") - F("started_at")).order_by(
         "-duration", "-pk"
     )
-    return list(ordered.distinct()[:limit])
+    return list(ordered[:limit])
 
 
 def rounds_changed_since(
@@ -143,7 +188,7 @@ def rounds_changed_since(
 ) -> list[Round]:
     """Rounds changed after ``version`` that match, oldest change first (the live stream)."""
     rounds = round_filter.apply(Round.objects.filter(version__gt=version))
-    return list(rounds.order_by("version").distinct()[:limit])
+    return list(rounds.order_by("version")[:limit])
 
 
 def latest_version() -> int:
@@ -157,7 +202,12 @@ def round_get(agent: str, turn_id: str, iteration: int) -> Round | None:
 
 def round_assembled(row: Round) -> AssembledRound:
     """The full round (attempts, actions, events) from its stored events."""
-    return assemble(stored_event(data) for data in row.events.values_list("data", flat=True))
+    key = (row.agent, row.turn_id, row.iteration)
+    rows = row.events.values_list("event_id", "type", "ts", "data")
+    return assemble(
+        stored_event(event_whole(data, event_id, event_type, ts, key))
+        for event_id, event_type, ts, data in rows
+    )
 
 
 def round_summary(row: Round) -> AssembledRound:

@@ -33,8 +33,9 @@ from observe.domain.health import Before, slots_before
 from observe.domain.rounds import Assembly, assembly_merge, assembly_new, assembly_summary
 from observe.domain.storable import check_storable
 from observe.drift import Stored, check_drift_after_ingest
-from observe.health import tool_health_forget, tool_health_record
+from observe.health import tool_health_drop_before, tool_health_forget, tool_health_record
 from observe.models import Round
+from observe.partitions import partition_days, partition_drop, partitioned
 from observe.store import RoundKey, RoundWrite
 from web.api_io import StoreBusy
 
@@ -93,15 +94,16 @@ def _parse_all(raw_events: Sequence[Any]) -> tuple[Parsed, list[dict[str, Any]]]
     return parsed, rejected
 
 
-def _triage(parsed: Parsed, result: IngestResult) -> Fresh:
+def _triage(parsed: Parsed, result: IngestResult, *, again: bool = False) -> Fresh:
     """Keep the new events, count duplicates, report a reused ``event_id`` by index.
 
     A repeated ``event_id`` is compared with the stored event when there is one, else with its
     first valid occurrence in the batch: the stored content is the truth once it exists.
     """
-    ids = list({event.event_id for _, event, _ in parsed})
+    events = {event.event_id: (event.round_key, event.ts) for _, event, _ in parsed}
     known: dict[str, Event] = {
-        event_id: _stored(data) for event_id, data in store.stored_event_data(ids)
+        event_id: _stored(data)
+        for event_id, data in store.stored_event_data(list(events), events, wide=again)
     }
     fresh: Fresh = {}
     for index, event, text in parsed:
@@ -240,6 +242,7 @@ def _merge(fresh: Fresh, known_agents: frozenset[str] | None) -> Merged:
                 store.round_values(summary, state, in_policy, version, now),
                 by_round[key],
                 sorted(summary.tool_ids - before),
+                row.day if row is not None else summary.started_at.astimezone(UTC).date(),
             )
         )
     return merged
@@ -297,7 +300,8 @@ def events_ingest(
         result = IngestResult(rejected=list(invalid))
         try:
             with _write_turn(), transaction.atomic():
-                fresh = _triage(parsed, result)  # triage: new, repeated, or a reused event_id
+                # triage: new, repeated, or a reused event_id (again: looked for more widely)
+                fresh = _triage(parsed, result, again=attempt == 2)
                 if fresh:
                     merged = _merge(fresh, known_agents)  # merge into each round's assembly
                     result.change = _store(merged)  # store: rounds, events, tool rows
@@ -338,10 +342,25 @@ def rounds_prune(*, older_than: datetime) -> int:
     """Delete the rounds that started before ``older_than``, with their events and tool rows,
     and take their calls out of the tool-health tallies.
 
-    Returns how many rounds were deleted. Works in batches so that a large prune never holds the
-    database's write lock for long while runtimes keep posting.
+    Returns how many rounds were deleted. On the partitioned layout (PostgreSQL) every day whose
+    partition ends by ``older_than`` is dropped whole with the tallies before its end
+    (:func:`observe.partitions.partition_drop`; ``prune_rounds`` with an age in days passes a
+    midnight, so nothing is left to delete row by row). The rest (SQLite; on PostgreSQL rounds
+    of a later partition that started before ``older_than``) go in batches, so
+    that a large prune never holds the database's write lock for long while runtimes keep
+    posting.
     """
-    deleted = 0
+    deleted, since = 0, None
+    if partitioned():
+        for day in partition_days():
+            end = datetime.combine(day + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+            if end > older_than:
+                break
+            with transaction.atomic():
+                store.hold_ingest_lock()
+                deleted += partition_drop(day)
+                tool_health_drop_before(end)
+            since = end
     while True:
         with transaction.atomic():
             batch = list(
@@ -358,5 +377,5 @@ def rounds_prune(*, older_than: datetime) -> int:
             Round.objects.filter(pk__in=batch).delete()
             # After the delete: a tally whose slowest call leaves reads its max again from the
             # rounds that stay.
-            tool_health_forget(rounds=pruned)
+            tool_health_forget(rounds=pruned, since=since)
         deleted += len(batch)

@@ -8,23 +8,27 @@ how.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import orjson
+import psycopg
 from django.conf import settings
 from django.db import connection, models
 from django.db.models import F
 
+from core.timewindow import format_ts
 from core.vocabulary import COUNT_KEYS, KIND_COUNTERS
 from observe.domain.events import Event
 from observe.domain.facts import RoundFacts
 from observe.domain.rounds import Assembly, AssemblySummary
 from observe.models import Event as StoredEvent
 from observe.models import IngestCount, Round, RoundTool, StreamCounter
+from observe.partitions import partitioned
 
 
 def hold_ingest_lock() -> None:
@@ -55,6 +59,8 @@ def next_versions(count: int) -> list[int]:
     return list(range(last - count + 1, last + 1))
 
 
+RoundKey = tuple[str, str, int]
+
 #: What becomes of a posted event: stored, a repeat of a stored one, or refused (by its index).
 INGEST_RESULTS = ("accepted", "duplicate", "refused")
 
@@ -80,12 +86,53 @@ def ingest_count(counts: Mapping[str, int]) -> None:
 #: Ids per ``IN (…)`` list: well under every database's limit on statement parameters.
 _IDS_PER_QUERY = 500
 
+#: Keys of an event's JSON that its row (``event_id``, ``type``, ``ts``) or its round (the rest)
+#: already holds: the partitioned layout stores the JSON without them (:func:`event_whole`).
+ROW_KEYS = ("event_id", "type", "ts", "agent", "turn_id", "iteration")
 
-def stored_event_data(ids: Sequence[str]) -> list[tuple[str, Any]]:
+
+def event_stored_json(data: Mapping[str, Any]) -> dict[str, Any]:
+    """What the partitioned layout stores of an event's JSON: without :data:`ROW_KEYS`."""
+    return {key: value for key, value in data.items() if key not in ROW_KEYS}
+
+
+def event_whole(
+    data: Mapping[str, Any], event_id: Any, event_type: str, ts: datetime, key: RoundKey
+) -> dict[str, Any]:
+    """An event's JSON as posted (normalized), from its stored JSON, its row and its round's key;
+    a stored JSON that still holds a key (SQLite, rows older than the partitioned layout) keeps
+    its own value."""
+    if "event_id" in data and "agent" in data and "ts" in data:
+        return dict(data)
+    agent, turn_id, iteration = key
+    return {
+        "event_id": str(event_id),
+        "type": event_type,
+        "ts": format_ts(_db_datetime(ts)),
+        "agent": agent,
+        "turn_id": turn_id,
+        "iteration": iteration,
+        **data,
+    }
+
+
+def stored_event_data(
+    ids: Sequence[str],
+    events: Mapping[str, tuple[RoundKey, datetime]] | None = None,
+    *,
+    wide: bool = False,
+) -> list[tuple[str, Any]]:
     """``(event_id, data)`` of the stored events among ``ids``: plain SQL (a queryset costs more
-    to build than this query takes to run on every POST)."""
+    to build than this query takes to run on every POST). ``events``: each id's round key and
+    time; on the partitioned layout an id is looked for in the partitions of the days its time
+    names (``ts``'s and the ones before and after), and with ``wide`` also in those of the
+    batch's stored rounds, where ingest writes a repeat (a round first stored days away from
+    its event's time: the narrow look misses it, the write then collides with the stored copy
+    and ingest triages again, wide)."""
     if not ids:
         return []
+    if partitioned():
+        return _stored_in_days(ids, events or {}, wide)
     data_field = StoredEvent._meta.get_field("data")
     quote = connection.ops.quote_name
     table, event_id, data = (quote(n) for n in (StoredEvent._meta.db_table, "event_id", "data"))
@@ -122,6 +169,84 @@ def stored_event_data(ids: Sequence[str]) -> list[tuple[str, Any]]:
     return found
 
 
+def _stored_in_days(
+    ids: Sequence[str], events: Mapping[str, tuple[RoundKey, datetime]], wide: bool
+) -> list[tuple[str, Any]]:
+    days: set[date] = set()
+    if wide:
+        held = round_days(list({key for key, _ in events.values()}))
+        days.update(day for _, day in held.values())
+    for _, ts in events.values():
+        moment = ts.astimezone(UTC).date()
+        days.add(moment)
+        for step in (-1, 1):
+            with contextlib.suppress(OverflowError):  # the calendar's first or last day
+                days.add(moment + timedelta(days=step))
+    found: list[tuple[str, Any]] = []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT event_id::text, type, ts, data, round_id, day FROM observe_event"
+            " WHERE day = ANY(%s::date[]) AND event_id = ANY(%s::uuid[])",
+            [sorted(days), list(ids)],
+        )
+        rows = cursor.fetchall()
+        if not rows:
+            return found
+        # The rounds of the few found (a repeat is rare): their keys, for the whole JSON.
+        cursor.execute(
+            "SELECT id, agent, turn_id, iteration, day FROM observe_round"
+            " WHERE day = ANY(%s::date[]) AND id = ANY(%s::bigint[])",
+            [sorted({row[5] for row in rows}), sorted({row[4] for row in rows})],
+        )
+        keys = {
+            (pk, day): (agent, turn_id, iteration)
+            for pk, agent, turn_id, iteration, day in cursor.fetchall()
+        }
+    for stored_id, event_type, ts, data, round_id, day in rows:
+        key = keys.get((round_id, day))
+        if key is not None:
+            value = orjson.loads(data) if isinstance(data, str | bytes) else data
+            found.append((stored_id, event_whole(value, stored_id, event_type, ts, key)))
+    return found
+
+
+def round_days(keys: Sequence[RoundKey]) -> dict[RoundKey, tuple[int, date]]:
+    """The stored rounds among ``keys``: primary key and partition day."""
+    if not keys:
+        return {}
+    wanted = set(keys)
+    agents = sorted({key[0] for key in keys})
+    turns = sorted({key[1] for key in keys})
+    found: dict[RoundKey, tuple[int, date]] = {}
+    rows = prepared(
+        "SELECT id, agent, turn_id, iteration, day FROM observe_round"
+        " WHERE agent = ANY(%s::text[]) AND turn_id = ANY(%s::text[])",
+        [agents, turns],
+    )
+    for pk, agent, turn_id, iteration, day in rows:
+        if (agent, turn_id, iteration) in wanted:
+            found[(agent, turn_id, iteration)] = (pk, _db_date(day))
+    return found
+
+
+def prepared(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Rows of a per-batch lookup over every day's partition, as a prepared statement of this
+    connection with one generic plan: planning such a query took longer (5–10 ms with 38 days)
+    than running it, on every batch. The SQL holds arrays (``= ANY(%s)``), so its text and
+    plan are the same whatever the batch. (A lookup its arrays prune to a few days is better
+    planned each time: :func:`_stored_in_days`.)"""
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        # Only prepared statements follow this setting, and Django prepares none.
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+        cursor.execute(sql, params, prepare=True)
+        return cursor.fetchall()
+
+
+def _db_date(value: Any) -> date:
+    return value if isinstance(value, date) else date.fromisoformat(str(value))
+
+
 #: The Round columns an ingest writes (besides the key), from the merged assembly.
 ROUND_COLUMNS = (
     "started_at",
@@ -136,8 +261,6 @@ ROUND_COLUMNS = (
     "version",
     "updated_at",
 )
-
-RoundKey = tuple[str, str, int]
 
 
 def round_values(
@@ -163,6 +286,7 @@ def round_values(
 @dataclass
 class HeldRound:
     pk: int
+    day: date
     assembly: Assembly
     in_policy: bool
     facts: RoundFacts
@@ -193,46 +317,62 @@ def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
         "agent_in_policy",
         "started_at",
         "drift",
+        "day",
     )
     assembly_field = Round._meta.get_field("assembly")
     held: dict[RoundKey, HeldRound] = {}
-    with connection.cursor() as cursor:
-        for first in range(0, len(turns), _IDS_PER_QUERY):
-            chunk = turns[first : first + _IDS_PER_QUERY]
-            cursor.execute(
-                f"SELECT {', '.join(quote(c) for c in (*columns, *KIND_COUNTERS))}"
-                f" FROM {quote(Round._meta.db_table)}"
-                f" WHERE {quote('agent')} IN ({', '.join(['%s'] * len(agents))})"
-                f" AND {quote('turn_id')} IN ({', '.join(['%s'] * len(chunk))})",
-                [*agents, *chunk],
+    select = (
+        f"SELECT {', '.join(quote(c) for c in (*columns, *KIND_COUNTERS))}"
+        f" FROM {quote(Round._meta.db_table)}"
+    )
+    if partitioned():  # every day's partition: planned once (:func:`prepared`)
+        batches = [
+            prepared(
+                f"{select} WHERE agent = ANY(%s::text[]) AND turn_id = ANY(%s::text[])",
+                [agents, turns],
             )
-            for (
+        ]
+    else:
+        batches = []
+        with connection.cursor() as cursor:
+            for first in range(0, len(turns), _IDS_PER_QUERY):
+                chunk = turns[first : first + _IDS_PER_QUERY]
+                cursor.execute(
+                    f"{select} WHERE {quote('agent')} IN ({', '.join(['%s'] * len(agents))})"
+                    f" AND {quote('turn_id')} IN ({', '.join(['%s'] * len(chunk))})",
+                    [*agents, *chunk],
+                )
+                batches.append(cursor.fetchall())
+    for rows in batches:
+        for (
+            pk,
+            agent,
+            turn_id,
+            iteration,
+            assembly,
+            in_policy,
+            started,
+            drift,
+            day,
+            *counts,
+        ) in rows:
+            key = (agent, turn_id, iteration)
+            if key not in wanted:
+                continue
+            state = (
+                orjson.loads(assembly)
+                if isinstance(assembly, str)
+                else assembly_field.from_db_value(assembly, None, connection)  # type: ignore[arg-type]
+            )
+            tools = state.get("tools", []) if state else []
+            held[key] = HeldRound(
                 pk,
-                agent,
-                turn_id,
-                iteration,
-                assembly,
-                in_policy,
-                started,
-                drift,
-                *counts,
-            ) in cursor.fetchall():
-                key = (agent, turn_id, iteration)
-                if key not in wanted:
-                    continue
-                state = (
-                    orjson.loads(assembly)
-                    if isinstance(assembly, str)
-                    else assembly_field.from_db_value(assembly, None, connection)  # type: ignore[arg-type]
-                )
-                tools = state.get("tools", []) if state else []
-                held[key] = HeldRound(
-                    pk,
-                    state,
-                    bool(in_policy),
-                    RoundFacts.of(agent, _db_datetime(started), counts, tools, drift is True),
-                    None if drift is None else bool(drift),
-                )
+                _db_date(day),
+                state,
+                bool(in_policy),
+                RoundFacts.of(agent, _db_datetime(started), counts, tools, drift is True),
+                None if drift is None else bool(drift),
+            )
     return held
 
 
@@ -364,6 +504,8 @@ class RoundWrite:
     values: dict[str, Any]
     events: list[Event]
     new_tools: list[str]
+    #: The round's partition day (:attr:`observe.models.Round.day`): its first ``started_at``'s.
+    day: date
 
 
 def batch_write(
@@ -376,15 +518,20 @@ def batch_write(
     events and new tool rows. ``texts``: each event's JSON text when the checks encoded it.
     Returns each round's primary key."""
     round_writer = _writer(Round, ROUND_COLUMNS)
-    new_round_writer = _writer(Round, ("agent", "turn_id", "iteration", *ROUND_COLUMNS))
+    new_round_writer = _writer(Round, ("agent", "turn_id", "iteration", "day", *ROUND_COLUMNS))
     updates = [
         [*round_writer.prepare(list(r.values.values())), r.pk] for r in rounds if r.pk is not None
     ]
     created = [
-        new_round_writer.prepare([*r.key, *r.values.values()]) for r in rounds if r.pk is None
+        new_round_writer.prepare([*r.key, r.day, *r.values.values()])
+        for r in rounds
+        if r.pk is None
     ]
     round_writer.update(updates)
-    new_round_writer.insert(created)
+    if partitioned():
+        _copy(new_round_writer, [_copy_round(r) for r in rounds if r.pk is None])
+    else:
+        new_round_writer.insert(created)
     pks = {r.key: r.pk for r in rounds if r.pk is not None}
     if created:
         # Each round of the batch took one of its versions: they find the new rows' ids.
@@ -398,11 +545,10 @@ def batch_write(
             )
             for pk, agent, turn_id, iteration in cursor.fetchall():
                 pks[(agent, turn_id, iteration)] = pk
-    event_writer = _writer(StoredEvent, ("event_id", "round", "type", "ts", "data", "received_at"))
+    event_writer = _writer(StoredEvent, ("event_id", "round", "type", "ts", "data", "day"))
     if event_writer.direct:
         # SQLite: the values Django would write, made without a call per value (the event's
         # normalized ts text is its stored time; the JSON text is the checks' encoding).
-        received = _sqlite_datetime(now)
         dumps = json.dumps
         event_rows = [
             [
@@ -411,20 +557,67 @@ def batch_write(
                 e.type,
                 _sqlite_ts(e.data["ts"]),
                 texts[e.event_id] or dumps(e.data, ensure_ascii=False, separators=(",", ":")),
-                received,
+                day,
             ]
             for r in rounds
+            for day in (r.day.isoformat(),)
             for e in r.events
         ]
+    elif partitioned():
+        # COPY, the JSON without what the row and its round hold (:func:`event_whole`).
+        _copy(
+            event_writer,
+            [
+                (e.event_id, pks[r.key], e.type, e.ts, _json_text(event_stored_json(e.data)), r.day)
+                for r in rounds
+                for e in r.events
+            ],
+        )
+        event_rows = []
     else:
         event_rows = [
-            event_writer.prepare((e.event_id, pks[r.key], e.type, e.ts, _data(e, texts), now))
+            event_writer.prepare((e.event_id, pks[r.key], e.type, e.ts, _data(e, texts), r.day))
             for r in rounds
             for e in r.events
         ]
     event_writer.insert(event_rows)
-    tool_writer = _writer(RoundTool, ("round", "tool_id"))
-    tool_writer.insert(
-        [tool_writer.prepare((pks[r.key], tool_id)) for r in rounds for tool_id in r.new_tools]
-    )
+    tool_writer = _writer(RoundTool, ("round", "tool_id", "day"))
+    tools = [(pks[r.key], tool_id, r.day) for r in rounds for tool_id in r.new_tools]
+    if partitioned():
+        _copy(tool_writer, tools)
+    else:
+        tool_writer.insert([tool_writer.prepare(row) for row in tools])
     return pks
+
+
+def _json_text(value: Any) -> str:
+    """JSON text of checked event data or an assembly (orjson; the standard encoder for what it
+    refuses, an integer past 64 bits)."""
+    if isinstance(value, _JsonText):
+        return str(value)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False)
+
+
+def _copy_round(r: RoundWrite) -> tuple[Any, ...]:
+    """A new round's row for ``COPY``: its key, day and :data:`ROUND_COLUMNS` (JSON as text)."""
+    values = [
+        _json_text(value) if name == "assembly" else value for name, value in r.values.items()
+    ]
+    return (*r.key, r.day, *values)
+
+
+def _copy(writer: _Writer, rows: Sequence[Sequence[Any]]) -> None:
+    """PostgreSQL: the rows with one ``COPY … FROM STDIN`` (one round trip and no statement per
+    row: the partitioned layout's ingest). Values go as text; JSON columns as JSON text."""
+    if not rows:
+        return
+    # psycopg's own cursor under Django's wrapper; its errors as Django's (a repeated event_id
+    # is an IntegrityError: ingest triages again).
+    with connection.cursor() as cursor, connection.wrap_database_errors:
+        statement = f"COPY {writer.table} ({', '.join(writer.columns)}) FROM STDIN"
+        with cursor.cursor.copy(statement) as copy:
+            for row in rows:
+                copy.write_row(row)

@@ -49,6 +49,7 @@ from observe.models import Round, RoundTool
 from observe.selectors import (
     DRIFT,
     BadCursor,
+    distinct_values,
     latest_version,
     longest_rounds,
     round_assembled,
@@ -211,9 +212,7 @@ def history(request: HttpRequest) -> HttpResponse:
         rows, next_cursor = rounds_page(round_filter, limit=HISTORY_PAGE_SIZE)
     query = filter_query(round_filter)
     prefetch_related_objects(rows, "tools")
-    tool_ids = list(
-        RoundTool.objects.order_by("tool_id").values_list("tool_id", flat=True).distinct()[:300]
-    )
+    tool_ids = distinct_values(RoundTool, "tool_id", 300)
     return render(
         request,
         HISTORY_TEMPLATE,

@@ -25,7 +25,7 @@ from observe.domain.health import (
 )
 from observe.domain.rounds import Assembly, assembly_merge, assembly_new
 from observe.models import Event, Round, ToolHealthBucket
-from observe.store import hold_ingest_lock
+from observe.store import event_whole, hold_ingest_lock
 
 #: What ingest hands over per round it merged: the agent, the touched slots before the merge,
 #: and the round's assembly after it.
@@ -61,16 +61,29 @@ def tool_health_record(*, rounds: Sequence[RoundMerge]) -> None:
     _apply(grouped(flat))
 
 
-def tool_health_forget(*, rounds: Iterable[tuple[str, Assembly]]) -> None:
+def tool_health_forget(
+    *, rounds: Iterable[tuple[str, Assembly]], since: datetime | None = None
+) -> None:
     """Take back what the (agent, assembly) ``rounds`` contributed to the stored tallies, for
     rounds about to be deleted: the tallies then stay what the remaining events give (what
     ``toolhealth_backfill`` would rebuild), and rows left with nothing are deleted. The caller
-    holds the ingest lock (:func:`observe.store.hold_ingest_lock`) in its transaction."""
+    holds the ingest lock (:func:`observe.store.hold_ingest_lock`) in its transaction.
+    ``since``: buckets before it are gone already (:func:`tool_health_drop_before`)."""
     flat: dict[FlatKey, int] = {}
     for agent, state in rounds:
         for slot in state.get("slots", {}).values():
             slot_counts(agent, slot, flat, -1)
-    _apply(grouped(flat))
+    change = grouped(flat)
+    if since is not None:
+        change = {key: delta for key, delta in change.items() if bucket_time(key[2]) >= since}
+    _apply(change)
+
+
+def tool_health_drop_before(moment: datetime) -> int:
+    """Delete the tallies of buckets that start before ``moment``: what dropping whole days of
+    rounds does to them (the day's calls leave with the day, cut at the same boundary)."""
+    deleted, _ = ToolHealthBucket.objects.filter(bucket__lt=moment).delete()
+    return deleted
 
 
 def _json(value: Any) -> Any:
@@ -233,10 +246,19 @@ _CHUNK = 500
 
 
 def _round_events(chunk: Sequence[int]) -> Iterator[tuple[int, list[Any]]]:
-    rows = Event.objects.filter(round_id__in=chunk).values_list("round_id", "data")
+    keys = {
+        pk: (agent, turn_id, iteration)
+        for pk, agent, turn_id, iteration in Round.objects.filter(pk__in=chunk).values_list(
+            "pk", "agent", "turn_id", "iteration"
+        )
+    }
+    rows = Event.objects.filter(round_id__in=chunk).values_list(
+        "round_id", "event_id", "type", "ts", "data"
+    )
     by_round: dict[int, list[Any]] = {}
-    for round_id, data in rows:
-        by_round.setdefault(round_id, []).append(data)
+    for round_id, event_id, event_type, ts, data in rows:
+        whole = event_whole(data, event_id, event_type, ts, keys[round_id])
+        by_round.setdefault(round_id, []).append(whole)
     yield from by_round.items()
 
 

@@ -17,6 +17,7 @@ from observe.models import Round
 from observe.selectors import (
     HAS_NAMES,
     RoundFilter,
+    distinct_values,
 )
 from policy.selectors import draft_agent_names
 
@@ -132,5 +133,5 @@ def parse_since(value: str | None) -> int | None:
 
 def known_agents(extra: Iterable[str] = ()) -> list[str]:
     """Agents for the filter select: those seen in rounds and those in the draft policy."""
-    seen = set(Round.objects.values_list("agent", flat=True).distinct())
+    seen = set(distinct_values(Round, "agent"))
     return sorted(seen | set(draft_agent_names()) | {name for name in extra if name})

@@ -184,10 +184,10 @@ def catch_up(round_filter: RoundFilter, since: int) -> CatchUp:
     tally = tally_for(round_filter)
     changed = round_filter.apply(Round.objects.filter(version__gt=since, version__lte=version))
     # A round's row holds its latest version only: one row per changed round, coalesced.
-    rows = list(changed.order_by("-version").distinct()[: CATCH_UP_MAX + 1])
+    rows = list(changed.order_by("-version")[: CATCH_UP_MAX + 1])
     skipped = 0
     if len(rows) > CATCH_UP_MAX:
-        skipped = changed.values("pk").distinct().count() - CATCH_UP_MAX
+        skipped = changed.count() - CATCH_UP_MAX
         rows = rows[:CATCH_UP_MAX]
     rows.reverse()
     return CatchUp(version, tally, render_fragments(rows), skipped)

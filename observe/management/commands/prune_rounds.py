@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from observe.partitions import partitioned
 from observe.services import rounds_prune
 
 _AGE = re.compile(r"([0-9]{1,6})([dh])")
@@ -48,10 +49,16 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         text = options["older_than"]
         age = parse_age(text) if text is not None else timedelta(days=settings.ROUND_RETENTION_DAYS)
+        # An age in days prunes whole days on PostgreSQL (partitions dropped, nothing deleted
+        # row by row): the cutoff is that day's midnight (UTC), rounds are kept up to a day
+        # longer.
+        whole_days = partitioned() and (text is None or text.strip().endswith("d"))
         try:
             cutoff = timezone.now() - age
         except OverflowError:  # older than year 1: nothing can be
             cutoff = datetime.min.replace(tzinfo=UTC)
+        if whole_days:
+            cutoff = cutoff.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         deleted = rounds_prune(older_than=cutoff)
         noun = "round" if deleted == 1 else "rounds"
         self.stdout.write(f"deleted {deleted} {noun} that started before {cutoff.isoformat()}")
