@@ -180,6 +180,20 @@ def convert(connection: Any, today: date) -> None:
             )
             cursor.execute(f"ALTER TABLE {table} ALTER COLUMN day SET NOT NULL")
             cursor.execute(f"CREATE TABLE {table}_default PARTITION OF {table} DEFAULT")
+        # Ingest has only ever stored canonical UUIDs; a row written around it would fail the
+        # cast below mid-way: say so plainly instead (the migration is one transaction, so
+        # nothing has changed when it stops).
+        cursor.execute(
+            "SELECT count(*), min(event_id) FROM observe_event_old WHERE event_id !~"
+            " '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'"
+        )
+        bad, example = cursor.fetchone()
+        if bad:
+            raise RuntimeError(
+                f"{bad} stored events have an event_id that is not a canonical UUID"
+                f" (e.g. {example!r}), which ingest never stores: fix or delete those rows,"
+                " then migrate again. Nothing was changed."
+            )
         # A UUID in 16 bytes instead of 37 (ingest only stores canonical UUIDs), and the event's
         # JSON as compact text (``json``): nothing queries inside it, and text is a fifth
         # smaller than ``jsonb``'s binary form for these small objects.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+import uuid
 from typing import Any
 
 import django
@@ -45,6 +46,8 @@ def value(model: type[models.Model], field: models.Field[Any, Any], i: int) -> A
         return {"seeded": model.__name__, "row": i}
     if isinstance(field, models.TextField):  # some hold JSON text (OrderedJSONField)
         return json.dumps({"seeded": model.__name__, "row": i})
+    if field.name == "event_id":  # ingest stores only canonical UUIDs
+        return str(uuid.UUID(int=i + 1))
     if isinstance(field, models.CharField):
         text = f"{model.__name__.lower()}-{field.name}-{i}"
         return text[-(field.max_length or len(text)) :]
