@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncMinute
 
@@ -21,6 +21,7 @@ from core.vocabulary import ROUND_KINDS
 from observe.domain.facts import RoundFacts
 from observe.models import Round, RoundCountBucket
 from observe.selectors import RoundFilter
+from observe.store import hold_ingest_lock
 
 #: The counted columns: rounds, each kind's actions, each kind's rounds with at least one.
 COLUMNS: Final = (
@@ -175,3 +176,23 @@ def stored() -> dict[_Key, tuple[int, ...]]:
         (row.agent, row.minute.astimezone(UTC)): tuple(getattr(row, c) for c in COLUMNS)
         for row in RoundCountBucket.objects.all()
     }
+
+
+def round_counts_rebuild() -> int:
+    """Replace the kept counts with the stored rounds' (for rounds written around ingest, as a
+    bench's seed in SQL); returns how many minutes it wrote. The ingest lock is held, as ingest
+    does, so no batch merges meanwhile."""
+    with transaction.atomic():
+        hold_ingest_lock()
+        counts = recomputed()
+        RoundCountBucket.objects.all().delete()
+        RoundCountBucket.objects.bulk_create(
+            [
+                RoundCountBucket(
+                    agent=agent, minute=minute, **dict(zip(COLUMNS, values, strict=True))
+                )
+                for (agent, minute), values in counts.items()
+            ],
+            batch_size=1000,
+        )
+    return len(counts)

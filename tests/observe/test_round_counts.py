@@ -101,3 +101,28 @@ def test_the_history_chart_and_the_live_totals_read_the_counts_not_the_rounds() 
     assert chart.series[0].total == 7  # rounds with a rejection, the first kind
     tally = tally_for(RoundFilter(), now=NOW)
     assert tally.totals[0] == 7
+
+
+@pytest.mark.django_db
+def test_a_rebuild_gives_the_counts_ingest_keeps() -> None:
+    """Rounds written around ingest (a bench's seed in SQL) get their counts from a rebuild."""
+    events = [
+        {
+            "event_id": f"00000000-0000-4000-8000-0000000001{n:02d}",
+            "ts": (START + timedelta(seconds=40 * n)).isoformat().replace("+00:00", "Z"),
+            "agent": ("main", "other")[n % 2],
+            "turn_id": f"t{n // 3}",
+            "iteration": 0,
+            "attempt": 0,
+            "type": "action.rejected",
+            "action_index": n % 3,
+            "tool_id": "web.search",
+            "code": "max_actions",
+        }
+        for n in range(12)
+    ]
+    assert events_ingest(events).accepted == 12
+    kept = round_counts.stored()
+    RoundCountBucket.objects.all().delete()
+    assert round_counts.round_counts_rebuild() == len(kept)
+    assert round_counts.stored() == kept == round_counts.recomputed()
