@@ -150,6 +150,36 @@ class ToolHealthBucket(models.Model):
         return f"{self.agent}/{self.tool_id}@{self.bucket:%Y-%m-%d %H:%M}"
 
 
+class RoundCountBucket(models.Model):
+    """The rounds of one agent that started in one minute, counted: how many, the actions of each
+    round kind they hold (``<counter>``, what the live totals add) and how many hold at least one
+    (``with_<counter>``, what the history chart draws). Kept by ingest from each round's facts
+    before and after a batch (:mod:`observe.round_counts`), taken back when rounds are pruned; a
+    minute left with no round has no row. Drift is not kept here: the drifted rounds are few and
+    counted from ``round_drift_newest``."""
+
+    agent = models.CharField(max_length=200)
+    minute = models.DateTimeField()
+    rounds = models.IntegerField(default=0)
+    rejections = models.IntegerField(default=0)
+    early_starts = models.IntegerField(default=0)
+    dedups = models.IntegerField(default=0)
+    timeouts = models.IntegerField(default=0)
+    with_rejections = models.IntegerField(default=0)
+    with_early_starts = models.IntegerField(default=0)
+    with_dedups = models.IntegerField(default=0)
+    with_timeouts = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "minute"], name="roundcount_agent_minute")
+        ]
+        indexes = [models.Index(fields=["minute"], name="roundcount_minute")]
+
+    def __str__(self) -> str:
+        return f"{self.agent}@{self.minute:%Y-%m-%d %H:%M}: {self.rounds}"
+
+
 class IngestCount(models.Model):
     """Events posted to ingest since the database was made, by what became of them (``name``:
     one of :data:`observe.store.INGEST_RESULTS`). Only ever added to, one UPDATE per batch in the

@@ -36,6 +36,12 @@ from observe.drift import Stored, check_drift_after_ingest
 from observe.health import tool_health_drop_before, tool_health_forget, tool_health_record
 from observe.models import Round
 from observe.partitions import partition_days, partition_drop, partitioned
+from observe.round_counts import (
+    FORGET_VALUES,
+    round_counts_drop_before,
+    round_counts_forget,
+    round_counts_record,
+)
 from observe.store import RoundKey, RoundWrite
 from web.api_io import StoreBusy
 
@@ -253,6 +259,7 @@ def _store(merged: Merged) -> Change:
     drift check and the live view."""
     pks = store.batch_write(merged.rounds, merged.texts, merged.versions, merged.now)
     tool_health_record(rounds=merged.health)
+    round_counts_record(merged.facts.values())
     return Change(
         first=merged.versions[0],
         version=merged.versions[-1],
@@ -360,6 +367,7 @@ def rounds_prune(*, older_than: datetime) -> int:
                 store.hold_ingest_lock()
                 deleted += partition_drop(day)
                 tool_health_drop_before(end)
+                round_counts_drop_before(end)
             since = end
     while True:
         with transaction.atomic():
@@ -374,8 +382,10 @@ def rounds_prune(*, older_than: datetime) -> int:
             # keep counting calls whose rounds are gone, and a backfill would disagree).
             store.hold_ingest_lock()
             pruned = list(Round.objects.filter(pk__in=batch).values_list("agent", "assembly"))
+            counted = list(Round.objects.filter(pk__in=batch).values_list(*FORGET_VALUES))
             Round.objects.filter(pk__in=batch).delete()
             # After the delete: a tally whose slowest call leaves reads its max again from the
             # rounds that stay.
             tool_health_forget(rounds=pruned, since=since)
+            round_counts_forget(counted, since=since)
         deleted += len(batch)

@@ -14,6 +14,7 @@ from django.utils import timezone
 from core.vocabulary import ROUND_KINDS, RoundKind
 from observe.domain.facts import RoundFacts
 from observe.models import Round
+from observe.round_counts import counted, counted_totals
 from observe.selectors import DRIFT, RoundFilter
 
 RATE_WINDOW: Final = timedelta(seconds=60)
@@ -63,13 +64,26 @@ def _totals(rounds: QuerySet[Round]) -> tuple[int, ...]:
     return tuple(int(sums[name] or 0) for name in COUNTER_NAMES)
 
 
+def _filter_totals(round_filter: RoundFilter, matching: QuerySet[Round]) -> tuple[int, ...]:
+    """The filter's totals: from the kept counts (and the few drifted rounds, through their
+    index) when they answer it, else from the rounds."""
+    if round_filter.since or round_filter.until or not counted(round_filter):
+        return _totals(matching)
+    sums = counted_totals(round_filter.agent)
+    drift = matching.filter(drift=True).count()
+    return (sums["rounds"], *(sums[kind.counter] for kind in ROUND_KINDS), drift)
+
+
 def counters_for(round_filter: RoundFilter, *, now: datetime | None = None) -> Counters:
     now = now or timezone.now()
     matching = round_filter.apply(Round.objects.all())
     if round_filter.tool:
         # The tool filter joins RoundTool; count each round once.
         matching = Round.objects.filter(pk__in=matching.values("pk"))
-    return Counters(_totals(matching), _totals(matching.filter(started_at__gte=now - RATE_WINDOW)))
+    return Counters(
+        _filter_totals(round_filter, matching),
+        _totals(matching.filter(started_at__gte=now - RATE_WINDOW)),
+    )
 
 
 # --- kept incrementally -------------------------------------------------------------------------
@@ -172,4 +186,4 @@ def tally_for(round_filter: RoundFilter, *, now: datetime | None = None) -> Tall
             started_at__gte=now - RATE_WINDOW
         ).values_list("pk", "started_at", "drift", *columns)
     }
-    return Tally(round_filter, _totals(matching), recent)
+    return Tally(round_filter, _filter_totals(round_filter, matching), recent)

@@ -303,6 +303,7 @@ def seed_rounds(count: int) -> None:
     from django.db import connection, transaction
 
     from observe.models import Round, RoundTool, StreamCounter
+    from observe.round_counts import round_counts_rebuild
     from observe.services import events_ingest
 
     start = datetime.now(UTC) - timedelta(days=2)
@@ -336,6 +337,7 @@ def seed_rounds(count: int) -> None:
         "assembly",
         "version",
         "updated_at",
+        "day",
     ]
     fields = [Round._meta.get_field(name) for name in columns]
     span = timedelta(days=2) / count
@@ -346,6 +348,7 @@ def seed_rounds(count: int) -> None:
         values.update(
             turn_id=f"seed-{n}",
             started_at=start + span * n,
+            day=(start + span * n).date(),
             version=first_version + n,
             finished_at=row.finished_at and start + span * n + timedelta(seconds=2),
         )
@@ -355,13 +358,14 @@ def seed_rounds(count: int) -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.executemany(f"INSERT INTO observe_round ({quoted}) VALUES ({marks})", rows)
         cursor.execute(
-            "INSERT INTO observe_roundtool (round_id, tool_id) SELECT r.id, t.tool_id"
+            "INSERT INTO observe_roundtool (round_id, tool_id, day) SELECT r.id, t.tool_id, r.day"
             " FROM observe_round r JOIN observe_round s ON s.turn_id = 'b99-' ||"
             " (CAST(SUBSTR(r.turn_id, 6) AS INTEGER) % %s) JOIN observe_roundtool t"
             " ON t.round_id = s.id WHERE r.turn_id LIKE 'seed-%%'",
             [len(templates)],
         )
         StreamCounter.objects.filter(pk=counter.pk).update(value=first_version + count - 1)
+    round_counts_rebuild()  # what ingest would have kept for these rounds
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
 

@@ -170,6 +170,33 @@ def multiply(base_low: int, base_top: int, stride: int, first: int, last: int) -
         " WHERE e.round_id > %s AND e.round_id <= %s",
         [first, last, base_low, base_top],
     )
+    # The copies' round counts, as ingest keeps them (observe.round_counts).
+    sql(
+        "INSERT INTO observe_roundcountbucket (agent, minute, rounds, rejections, early_starts,"
+        " dedups, timeouts, with_rejections, with_early_starts, with_dedups, with_timeouts)"
+        f" SELECT r.agent, date_trunc('minute', r.started_at + {shift}), count(*),"
+        " sum(r.rejections), sum(r.early_starts), sum(r.dedups), sum(r.timeouts),"
+        " count(*) FILTER (WHERE r.rejections > 0), count(*) FILTER (WHERE r.early_starts > 0),"
+        " count(*) FILTER (WHERE r.dedups > 0), count(*) FILTER (WHERE r.timeouts > 0)"
+        " FROM observe_round r CROSS JOIN generate_series(%s, %s) AS c"
+        " WHERE r.id > %s AND r.id <= %s GROUP BY 1, 2"
+        " ON CONFLICT (agent, minute) DO UPDATE SET "
+        + ", ".join(
+            f"{name} = observe_roundcountbucket.{name} + excluded.{name}"
+            for name in (
+                "rounds",
+                "rejections",
+                "early_starts",
+                "dedups",
+                "timeouts",
+                "with_rejections",
+                "with_early_starts",
+                "with_dedups",
+                "with_timeouts",
+            )
+        ),
+        [first, last, base_low, base_top],
+    )
 
 
 def grow_tallies(base_day: datetime) -> None:

@@ -142,9 +142,22 @@ def test_a_database_made_before_the_regrouping_migrates_with_every_row_intact(
     run(ROOT, database, "manage.py", "migrate", "--no-input", "-v0")
     after = tables(database)
 
+    # New since: the round counts kept by ingest (observe 0012), filled from the seeded rounds.
+    assert after.pop("observe_roundcountbucket")[0] > 0
+    assert (
+        query(database, "SELECT sum(rounds) FROM observe_roundcountbucket")[0][0]
+        == (before["observe_round"][0])
+    )
+    # Its model's four permissions are new; the others stay as they were.
+    kept = query(
+        database,
+        "SELECT * FROM auth_permission WHERE codename NOT LIKE '%%_roundcountbucket' ORDER BY 1",
+    )
+    assert after.pop("auth_permission")[0] == len(kept) + 4
+    after["auth_permission"] = (len(kept), hashlib.sha256(repr(kept).encode()).hexdigest())
     # The content types of the moved models now name the kdcube app: same ids, so the
-    # permissions on them keep pointing at them.
-    assert after.pop("django_content_type")[0] == before.pop("django_content_type")[0]
+    # permissions on them keep pointing at them (one more: the round counts' model).
+    assert after.pop("django_content_type")[0] == before.pop("django_content_type")[0] + 1
     assert after == before
     # Every table of the apps held rows (the seed reached each model), the moved ones several.
     ours = ("accounts_", "audit_", "policy_", "observe_", "bridge_")
