@@ -235,14 +235,8 @@ def convert(connection: Any, today: date) -> None:
         )
         for table in reversed(TABLES):
             cursor.execute(f"DROP TABLE {table}_old CASCADE")
-        for table in ("observe_round", "observe_roundtool", "observe_event"):
-            sequence = f"{table}_id_seq"
-            cursor.execute(f"CREATE SEQUENCE {sequence} OWNED BY {table}.id")
-            cursor.execute(
-                f"SELECT setval('{sequence}',"
-                f" COALESCE((SELECT max(id) FROM {table}), 0) + 1, false)"
-            )
-            cursor.execute(f"ALTER TABLE {table} ALTER COLUMN id SET DEFAULT nextval('{sequence}')")
+        for table in TABLES:
+            _number_from_max(cursor, table)
         # Unique keys hold the partition key: unique per day, global by the way ingest writes.
         cursor.execute(
             "ALTER TABLE observe_round ADD CONSTRAINT observe_round_pkey PRIMARY KEY (id, day)"
@@ -313,13 +307,7 @@ def revert(connection: Any) -> None:
         for table in reversed(TABLES):
             cursor.execute(f"DROP TABLE {table}_old CASCADE")
         for table in TABLES:
-            sequence = f"{table}_id_seq"
-            cursor.execute(f"CREATE SEQUENCE {sequence} OWNED BY {table}.id")
-            cursor.execute(
-                f"SELECT setval('{sequence}',"
-                f" COALESCE((SELECT max(id) FROM {table}), 0) + 1, false)"
-            )
-            cursor.execute(f"ALTER TABLE {table} ALTER COLUMN id SET DEFAULT nextval('{sequence}')")
+            _number_from_max(cursor, table)
             cursor.execute(f"ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY (id)")
         for statement in (
             "ALTER TABLE observe_round ADD CONSTRAINT round_key UNIQUE (agent, turn_id, iteration)",
@@ -340,3 +328,13 @@ def revert(connection: Any) -> None:
         for table in TABLES:
             for definition in indexes[table]:
                 cursor.execute(definition)
+
+
+def _number_from_max(cursor: Any, table: str) -> None:
+    """Give a rebuilt ``table`` its own id sequence, continuing after the ids it holds."""
+    sequence = f"{table}_id_seq"
+    cursor.execute(f"CREATE SEQUENCE {sequence} OWNED BY {table}.id")
+    cursor.execute(
+        f"SELECT setval('{sequence}', COALESCE((SELECT max(id) FROM {table}), 0) + 1, false)"
+    )
+    cursor.execute(f"ALTER TABLE {table} ALTER COLUMN id SET DEFAULT nextval('{sequence}')")
