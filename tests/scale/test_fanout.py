@@ -106,7 +106,7 @@ def test_concurrent_ingest_through_both_workers_loses_and_duplicates_nothing(
     assert all(answer["rejected"] == [] for answer in answers)
     assert sum(answer["accepted"] for answer in answers) == len(unique)
     assert sum(answer["duplicates"] for answer in answers) == repeated
-    ids = [row[0] for row in cluster.sql("SELECT event_id FROM observe_event")]
+    ids = [row[0] for row in cluster.sql("SELECT event_id::text FROM observe_event")]
     assert len(ids) == len(set(ids))  # stored once each
     assert unique <= set(ids)  # and none lost
     # Every round holds exactly its own events (the simulator's agents share turn numbers).
