@@ -381,8 +381,10 @@ def rounds_prune(*, older_than: datetime) -> int:
             # Their calls leave the tool-health tallies with them (else the Tools view would
             # keep counting calls whose rounds are gone, and a backfill would disagree).
             store.hold_ingest_lock()
-            pruned = list(Round.objects.filter(pk__in=batch).values_list("agent", "assembly"))
-            counted = list(Round.objects.filter(pk__in=batch).values_list(*FORGET_VALUES))
+            # One read of the batch serves both: (assembly, agent, started_at, *kind counters).
+            rows = list(Round.objects.filter(pk__in=batch).values_list("assembly", *FORGET_VALUES))
+            pruned = [(row[1], row[0]) for row in rows]
+            counted = [row[1:] for row in rows]
             Round.objects.filter(pk__in=batch).delete()
             # After the delete: a tally whose slowest call leaves reads its max again from the
             # rounds that stay.
