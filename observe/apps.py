@@ -14,8 +14,9 @@ def _uuid_as_text(sender: Any, connection: Any, **kwargs: Any) -> None:
         from psycopg.types.string import TextLoader
 
         connection.connection.adapters.register_loader("uuid", TextLoader)
-        # ``Event.data`` there is ``json`` text (Django's JSONField reads ``jsonb`` as text and
-        # decodes it; ``json`` is the same to it once read as text).
+        # ``Event.data`` was ``json`` text from migration 0011 to 0013 (Django's JSONField reads
+        # ``jsonb`` as text and decodes it; ``json`` is the same to it once read as text); since
+        # 0013 it is packed bytes (``observe.fields.PackedJSONField``).
         connection.connection.adapters.register_loader("json", TextLoader)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from core.vocabulary import KIND_COUNTERS, ROUND_KINDS
+from observe.fields import PackedJSONField
 
 
 class Round(models.Model):
@@ -35,7 +36,7 @@ class Round(models.Model):
     #: What the events say, merged a batch at a time (:func:`observe.domain.rounds.assembly_merge`):
     #: per action slot the deciding events' fields, tool ids and params. Ingest reads and writes
     #: this instead of the round's events; lists and cards are built from it alone.
-    assembly = models.JSONField(default=dict)
+    assembly = PackedJSONField(default=dict)
     #: The round against its prediction under the version its ``policy_hash`` names (issue 13):
     #: ``None`` not checked (unfinished, no hash, a hash no version has: "unknown policy"),
     #: ``False`` the runtime did what that version says, ``True`` it did not (``drift_notes``
@@ -104,7 +105,7 @@ class Event(models.Model):
     )
     type = models.CharField(max_length=32)
     ts = models.DateTimeField()
-    data = models.JSONField()
+    data = PackedJSONField()
     #: Its round's partition day (:attr:`Round.day`): a repeated event goes where its round is.
     day = models.DateField()
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-import orjson
 from django.conf import settings
 
 from core.numbers import parse_whole
@@ -125,8 +124,7 @@ class RoundWindow:
             self.read += len(rows)
             self.next = cursor
             for row in rows:
-                text = getattr(row, "assembly_text", None)  # annotated by ``keys_only``
-                assembly = cast(Assembly, orjson.loads(text) if text else {})
+                assembly = cast(Assembly, row.assembly or {})
                 found = recorded_round((row.agent, row.turn_id, row.iteration), assembly)
                 if found is None:
                     continue

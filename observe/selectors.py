@@ -11,8 +11,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.db import connection
-from django.db.models import Count, Exists, F, Model, OuterRef, Q, QuerySet, TextField
-from django.db.models.functions import Cast
+from django.db.models import Count, Exists, F, Model, OuterRef, Q, QuerySet
 from django.urls import reverse
 
 from core.text import dot_segment
@@ -152,9 +151,9 @@ def rounds_page(
     round_filter: RoundFilter, *, limit: int, before: str | None = None, keys_only: bool = False
 ) -> tuple[list[Any], str | None]:
     """Newest first; ``before`` continues after the last round of the previous page.
-    ``keys_only``: named tuples of the key, ``started_at``, ``pk`` and ``assembly_text`` (the
-    assembly's JSON, undecoded) instead of rows, for readers of many rounds (the impact replay:
-    building and decoding whole rows of 100k rounds was most of its time)."""
+    ``keys_only``: named tuples of the key, ``started_at``, ``pk`` and ``assembly`` instead of
+    rows, for readers of many rounds (the impact replay: building whole rows of 100k rounds was
+    most of its time)."""
     rounds = round_filter.apply(Round.objects.all())
     if before:
         started, pk = decode_cursor(before)
@@ -165,8 +164,8 @@ def rounds_page(
         )
     ordered = rounds.order_by("-started_at", "-pk")
     if keys_only:
-        ordered = ordered.annotate(assembly_text=Cast("assembly", TextField())).values_list(  # type: ignore[assignment]
-            "agent", "turn_id", "iteration", "started_at", "pk", "assembly_text", named=True
+        ordered = ordered.values_list(  # type: ignore[assignment]
+            "agent", "turn_id", "iteration", "started_at", "pk", "assembly", named=True
         )
     page = list(ordered[: limit + 1])
     next_cursor = encode_cursor(page[limit - 1]) if len(page) > limit else None

@@ -25,6 +25,7 @@ from core.timewindow import format_ts
 from core.vocabulary import COUNT_KEYS, KIND_COUNTERS
 from observe.domain.events import Event
 from observe.domain.facts import RoundFacts
+from observe.domain.packing import pack, unpack
 from observe.domain.rounds import Assembly, AssemblySummary
 from observe.models import Event as StoredEvent
 from observe.models import IngestCount, Round, RoundTool, StreamCounter
@@ -163,7 +164,7 @@ def stored_event_data(
         for sql, params in queries:
             cursor.execute(sql, params)
             found.extend(
-                (stored_id, data_field.from_db_value(value, None, connection))  # type: ignore[arg-type]
+                (stored_id, data_field.from_db_value(value, None, connection))
                 for stored_id, value in cursor.fetchall()
             )
     return found
@@ -205,7 +206,7 @@ def _stored_in_days(
     for stored_id, event_type, ts, data, round_id, day in rows:
         key = keys.get((round_id, day))
         if key is not None:
-            value = orjson.loads(data) if isinstance(data, str | bytes) else data
+            value = unpack(data)
             found.append((stored_id, event_whole(value, stored_id, event_type, ts, key)))
     return found
 
@@ -362,7 +363,7 @@ def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
             state = (
                 orjson.loads(assembly)
                 if isinstance(assembly, str)
-                else assembly_field.from_db_value(assembly, None, connection)  # type: ignore[arg-type]
+                else assembly_field.from_db_value(assembly, None, connection)
             )
             tools = state.get("tools", []) if state else []
             held[key] = HeldRound(
@@ -568,7 +569,7 @@ def batch_write(
         _copy(
             event_writer,
             [
-                (e.event_id, pks[r.key], e.type, e.ts, _json_text(event_stored_json(e.data)), r.day)
+                (e.event_id, pks[r.key], e.type, e.ts, pack(event_stored_json(e.data)), r.day)
                 for r in rounds
                 for e in r.events
             ],
@@ -590,28 +591,16 @@ def batch_write(
     return pks
 
 
-def _json_text(value: Any) -> str:
-    """JSON text of checked event data or an assembly (orjson; the standard encoder for what it
-    refuses, an integer past 64 bits)."""
-    if isinstance(value, _JsonText):
-        return str(value)
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
-    except TypeError:
-        return json.dumps(value, ensure_ascii=False)
-
-
 def _copy_round(r: RoundWrite) -> tuple[Any, ...]:
-    """A new round's row for ``COPY``: its key, day and :data:`ROUND_COLUMNS` (JSON as text)."""
-    values = [
-        _json_text(value) if name == "assembly" else value for name, value in r.values.items()
-    ]
+    """A new round's row for ``COPY``: its key, day and :data:`ROUND_COLUMNS` (the assembly
+    packed)."""
+    values = [pack(value) if name == "assembly" else value for name, value in r.values.items()]
     return (*r.key, r.day, *values)
 
 
 def _copy(writer: _Writer, rows: Sequence[Sequence[Any]]) -> None:
     """PostgreSQL: the rows with one ``COPY … FROM STDIN`` (one round trip and no statement per
-    row: the partitioned layout's ingest). Values go as text; JSON columns as JSON text."""
+    row: the partitioned layout's ingest). Values go as text; packed JSON as bytes."""
     if not rows:
         return
     # psycopg's own cursor under Django's wrapper; its errors as Django's (a repeated event_id

@@ -18,7 +18,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-TABLES = ("observe_event", "observe_round", "observe_roundtool", "observe_toolhealthbucket")
+TABLES = (
+    "observe_event",
+    "observe_round",
+    "observe_roundtool",
+    "observe_toolhealthbucket",
+    "observe_roundcountbucket",
+)
 
 
 def main() -> None:

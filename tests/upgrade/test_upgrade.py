@@ -35,7 +35,9 @@ MOVED = ("kdcubebundle", "kdcubepush", "kdcuberead")
 #: events lose ``received_at`` (never read), and on PostgreSQL the three are rebuilt partitioned,
 #: event ids as uuid and the event JSON without what its row and round hold (read back whole by
 #: ``observe.store.event_whole``; tests/observe/test_partitions.py checks that content). Their
-#: rows are compared on the columns that carry them over unchanged.
+#: rows are compared on the columns that carry them over unchanged. Observe 0013 (PostgreSQL)
+#: keeps a round's assembly as the bytes of its JSON text (``bytea``, packed when next written):
+#: compared as that text.
 RELAID = {
     "observe_round": "every column but day",
     "observe_roundtool": "id, round_id, tool_id",
@@ -78,13 +80,19 @@ def query(database: str, sql: str, params: tuple[str, ...] = ()) -> list[tuple[o
 
 
 def columns_of(database: str, table: str) -> list[str]:
+    """The table's columns as SQL that reads each the same before and after the upgrade (JSON
+    as its text on PostgreSQL, where a column may have become its text's bytes)."""
     if database.startswith("sqlite:///"):
-        return [str(row[1]) for row in query(database, f'PRAGMA table_info("{table}")')]
+        return [f'"{row[1]}"' for row in query(database, f'PRAGMA table_info("{table}")')]
     listed = (
-        "SELECT column_name FROM information_schema.columns"
+        "SELECT column_name, data_type FROM information_schema.columns"
         " WHERE table_schema = 'public' AND table_name = %s ORDER BY ordinal_position"
     )
-    return [str(row[0]) for row in query(database, listed, (table,))]
+    as_text = {"json": '"{}"::text', "jsonb": '"{}"::text', "bytea": "convert_from(\"{}\", 'UTF8')"}
+    return [
+        as_text.get(str(kind), '"{}"').format(name)
+        for name, kind in query(database, listed, (table,))
+    ]
 
 
 def tables(database: str) -> dict[str, tuple[int, str]]:
@@ -103,7 +111,7 @@ def tables(database: str) -> dict[str, tuple[int, str]]:
             continue
         columns = RELAID.get(str(name), "*")
         if columns == "every column but day":
-            columns = ", ".join(f'"{c}"' for c in columns_of(database, str(name)) if c != "day")
+            columns = ", ".join(c for c in columns_of(database, str(name)) if c != '"day"')
         rows = query(database, f'SELECT {columns} FROM "{name}" ORDER BY 1')
         found[str(name)] = (len(rows), hashlib.sha256(repr(rows).encode()).hexdigest())
     return found
