@@ -70,6 +70,7 @@ def _codecs() -> tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor]:
         dictionary = zstandard.ZstdCompressionDict(
             DICTIONARY, dict_type=zstandard.DICT_TYPE_RAWCONTENT
         )
+        dictionary.precompute_compress(level=3)  # once per thread, not once per value
         made = _local.codecs = (
             zstandard.ZstdCompressor(
                 level=3, dict_data=dictionary, write_checksum=False, write_dict_id=False
