@@ -179,20 +179,17 @@ def _stored_in_days(
     # ``wide`` those of rounds stored on that day. ``day = ANY(days) AND event_id = ANY(ids)``
     # probed every id in every day's partition once per day listed (3 days: 9 probes an id).
     held = round_days(list({key for key, _ in events.values()})) if wide else {}
-    by_day: dict[date, list[str]] = {}
-    seen: dict[date, tuple[date, ...]] = {}
+    by_moment: dict[date, list[str]] = {}  # the ids by their time's day (a batch has one or two)
+    by_day: dict[date, set[str]] = {}
     for event_id in ids:
         round_key, ts = events[event_id]
-        moment = ts.astimezone(UTC).date()
-        near = seen.get(moment)
-        if near is None:
-            near = seen[moment] = _days_around(moment)
-        wanted = set(near)
+        by_moment.setdefault(ts.astimezone(UTC).date(), []).append(event_id)
         if round_key in held:
-            wanted.add(held[round_key][1])
-        for day in wanted:
-            by_day.setdefault(day, []).append(event_id)
-    branches = sorted(by_day.items())
+            by_day.setdefault(held[round_key][1], set()).add(event_id)
+    for moment, moment_ids in by_moment.items():
+        for day in _days_around(moment):
+            by_day.setdefault(day, set()).update(moment_ids)
+    branches = sorted((day, list(day_ids)) for day, day_ids in by_day.items())
     select = "SELECT event_id::text, type, ts, data, round_id, day FROM observe_event"
     found: list[tuple[str, Any]] = []
     with _bound_cursor() as cursor:
