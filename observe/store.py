@@ -672,24 +672,32 @@ def _write_partitioned(
         by_day=True,
     )
     pks = {r.key: r.pk for r in rounds if r.pk is not None}
-    new_rounds, events, tools = [], [], []
+    new_rounds: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    tools: list[dict[str, Any]] = []
     for r, version in zip(rounds, versions, strict=True):
+        # A row names its round by one of the two (the other is NULL, left out).
         if r.pk is None:
             new_rounds.append(
                 {"agent": r.key[0], "turn_id": r.key[1], "iteration": r.key[2], "day": r.day}
                 | r.values
             )
-            ref = {"round_id": None, "version": version}
+            name, value = "version", version
         else:
-            ref = {"round_id": r.pk, "version": None}
-        for e in r.events:
-            events.append(
-                {"event_id": e.event_id, "type": e.type, "ts": e.ts}
-                | ref
-                | {"data": event_stored_json(e.data), "day": r.day}
-            )
-        for tool_id in r.new_tools:
-            tools.append({**ref, "tool_id": tool_id, "day": r.day})
+            name, value = "round_id", r.pk
+        day = r.day
+        events.extend(
+            {
+                "event_id": e.event_id,
+                name: value,
+                "type": e.type,
+                "ts": e.ts,
+                "data": event_stored_json(e.data),
+                "day": day,
+            }
+            for e in r.events
+        )
+        tools.extend({name: value, "tool_id": tool_id, "day": day} for tool_id in r.new_tools)
     columns = ", ".join(("agent", "turn_id", "iteration", "day", *ROUND_COLUMNS))
     with _bound_cursor() as cursor:
         cursor.execute(
