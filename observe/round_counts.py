@@ -86,7 +86,7 @@ FORGET_VALUES: Final = ("agent", "started_at", *(kind.counter for kind in ROUND_
 
 def _apply(change: dict[_Key, list[int]]) -> None:
     """One upsert adding each touched minute's difference, one DELETE of the minutes left with
-    no round. No change, no query."""
+    no round (when a minute lost one). No change, no query."""
     change = {key: vector for key, vector in change.items() if any(vector)}
     if not change:
         return
@@ -108,6 +108,8 @@ def _apply(change: dict[_Key, list[int]]) -> None:
     minutes = sorted({minute for _, minute in change})
     with connection.cursor() as cursor:
         cursor.executemany(sql, rows)
+        if all(vector[0] >= 0 for vector in change.values()):
+            return  # no minute lost a round: none is left with none
         cursor.execute(
             f"DELETE FROM {table} WHERE {quote('rounds')} <= 0"
             f" AND {quote('agent')} IN ({', '.join(['%s'] * len(agents))})"

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -69,7 +70,7 @@ INGEST_RESULTS = ("accepted", "duplicate", "refused")
 def ingest_count(counts: Mapping[str, int]) -> None:
     """Add a batch's ``counts`` (by :data:`INGEST_RESULTS` name) to the stored totals, inside
     the batch's transaction: one upsert (``INSERT … ON CONFLICT … DO UPDATE``, SQLite and
-    PostgreSQL alike) of the names that change."""
+    PostgreSQL alike) of the names that change, one statement."""
     changed = [(name, amount) for name, amount in counts.items() if amount]
     if not changed:
         return
@@ -77,10 +78,11 @@ def ingest_count(counts: Mapping[str, int]) -> None:
     table = quote(IngestCount._meta.db_table)
     name, value = quote("name"), quote("value")
     with connection.cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {table} ({name}, {value}) VALUES (%s, %s) ON CONFLICT ({name})"
+        cursor.execute(
+            f"INSERT INTO {table} ({name}, {value})"
+            f" VALUES {', '.join(['(%s, %s)'] * len(changed))} ON CONFLICT ({name})"
             f" DO UPDATE SET {value} = {table}.{value} + excluded.{value}",
-            changed,
+            [item for pair in changed for item in pair],
         )
 
 
@@ -173,22 +175,33 @@ def stored_event_data(
 def _stored_in_days(
     ids: Sequence[str], events: Mapping[str, tuple[RoundKey, datetime]], wide: bool
 ) -> list[tuple[str, Any]]:
-    days: set[date] = set()
-    if wide:
-        held = round_days(list({key for key, _ in events.values()}))
-        days.update(day for _, day in held.values())
-    for _, ts in events.values():
-        moment = ts.astimezone(UTC).date()
-        days.add(moment)
-        for step in (-1, 1):
-            with contextlib.suppress(OverflowError):  # the calendar's first or last day
-                days.add(moment + timedelta(days=step))
+    # Each day's partition is asked only for the ids that may lie in it (one query, a branch
+    # per day): the ids of events whose time names that day, the day before or after, and with
+    # ``wide`` those of rounds stored on that day. ``day = ANY(days) AND event_id = ANY(ids)``
+    # probed every id in every day's partition once per day listed (3 days: 9 probes an id).
+    held = round_days(list({key for key, _ in events.values()})) if wide else {}
+    by_moment: dict[date, list[str]] = {}  # the ids by their time's day (a batch has one or two)
+    by_day: dict[date, set[str]] = {}
+    for event_id in ids:
+        round_key, ts = events[event_id]
+        by_moment.setdefault(ts.astimezone(UTC).date(), []).append(event_id)
+        if round_key in held:
+            by_day.setdefault(held[round_key][1], set()).add(event_id)
+    for moment, moment_ids in by_moment.items():
+        for day in _days_around(moment):
+            by_day.setdefault(day, set()).update(moment_ids)
+    branches = sorted((day, list(day_ids)) for day, day_ids in by_day.items())
+    select = "SELECT event_id::text, type, ts, data, round_id, day FROM observe_event"
     found: list[tuple[str, Any]] = []
-    with connection.cursor() as cursor:
+    with _bound_cursor() as cursor:
         cursor.execute(
-            "SELECT event_id::text, type, ts, data, round_id, day FROM observe_event"
-            " WHERE day = ANY(%s::date[]) AND event_id = ANY(%s::uuid[])",
-            [sorted(days), list(ids)],
+            " UNION ALL ".join(
+                f"{select} WHERE day = %s::date"
+                " AND event_id = ANY(string_to_array(%s, ',')::uuid[])"
+                for _ in branches
+            ),
+            # The ids as one text each (psycopg dumps a list item by item, in Python).
+            [value for day, day_ids in branches for value in (day, ",".join(day_ids))],
         )
         rows = cursor.fetchall()
         if not rows:
@@ -209,6 +222,32 @@ def _stored_in_days(
             value = unpack(data)
             found.append((stored_id, event_whole(value, stored_id, event_type, ts, key)))
     return found
+
+
+def _days_around(moment: date) -> tuple[date, ...]:
+    """A day and the days before and after it (those the calendar has)."""
+    days = [moment]
+    for step in (-1, 1):
+        with contextlib.suppress(OverflowError):  # the calendar's first or last day
+            days.append(moment + timedelta(days=step))
+    return tuple(days)
+
+
+@contextlib.contextmanager
+def _bound_cursor() -> Iterator[Any]:
+    """A cursor of Django's connection (its error classes, its query log) that sends
+    parameters apart from the SQL: Django's own writes them into it as literals (a thousand
+    ids made a long statement to parse, and psycopg never prepares such a statement)."""
+    connection.ensure_connection()
+    raw = psycopg.Cursor(connection.connection)
+    # Django's wrappers take any DB-API cursor (their annotation names their own).
+    wrapped = (
+        connection.make_debug_cursor(raw)  # type: ignore[arg-type]
+        if connection.queries_logged
+        else connection.make_cursor(raw)  # type: ignore[arg-type]
+    )
+    with wrapped as cursor:
+        yield cursor
 
 
 def round_days(keys: Sequence[RoundKey]) -> dict[RoundKey, tuple[int, date]]:
@@ -237,11 +276,19 @@ def prepared(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     plan are the same whatever the batch. (A lookup its arrays prune to a few days is better
     planned each time: :func:`_stored_in_days`.)"""
     connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cursor:
-        # Only prepared statements follow this setting, and Django prepares none.
-        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    raw = connection.connection
+    with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
+        if raw not in _generic_plans:
+            # Only prepared statements follow this setting, and Django prepares none. Once a
+            # connection (the pool keeps its sessions): a round trip of its own on every batch.
+            cursor.execute("SET plan_cache_mode = force_generic_plan")
+            _generic_plans.add(raw)
         cursor.execute(sql, params, prepare=True)
         return cursor.fetchall()
+
+
+#: The connections whose session plans prepared statements once (:func:`prepared`).
+_generic_plans: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def _db_date(value: Any) -> date:
@@ -468,11 +515,15 @@ class _Writer:
             with connection.cursor() as cursor:
                 cursor.executemany(sql, rows)
 
-    def update(self, rows: list[list[Any]]) -> None:
-        """``rows`` end with the primary key; the other values set the columns in order."""
+    def update(self, rows: list[list[Any]], *, by_day: bool = False) -> None:
+        """``rows`` end with the primary key (and with ``by_day`` the row's partition day); the
+        other values set the columns in order."""
         if rows:
+            quote = connection.ops.quote_name
             sets = ", ".join(f"{column} = %s" for column in self.columns)
-            sql = f"UPDATE {self.table} SET {sets} WHERE {connection.ops.quote_name('id')} = %s"
+            sql = f"UPDATE {self.table} SET {sets} WHERE {quote('id')} = %s"
+            if by_day:
+                sql += f" AND {quote('day')} = %s"
             with connection.cursor() as cursor:
                 cursor.executemany(sql, rows)
 
@@ -518,23 +569,19 @@ def batch_write(
     """Write a merged batch: every round row (one UPDATE and one INSERT statement), then its
     events and new tool rows. ``texts``: each event's JSON text when the checks encoded it.
     Returns each round's primary key."""
+    if partitioned():
+        return _write_partitioned(rounds, versions)
     round_writer = _writer(Round, ROUND_COLUMNS)
     new_round_writer = _writer(Round, ("agent", "turn_id", "iteration", "day", *ROUND_COLUMNS))
-    updates = [
-        [*round_writer.prepare(list(r.values.values())), r.pk] for r in rounds if r.pk is not None
-    ]
-    created = [
-        new_round_writer.prepare([*r.key, r.day, *r.values.values()])
-        for r in rounds
-        if r.pk is None
-    ]
-    round_writer.update(updates)
-    if partitioned():
-        _copy(new_round_writer, [_copy_round(r) for r in rounds if r.pk is None])
-    else:
-        new_round_writer.insert(created)
+    round_writer.update(
+        [[*round_writer.prepare(list(r.values.values())), r.pk] for r in rounds if r.pk is not None]
+    )
+    new = [r for r in rounds if r.pk is None]
+    new_round_writer.insert(
+        [new_round_writer.prepare([*r.key, r.day, *r.values.values()]) for r in new]
+    )
     pks = {r.key: r.pk for r in rounds if r.pk is not None}
-    if created:
+    if new:
         # Each round of the batch took one of its versions: they find the new rows' ids.
         quote = connection.ops.quote_name
         with connection.cursor() as cursor:
@@ -564,17 +611,6 @@ def batch_write(
             for day in (r.day.isoformat(),)
             for e in r.events
         ]
-    elif partitioned():
-        # COPY, the JSON without what the row and its round hold (:func:`event_whole`).
-        _copy(
-            event_writer,
-            [
-                (e.event_id, pks[r.key], e.type, e.ts, pack(event_stored_json(e.data)), r.day)
-                for r in rounds
-                for e in r.events
-            ],
-        )
-        event_rows = []
     else:
         event_rows = [
             event_writer.prepare((e.event_id, pks[r.key], e.type, e.ts, _data(e, texts), r.day))
@@ -583,30 +619,118 @@ def batch_write(
         ]
     event_writer.insert(event_rows)
     tool_writer = _writer(RoundTool, ("round", "tool_id", "day"))
-    tools = [(pks[r.key], tool_id, r.day) for r in rounds for tool_id in r.new_tools]
-    if partitioned():
-        _copy(tool_writer, tools)
-    else:
-        tool_writer.insert([tool_writer.prepare(row) for row in tools])
+    tool_writer.insert(
+        [
+            tool_writer.prepare((pks[r.key], tool_id, r.day))
+            for r in rounds
+            for tool_id in r.new_tools
+        ]
+    )
     return pks
 
 
-def _copy_round(r: RoundWrite) -> tuple[Any, ...]:
-    """A new round's row for ``COPY``: its key, day and :data:`ROUND_COLUMNS` (the assembly
-    packed)."""
-    values = [pack(value) if name == "assembly" else value for name, value in r.values.items()]
-    return (*r.key, r.day, *values)
+#: The partitioned layout's write of a batch's new rounds, events and tool rows: one statement,
+#: each table's rows as one JSON text parameter (the assembly and the event JSON packed, as
+#: ``bytea``'s hex text: :func:`_bytea_text`). A row of an event or a tool names its round by
+#: primary key, or (a round new in this batch) by the version the batch gave it, unique in the
+#: batch: the new rounds' ids come back from their INSERT.
+_WRITE_SQL = """
+WITH new_round AS (
+    INSERT INTO observe_round ({round_columns})
+    SELECT {round_columns} FROM json_populate_recordset(NULL::observe_round, %s::json)
+    RETURNING id, agent, turn_id, iteration, version
+), new_event AS (
+    INSERT INTO observe_event (event_id, round_id, type, ts, data, day)
+    SELECT x.event_id, COALESCE(x.round_id, n.id), x.type, x.ts, x.data, x.day
+    FROM json_to_recordset(%s::json) AS x(
+        event_id uuid, round_id bigint, version bigint, type text, ts timestamptz, data bytea,
+        day date
+    ) LEFT JOIN new_round AS n ON n.version = x.version
+), new_tool AS (
+    INSERT INTO observe_roundtool (round_id, tool_id, day)
+    SELECT COALESCE(x.round_id, n.id), x.tool_id, x.day
+    FROM json_to_recordset(%s::json) AS x(round_id bigint, version bigint, tool_id text, day date)
+    LEFT JOIN new_round AS n ON n.version = x.version
+)
+SELECT id, agent, turn_id, iteration FROM new_round
+"""
 
 
-def _copy(writer: _Writer, rows: Sequence[Sequence[Any]]) -> None:
-    """PostgreSQL: the rows with one ``COPY … FROM STDIN`` (one round trip and no statement per
-    row: the partitioned layout's ingest). Values go as text; packed JSON as bytes."""
-    if not rows:
-        return
-    # psycopg's own cursor under Django's wrapper; its errors as Django's (a repeated event_id
-    # is an IntegrityError: ingest triages again).
-    with connection.cursor() as cursor, connection.wrap_database_errors:
-        statement = f"COPY {writer.table} ({', '.join(writer.columns)}) FROM STDIN"
-        with cursor.cursor.copy(statement) as copy:
-            for row in rows:
-                copy.write_row(row)
+def _write_partitioned(
+    rounds: Sequence[RoundWrite], versions: Sequence[int]
+) -> dict[RoundKey, int]:
+    """:func:`batch_write` on the partitioned layout: the stored rounds' UPDATE (each naming
+    its day: one partition's primary key is probed, not every day's), then the new rounds,
+    the events and the tool rows in one statement (:data:`_WRITE_SQL`). Two round trips
+    whatever the batch: it took seven (three ``COPY``s, two of them after reading back the new
+    rounds' ids)."""
+    round_writer = _writer(Round, ROUND_COLUMNS)
+    round_writer.update(
+        [
+            [*round_writer.prepare(list(r.values.values())), r.pk, r.day]
+            for r in rounds
+            if r.pk is not None
+        ],
+        by_day=True,
+    )
+    pks = {r.key: r.pk for r in rounds if r.pk is not None}
+    new_rounds: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    tools: list[dict[str, Any]] = []
+    for r, version in zip(rounds, versions, strict=True):
+        # A row names its round by one of the two (the other is NULL, left out).
+        if r.pk is None:
+            new_rounds.append(
+                {"agent": r.key[0], "turn_id": r.key[1], "iteration": r.key[2], "day": r.day}
+                | r.values
+                | {"assembly": _bytea_text(pack(r.values["assembly"]))}
+            )
+            name, value = "version", version
+        else:
+            name, value = "round_id", r.pk
+        day = r.day
+        events.extend(
+            {
+                "event_id": e.event_id,
+                name: value,
+                "type": e.type,
+                "ts": e.ts,
+                "data": _bytea_text(pack(event_stored_json(e.data))),
+                "day": day,
+            }
+            for e in r.events
+        )
+        tools.extend({name: value, "tool_id": tool_id, "day": day} for tool_id in r.new_tools)
+    columns = ", ".join(("agent", "turn_id", "iteration", "day", *ROUND_COLUMNS))
+    with _bound_cursor() as cursor:
+        cursor.execute(
+            _WRITE_SQL.format(round_columns=columns),
+            [_json_text(new_rounds), _json_text(events), _json_text(tools)],
+        )
+        for pk, agent, turn_id, iteration in cursor.fetchall():
+            pks[(agent, turn_id, iteration)] = pk
+    return pks
+
+
+def _json_text(value: Any) -> str:
+    """JSON text of checked event data or an assembly (orjson; the standard encoder for what it
+    refuses, an integer past 64 bits)."""
+    if isinstance(value, _JsonText):
+        return str(value)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, default=_iso)
+
+
+def _bytea_text(packed: bytes) -> str:
+    """Packed JSON (:mod:`observe.domain.packing`) as a JSON string PostgreSQL reads into
+    ``bytea`` (its hex input form)."""
+    return "\\x" + packed.hex()
+
+
+def _iso(value: Any) -> str:
+    """A batch's times and days in its JSON text (as orjson writes them)."""
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON")

@@ -107,9 +107,9 @@ def _db_time(value: Any) -> datetime:
 
 
 def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
-    """One read of the touched rows, one UPDATE, one INSERT (``executemany``) and one DELETE
-    statement. A row left counting nothing is deleted — a call moved to another bucket by a
-    later event, or a pruned round's — so no stored row is ever empty. No change, no query."""
+    """One read of the touched rows, one UPDATE, one INSERT and one DELETE statement. A row
+    left counting nothing is deleted — a call moved to another bucket by a later event, or a
+    pruned round's — so no stored row is ever empty. No change, no query."""
     if not change:
         return
     agents = {agent for agent, _, _ in change}
@@ -163,21 +163,35 @@ def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
         else:
             emptied.append(found[0])
     with connection.cursor() as cursor:
-        if updates:
-            cursor.executemany(
-                f"UPDATE {table} SET {quote('tally')} = %s WHERE {quote('id')} = %s", updates
+        # One statement each (a row per statement was a statement to parse and plan per row
+        # on PostgreSQL); ``VALUES`` names its columns column1, column2 on both databases.
+        for first in range(0, len(updates), _ROWS_PER_STATEMENT):
+            chunk = updates[first : first + _ROWS_PER_STATEMENT]
+            cursor.execute(
+                f"UPDATE {table} SET {quote('tally')} = v.column2"
+                f" FROM (VALUES {', '.join(['(%s, %s)'] * len(chunk))}) AS v"
+                f" WHERE {table}.{quote('id')} = v.column1",
+                [value for tally, pk in chunk for value in (pk, tally)],
             )
-        if inserts:
-            names = ("agent", "tool_id", "span", "bucket", "tally")
-            columns = ", ".join(quote(name) for name in names)
-            marks = ", ".join(["%s"] * len(names))
-            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", inserts)
+        names = ("agent", "tool_id", "span", "bucket", "tally")
+        columns = ", ".join(quote(name) for name in names)
+        for first in range(0, len(inserts), _ROWS_PER_STATEMENT):
+            new = inserts[first : first + _ROWS_PER_STATEMENT]
+            marks = ", ".join([f"({', '.join(['%s'] * len(names))})"] * len(new))
+            cursor.execute(
+                f"INSERT INTO {table} ({columns}) VALUES {marks}",
+                [value for row in new for value in row],
+            )
         if emptied:
             cursor.execute(
                 f"DELETE FROM {table} WHERE {quote('id')} IN ({', '.join(['%s'] * len(emptied))})",
                 emptied,
             )
 
+
+#: Rows per UPDATE or INSERT statement of :func:`_apply` (well under every database's limit on
+#: statement parameters).
+_ROWS_PER_STATEMENT = 500
 
 #: How long before a bucket a round that has a call in it may have started (a call's duration
 #: is refused beyond a day).

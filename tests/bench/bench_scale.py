@@ -44,6 +44,9 @@ sys.path.insert(0, str(ROOT))
 SIZES = [
     int(s) for s in os.environ.get("SCALE_SIZES", "1000000,10000000,30000000,50000000").split(",")
 ]
+#: ``SCALE_SIZES=0``: the per-worker ingest stage alone (a minute; ``make bench-scale`` or
+#: ``DATABASE_URL=postgres://… python tests/bench/bench_scale.py`` on a migrated database).
+WORKERS_ONLY = SIZES == [0]
 SEED_ROUNDS = int(os.environ.get("SCALE_SEED_ROUNDS", "4000"))
 #: Requests per page figure (p99 of these).
 REQUESTS = int(os.environ.get("SCALE_REQUESTS", "40"))
@@ -466,6 +469,15 @@ def verdict(ok: bool) -> str:
 
 def main() -> None:
     setup()
+    if WORKERS_ONLY:
+        with tempfile.TemporaryDirectory() as tmp:
+            per_worker = worker_figures(Path(tmp))
+        out = os.environ.get("BENCH_JSON")
+        if out:
+            from tests.bench.bench_policy import merge_json
+
+            merge_json(out, "scale", {"workers": per_worker})
+        return
     from observe.partitions import partitions_ensure, upkeep_days
 
     today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)

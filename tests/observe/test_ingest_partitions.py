@@ -1,0 +1,89 @@
+"""Ingest on the partitioned PostgreSQL store stays flat as the store grows (issue 39): a batch
+reads and writes its own days' partitions, and the other days' indexes are not probed per row.
+
+Counted with PostgreSQL's own statistics of the test's transaction (``pg_stat_get_xact_numscans``:
+each descent into an index), so what is asserted is the work the server did, not how the SQL
+reads."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+
+from observe.models import Round
+from observe.partitions import partition_name, partitions_ensure
+from tests.observe.live_support import HandRound, ingest
+
+pytestmark = [
+    pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="the partitioned layout is PostgreSQL's"
+    ),
+    pytest.mark.django_db,
+]
+
+TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def index_scans(index: str) -> int:
+    """Descents into ``index`` so far in this transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_get_xact_numscans(%s::regclass)", [index])
+        return int(cursor.fetchone()[0])
+
+
+def partitions_of_past_days(days: int) -> list[datetime]:
+    past = [TODAY - timedelta(days=n) for n in range(1, days + 1)]
+    partitions_ensure([moment.date() for moment in past])
+    return past
+
+
+def test_updating_stored_rounds_probes_only_their_days_partitions() -> None:
+    (old_day, *_) = partitions_of_past_days(5)
+    far = partition_name("observe_round", (old_day - timedelta(days=3)).date())
+    hands = [
+        HandRound(turn_id=f"t-held-{n}", start=TODAY + timedelta(hours=1, minutes=n))
+        .started()
+        .call(0, "react.read")
+        for n in range(6)
+    ]
+    for hand in hands:
+        ingest(hand.events)
+    before = index_scans(f"{far}_pkey"), index_scans(f"{far}_version_day_key")
+    # One batch: the six stored rounds go on, and three new ones start.
+    more = [HandRound(turn_id=f"t-new-{n}", start=TODAY + timedelta(hours=2)) for n in range(3)]
+    batch = [e for hand in hands for e in hand.generation().finished().events[-2:]]
+    batch += [e for hand in more for e in hand.started().events]
+    ingest(batch)
+    after = index_scans(f"{far}_pkey"), index_scans(f"{far}_version_day_key")
+    # Before: each round's UPDATE looked its id up in every day's primary key, and the new
+    # rounds' ids were read back through every day's version index.
+    assert after == before, f"{far}: primary key and version index probed {after} ≠ {before}"
+    assert Round.objects.filter(turn_id__startswith="t-held-", outcome__isnull=False).count() == 6
+    assert Round.objects.filter(turn_id__startswith="t-new-").count() == 3
+
+
+def test_the_repeat_look_up_probes_each_id_once_per_day() -> None:
+    partitions_of_past_days(2)
+    yesterday = partition_name("observe_event", (TODAY - timedelta(days=1)).date())
+    index = f"{yesterday}_event_id_day_key"
+    hands = [
+        HandRound(turn_id=f"t-look-{n}", start=TODAY + timedelta(hours=1, minutes=n))
+        .started()
+        .call(0, "react.read")
+        .call(1, "react.write")
+        for n in range(10)
+    ]
+    batch = [e for hand in hands for e in hand.events]
+    before = index_scans(index)
+    result = ingest(batch)
+    probes = index_scans(index) - before
+    assert result.accepted == len(batch)
+    # The events are today's: yesterday's partition is asked for each id once (a round may have
+    # started the day before its events). Before: once per day looked at, three times an id.
+    assert probes <= len(batch), f"{probes} probes of {index} for {len(batch)} ids"
+    # A repeat is still found (and stored once).
+    fresh = HandRound(turn_id="t-look-new", start=TODAY + timedelta(hours=2)).started().events
+    again = ingest(batch[:5] + fresh)
+    assert (again.accepted, again.duplicates) == (len(fresh), 5)
