@@ -16,7 +16,7 @@ from django.db.models.expressions import RawSQL
 
 from core.vocabulary import ROUND_KINDS
 from observe.models import Round
-from observe.round_counts import counted, counted_minutes, minute_of
+from observe.round_counts import counted, counted_buckets, minute_of
 from observe.selectors import RoundFilter
 
 WIDTH: Final = 960.0
@@ -118,16 +118,17 @@ def _publishes(start: datetime, end: datetime) -> list[tuple[datetime, int]]:
     )
 
 
-def _bucket(start: datetime, size: timedelta) -> RawSQL:
-    """The bucket a round's ``started_at`` falls in, counted from ``start`` (whole buckets)."""
+def _bucket(start: datetime, size: timedelta, column: str = "started_at") -> RawSQL:
+    """The bucket a time ``column`` falls in, counted from ``start`` (whole buckets)."""
     seconds = size.total_seconds()
+    name = connection.ops.quote_name(column)
     if connection.vendor == "sqlite":
         # Milliseconds apart (julianday's double, rounded), then whole buckets.
         return RawSQL(
-            "CAST(round((julianday(started_at) - julianday(%s)) * 86400000.0) AS INTEGER) / %s",
+            f"CAST(round((julianday({name}) - julianday(%s)) * 86400000.0) AS INTEGER) / %s",
             [start.astimezone(UTC).replace(tzinfo=None).isoformat(" "), round(seconds * 1000)],
         )
-    return RawSQL("floor(extract(epoch FROM started_at - %s) / %s)::int", [start, seconds])
+    return RawSQL(f"floor(extract(epoch FROM {name} - %s) / %s)::int", [start, seconds])
 
 
 def rounds_chart(round_filter: RoundFilter, *, now: datetime | None = None) -> Chart:
@@ -150,8 +151,11 @@ def rounds_chart(round_filter: RoundFilter, *, now: datetime | None = None) -> C
         # Whole minutes from the counts ingest keeps (a week is at most 10 080 rows per
         # agent), the minute ``end`` falls in from its rounds.
         rows_from = max(start, minute_of(end))
-        for minute, sums in counted_minutes(round_filter.agent, start, rows_from):
-            index = min(max(int((minute - start) // size), 0), count - 1)
+        buckets = counted_buckets(
+            round_filter.agent, start, rows_from, _bucket(start, size, "minute")
+        )
+        for bucket, sums in buckets:
+            index = min(max(bucket, 0), count - 1)
             totals[index] += sums["rounds"]
             for kind, column, _ in KINDS:
                 kinds[kind][index] += sums[f"with_{column}"]

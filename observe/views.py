@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import prefetch_related_objects
+from django.db.models import Prefetch, prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -211,7 +211,10 @@ def history(request: HttpRequest) -> HttpResponse:
         before = None
         rows, next_cursor = rounds_page(round_filter, limit=HISTORY_PAGE_SIZE)
     query = filter_query(round_filter)
-    prefetch_related_objects(rows, "tools")
+    # The tool rows of the page's days only: their round's partitions, pruned at plan time
+    # (a round's tool rows carry its day), not a probe of every day's index.
+    days = sorted({row.day for row in rows})
+    prefetch_related_objects(rows, Prefetch("tools", RoundTool.objects.filter(day__in=days)))
     tool_ids = distinct_values(RoundTool, "tool_id", 300)
     return render(
         request,

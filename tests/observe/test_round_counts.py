@@ -28,6 +28,9 @@ FILTERS = (
     RoundFilter(
         agent="main", since=START - timedelta(minutes=5), until=START + timedelta(minutes=6)
     ),
+    # Buckets of several minutes (5 min; 3 h): the kept minutes summed per bucket.
+    RoundFilter(since=START - timedelta(hours=5)),
+    RoundFilter(agent="other", since=START - timedelta(days=6, minutes=3)),
 )
 
 
@@ -126,3 +129,30 @@ def test_a_rebuild_gives_the_counts_ingest_keeps() -> None:
     RoundCountBucket.objects.all().delete()
     assert round_counts.round_counts_rebuild() == len(kept)
     assert round_counts.stored() == kept == round_counts.recomputed()
+
+
+@pytest.mark.django_db
+def test_a_weeks_chart_reads_one_row_per_bucket_from_the_kept_minutes() -> None:
+    """A week of kept minutes of two agents (20,160 rows) is summed per bucket by the database:
+    the chart reads its 56 three-hour buckets, not every minute, and each bar holds its minutes'
+    sum."""
+    end = START + timedelta(days=7)
+    RoundCountBucket.objects.bulk_create(
+        RoundCountBucket(
+            agent=agent, minute=START + timedelta(minutes=n), rounds=1 + n % 3, with_dedups=n % 2
+        )
+        for n in range(7 * 24 * 60)
+        for agent in ("main", "other")
+    )
+    size = timedelta(hours=3)
+    buckets = round_counts.counted_buckets(
+        None, START, end, history_chart._bucket(START, size, "minute")
+    )
+    assert [bucket for bucket, _ in sorted(buckets)] == list(range(56))
+    # 180 minutes a bucket: 60 each of 1, 2 and 3 rounds, 90 with a dedup; two agents.
+    assert {sums["rounds"] for _, sums in buckets} == {2 * 360}
+    assert {sums["with_dedups"] for _, sums in buckets} == {2 * 90}
+    chart = history_chart.rounds_chart(RoundFilter(since=START, until=end), now=end)
+    assert chart.bucket_text == "3 h"
+    assert chart.total == 56 * 720
+    assert next(s for s in chart.series if s.kind == "dedup").total == 56 * 180

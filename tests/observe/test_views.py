@@ -352,6 +352,19 @@ def test_the_history_lists_newest_first_with_links(viewer: Client) -> None:
         assert find(page, "tr", id=f"history-round-{row.pk}").find_all("a", href=round_url(row))
 
 
+def test_the_history_rows_list_the_tools_of_rounds_of_several_days(viewer: Client) -> None:
+    """Each row's tools are read from its round's day (its partition on PostgreSQL)."""
+    now = timezone.now()
+    for n, tool in enumerate(("web.search", "files.read", "react.write")):
+        hand = HandRound(turn_id=f"day-{n}", start=now - timedelta(days=n, minutes=5))
+        ingest(hand.started().call(0, tool).call(1, f"{tool}.more").events)
+    page = viewer.get("/live/history/").content.decode()
+    for n, tool in enumerate(("web.search", "files.read", "react.write")):
+        row = Round.objects.get(turn_id=f"day-{n}")
+        cell = find(page, "tr", id=f"history-round-{row.pk}").find("td", class_="tools")
+        assert [code.text for code in cell.find_all("code")] == [tool, f"{tool}.more"]
+
+
 def test_the_history_pages_back_with_older_rounds(viewer: Client) -> None:
     start = timezone.now() - timedelta(hours=2)
     for number in range(53):
