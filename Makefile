@@ -110,7 +110,7 @@ bench: venv
 	echo "=== worker memory: four oversized uploads ===" && BENCH_JSON="$$out" $(PY) tests/bench/bench_body_limit.py
 
 # A month of a busy deployment on PostgreSQL (issue 39; not part of `make test`): a throw-away
-# PostgreSQL, a store grown to each of SCALE_SIZES events (default 1M, 10M, 30M) and every figure
+# PostgreSQL, a store grown to each of SCALE_SIZES events (default 1M, 10M, 30M, 100M: ~50 min, ~45 GB) and every figure
 # measured at each size beside the empty store's (docs/performance.md). BENCH_JSON=FILE as above.
 bench-scale: venv
 	@scripts/ensure-system-deps scale

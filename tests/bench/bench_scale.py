@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 SIZES = [
-    int(s) for s in os.environ.get("SCALE_SIZES", "1000000,10000000,30000000,50000000").split(",")
+    int(s) for s in os.environ.get("SCALE_SIZES", "1000000,10000000,30000000,100000000").split(",")
 ]
 #: ``SCALE_SIZES=0``: the per-worker ingest stage alone (a minute; ``make bench-scale`` or
 #: ``DATABASE_URL=postgres://… python tests/bench/bench_scale.py`` on a migrated database).
