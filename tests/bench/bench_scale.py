@@ -67,8 +67,13 @@ def setup(any_database: bool = False) -> None:
     import django
 
     django.setup()
+    import logging
+
     from django.core.management import call_command
 
+    # The live stage's thousands of POSTs, one log line each at INFO, were most of the bench's
+    # output (``make bench``'s own main quiets them the same way).
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     # The server's process as daphne loads it: its collector settings (config/asgi.py: a young
     # generation of 10,000 and the startup heap frozen). Without them a full collection walks
     # every object of Django and the bench (~200k) in 80-100 ms, and the p99 of 40 requests of
