@@ -87,16 +87,17 @@ def pack(value: Any) -> bytes:
     return _HEAD + _codecs()[0].compress(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
 
 
-def pack_text(text: str) -> bytes:
-    """JSON text already encoded, as stored."""
-    return _HEAD + _codecs()[0].compress(text.encode("utf-8"))
+def json_of(stored: bytes | memoryview) -> bytes:
+    """The JSON text of a stored value: decompressed when :func:`pack` made it, as it is when an
+    older row holds it."""
+    data = bytes(stored)
+    if data[:1] == _HEAD:
+        return _codecs()[1].decompress(data[1:])
+    if data[:1] not in (b"{", b"[", b'"', b"n", b"t", b"f", b"-") and not data[:1].isdigit():
+        raise ValueError(f"not a packed value: version byte {data[:1]!r}")
+    return data
 
 
 def unpack(stored: bytes | memoryview) -> Any:
     """The value :func:`pack` stored, or the JSON text an older row holds."""
-    data = bytes(stored)
-    if data[:1] == _HEAD:
-        data = _codecs()[1].decompress(data[1:])
-    elif data[:1] not in (b"{", b"[", b'"', b"n", b"t", b"f", b"-") and not data[:1].isdigit():
-        raise ValueError(f"not a packed value: version byte {data[:1]!r}")
-    return orjson.loads(data)
+    return orjson.loads(json_of(stored))

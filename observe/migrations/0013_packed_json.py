@@ -10,15 +10,18 @@ from django.db import migrations
 
 import observe.fields
 
-#: (table, column, the type before).
-COLUMNS = (("observe_round", "assembly", "jsonb"), ("observe_event", "data", "json"))
+#: (table, column, the type before, the key that finds a row with its day).
+COLUMNS = (
+    ("observe_round", "assembly", "jsonb", "id"),
+    ("observe_event", "data", "json", "event_id"),
+)
 
 
 def to_bytes(apps: Any, schema_editor: Any) -> None:
     if schema_editor.connection.vendor != "postgresql":
         return
     with schema_editor.connection.cursor() as cursor:
-        for table, column, _ in COLUMNS:
+        for table, column, _, _ in COLUMNS:
             cursor.execute(
                 f"ALTER TABLE {table} ALTER COLUMN {column} TYPE bytea"
                 f" USING convert_to({column}::text, 'UTF8')"
@@ -26,39 +29,30 @@ def to_bytes(apps: Any, schema_editor: Any) -> None:
 
 
 def to_json(apps: Any, schema_editor: Any) -> None:
-    """Back to JSON columns: the packed values unpacked first (in batches, by primary key)."""
+    """Back to JSON columns: each packed value replaced by its JSON text's bytes first (one pass
+    over the packed rows, updated by their unique key and day), then the type changed back."""
     if schema_editor.connection.vendor != "postgresql":
         return
-    from observe.domain.packing import VERSION, unpack
+    from observe.domain.packing import VERSION, json_of
 
-    with schema_editor.connection.cursor() as cursor:
-        for table, column, before in COLUMNS:
-            last = 0
-            while True:
-                cursor.execute(
-                    f"SELECT id, day, {column} FROM {table}"
-                    f" WHERE id > %s AND get_byte({column}, 0) = %s ORDER BY id LIMIT 5000",
-                    [last, VERSION],
+    raw = schema_editor.connection.connection  # psycopg's: a server-side cursor reads in batches
+    for table, column, before, key in COLUMNS:
+        with raw.cursor(name=f"packed_{table}") as reading, raw.cursor() as writing:
+            reading.execute(
+                f"SELECT {key}, day, {column} FROM {table} WHERE get_byte({column}, 0) = %s",
+                [VERSION],
+            )
+            while rows := reading.fetchmany(5000):
+                writing.executemany(
+                    f"UPDATE {table} SET {column} = %s WHERE {key} = %s AND day = %s",
+                    [(json_of(value), found, day) for found, day, value in rows],
                 )
-                rows = cursor.fetchall()
-                if not rows:
-                    break
-                cursor.executemany(
-                    f"UPDATE {table} SET {column} = convert_to(%s, 'UTF8')"
-                    " WHERE id = %s AND day = %s",
-                    [(_text(unpack(value)), pk, day) for pk, day, value in rows],
-                )
-                last = rows[-1][0]
+        # Once the reading cursor is closed (a table it reads cannot be altered).
+        with schema_editor.connection.cursor() as cursor:
             cursor.execute(
                 f"ALTER TABLE {table} ALTER COLUMN {column} TYPE {before}"
                 f" USING convert_from({column}, 'UTF8')::{before}"
             )
-
-
-def _text(value: Any) -> str:
-    import orjson
-
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
 
 
 class Migration(migrations.Migration):
