@@ -407,11 +407,7 @@ def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
             key = (agent, turn_id, iteration)
             if key not in wanted:
                 continue
-            state = (
-                orjson.loads(assembly)
-                if isinstance(assembly, str)
-                else assembly_field.from_db_value(assembly, None, connection)
-            )
+            state = assembly_field.from_db_value(assembly, None, connection)
             tools = state.get("tools", []) if state else []
             held[key] = HeldRound(
                 pk,
