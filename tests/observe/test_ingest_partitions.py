@@ -23,7 +23,11 @@ pytestmark = [
     pytest.mark.django_db,
 ]
 
-TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+#: The test's rounds start from here on, minutes apart, all more than the allowed clock skew
+#: (10 minutes) in the past: hours after midnight, they were refused as future events whenever
+#: the tests ran between midnight and 2 a.m. UTC.
+BASE = datetime.now(UTC) - timedelta(minutes=20)
+TODAY = BASE.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def index_scans(index: str) -> int:
@@ -43,7 +47,7 @@ def test_updating_stored_rounds_probes_only_their_days_partitions() -> None:
     (old_day, *_) = partitions_of_past_days(5)
     far = partition_name("observe_round", (old_day - timedelta(days=3)).date())
     hands = [
-        HandRound(turn_id=f"t-held-{n}", start=TODAY + timedelta(hours=1, minutes=n))
+        HandRound(turn_id=f"t-held-{n}", start=BASE + timedelta(minutes=n))
         .started()
         .call(0, "react.read")
         for n in range(6)
@@ -52,7 +56,7 @@ def test_updating_stored_rounds_probes_only_their_days_partitions() -> None:
         ingest(hand.events)
     before = index_scans(f"{far}_pkey"), index_scans(f"{far}_version_day_key")
     # One batch: the six stored rounds go on, and three new ones start.
-    more = [HandRound(turn_id=f"t-new-{n}", start=TODAY + timedelta(hours=2)) for n in range(3)]
+    more = [HandRound(turn_id=f"t-new-{n}", start=BASE + timedelta(minutes=7)) for n in range(3)]
     batch = [e for hand in hands for e in hand.generation().finished().events[-2:]]
     batch += [e for hand in more for e in hand.started().events]
     ingest(batch)
@@ -69,7 +73,7 @@ def test_the_repeat_look_up_probes_each_id_once_per_day() -> None:
     yesterday = partition_name("observe_event", (TODAY - timedelta(days=1)).date())
     index = f"{yesterday}_event_id_day_key"
     hands = [
-        HandRound(turn_id=f"t-look-{n}", start=TODAY + timedelta(hours=1, minutes=n))
+        HandRound(turn_id=f"t-look-{n}", start=BASE + timedelta(minutes=n))
         .started()
         .call(0, "react.read")
         .call(1, "react.write")
@@ -84,6 +88,6 @@ def test_the_repeat_look_up_probes_each_id_once_per_day() -> None:
     # started the day before its events). Before: once per day looked at, three times an id.
     assert probes <= len(batch), f"{probes} probes of {index} for {len(batch)} ids"
     # A repeat is still found (and stored once).
-    fresh = HandRound(turn_id="t-look-new", start=TODAY + timedelta(hours=2)).started().events
+    fresh = HandRound(turn_id="t-look-new", start=BASE + timedelta(minutes=9)).started().events
     again = ingest(batch[:5] + fresh)
     assert (again.accepted, again.duplicates) == (len(fresh), 5)
