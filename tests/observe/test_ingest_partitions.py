@@ -68,10 +68,14 @@ def test_updating_stored_rounds_probes_only_their_days_partitions() -> None:
     assert Round.objects.filter(turn_id__startswith="t-new-").count() == 3
 
 
-def test_the_repeat_look_up_probes_each_id_once_per_day() -> None:
+def test_the_repeat_look_up_asks_only_the_stored_rounds_days() -> None:
     partitions_of_past_days(2)
-    yesterday = partition_name("observe_event", (TODAY - timedelta(days=1)).date())
-    index = f"{yesterday}_event_id_day_key"
+    yesterday, today = (
+        f"{partition_name('observe_event', day.date())}_event_id_day_key"
+        for day in (TODAY - timedelta(days=1), TODAY)
+    )
+    # Ten new rounds: none is stored, so none of their events can be a repeat while its round
+    # is kept. Before: every id was looked for in today's, yesterday's and tomorrow's index.
     hands = [
         HandRound(turn_id=f"t-look-{n}", start=BASE + timedelta(minutes=n))
         .started()
@@ -80,14 +84,23 @@ def test_the_repeat_look_up_probes_each_id_once_per_day() -> None:
         for n in range(10)
     ]
     batch = [e for hand in hands for e in hand.events]
-    before = index_scans(index)
+    before = index_scans(yesterday), index_scans(today)
     result = ingest(batch)
-    probes = index_scans(index) - before
     assert result.accepted == len(batch)
-    # The events are today's: yesterday's partition is asked for each id once (a round may have
-    # started the day before its events). Before: once per day looked at, three times an id.
-    assert probes <= len(batch), f"{probes} probes of {index} for {len(batch)} ids"
-    # A repeat is still found (and stored once).
-    fresh = HandRound(turn_id="t-look-new", start=BASE + timedelta(minutes=9)).started().events
-    again = ingest(batch[:5] + fresh)
-    assert (again.accepted, again.duplicates) == (len(fresh), 5)
+    assert (index_scans(yesterday), index_scans(today)) == before, "new rounds' ids looked up"
+    # A round stored yesterday goes on today: its ids are looked for in yesterday's partition
+    # (where its events are), the repeats of today's rounds in today's, each id once.
+    late = HandRound(turn_id="t-look-late", start=BASE - timedelta(days=1)).started()
+    ingest(late.events)
+    late.now = BASE + timedelta(minutes=11)
+    going_on = late.call(0, "react.read").events[-2:]
+    repeats = batch[:5]
+    before = index_scans(yesterday), index_scans(today)
+    again = ingest(repeats + going_on)
+    probes = index_scans(yesterday) - before[0], index_scans(today) - before[1]
+    assert (again.accepted, again.duplicates) == (len(going_on), 5)
+    assert probes[0] <= len(going_on), probes
+    assert probes[1] <= len(repeats), probes
+    stored = Round.objects.get(turn_id="t-look-late")
+    assert stored.day == (TODAY - timedelta(days=1)).date()
+    assert stored.events.count() == len(late.events)
