@@ -12,8 +12,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 
-from observe.models import Round
+from observe.models import Event, Round
 from observe.partitions import partition_name, partitions_ensure
+from observe.services import events_ingest
 from tests.observe.live_support import HandRound, ingest
 
 pytestmark = [
@@ -104,3 +105,21 @@ def test_the_repeat_look_up_asks_only_the_stored_rounds_days() -> None:
     stored = Round.objects.get(turn_id="t-look-late")
     assert stored.day == (TODAY - timedelta(days=1)).date()
     assert stored.events.count() == len(late.events)
+
+
+def test_an_id_reused_by_another_round_of_the_same_day_is_refused() -> None:
+    (yesterday,) = partitions_of_past_days(1)
+    first = HandRound(turn_id="t-reuse-a", start=BASE).started()
+    ingest(first.events)
+    # Another round of today posts an event under the first round's id: not looked up (its
+    # round is new), it collides with the stored copy in today's unique key; the retry finds it.
+    other = HandRound(turn_id="t-reuse-b", start=BASE + timedelta(minutes=1)).started()
+    reused = {**other.events[0], "event_id": first.events[0]["event_id"]}
+    result = events_ingest([reused, *other.call(0, "react.read").events[1:]])
+    assert result.rejected == [{"index": 0, "error": "event_id reused with different content"}]
+    assert result.accepted == 2
+    # Reused by a round kept in another day's partition: stored under both (docs/api.md).
+    far = HandRound(turn_id="t-reuse-c", start=yesterday + timedelta(hours=2)).started()
+    far_reused = {**far.events[0], "event_id": first.events[0]["event_id"]}
+    assert ingest([far_reused]).accepted == 1
+    assert Event.objects.filter(event_id=first.events[0]["event_id"]).count() == 2
