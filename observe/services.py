@@ -13,7 +13,7 @@ import logging
 import threading
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -76,6 +76,9 @@ Fresh = dict[str, tuple[int, Event, str | None]]
 #: Valid events of a batch: index in the batch, the event, its JSON text (see :data:`Fresh`).
 Parsed = list[tuple[int, Event, str | None]]
 
+#: The batch's stored rounds, as read before the counter's lock (:func:`_merge`).
+Held = Mapping[RoundKey, store.HeldRound]
+
 
 def _latest_allowed() -> datetime:
     """The latest ``ts`` accepted now (the server's clock plus the allowed skew)."""
@@ -100,17 +103,17 @@ def _parse_all(raw_events: Sequence[Any]) -> tuple[Parsed, list[dict[str, Any]]]
     return parsed, rejected
 
 
-def _triage(parsed: Parsed, result: IngestResult, *, again: bool = False) -> Fresh:
+def _triage(parsed: Parsed, result: IngestResult, held: Held, *, again: bool = False) -> Fresh:
     """Keep the new events, count duplicates, report a reused ``event_id`` by index.
 
     A repeated ``event_id`` is compared with the stored event when there is one, else with its
     first valid occurrence in the batch: the stored content is the truth once it exists.
+    ``held``: the batch's stored rounds (where a repeat can be).
     """
     events = {event.event_id: (event.round_key, event.ts) for _, event, _ in parsed}
-    known: dict[str, Event] = {
-        event_id: _stored(data)
-        for event_id, data in store.stored_event_data(list(events), events, wide=again)
-    }
+    days = {key: row.day for key, row in held.items()}
+    stored = store.stored_event_data(list(events), events, days=days, wide=again)
+    known: dict[str, Event] = {event_id: _stored(data) for event_id, data in stored}
     fresh: Fresh = {}
     for index, event, text in parsed:
         reference = known.get(event.event_id)
@@ -197,12 +200,15 @@ class Merged:
     health: list[tuple[str, Before, Assembly]]
 
 
-def _merge(fresh: Fresh, known_agents: frozenset[str] | None) -> Merged:
+def _merge(fresh: Fresh, held: Held, known_agents: frozenset[str] | None) -> Merged:
     """Merge the new events into the assembly of each round they touch.
 
     The work is the batch's, whatever the rounds already hold: each touched round's row is read
-    once (with its assembly) and written once. Merging is order-independent, so arrival order
-    never matters.
+    once (with its assembly, by triage) and written once. Merging is order-independent, so
+    arrival order never matters. The merge runs before the counter's lock, which serializes
+    the batches' writes: under the lock, a batch whose rounds another batch changed since they
+    were read reads them again and merges again (two workers on PostgreSQL then merge at the
+    same time; the lock is held for the writes).
     """
     by_round: dict[RoundKey, list[Event]] = defaultdict(list)
     texts: dict[str, str | None] = {}
@@ -210,12 +216,30 @@ def _merge(fresh: Fresh, known_agents: frozenset[str] | None) -> Merged:
         by_round[event.round_key].append(event)
         texts[event.event_id] = text
     keys = list(by_round)
-    # The counter row is locked first: batches then merge into assemblies one after another.
-    versions = store.next_versions(len(keys))
-    held = store.held_rounds(keys)
     now = timezone.now()
-    merged = Merged(versions, [], texts, {}, {}, now, [])
-    for key, version in zip(keys, versions, strict=True):
+    merged = _merged(keys, by_round, texts, held, known_agents, now)
+    # The counter row is locked here until the commit: versions follow the commit order.
+    merged.versions = store.next_versions(len(keys))
+    if store.rounds_changed(held, keys):
+        again = _merged(keys, by_round, texts, store.held_rounds(keys), known_agents, now)
+        again.versions = merged.versions
+        merged = again
+    for write, version in zip(merged.rounds, merged.versions, strict=True):
+        write.values["version"] = version
+    return merged
+
+
+def _merged(
+    keys: Sequence[RoundKey],
+    by_round: Mapping[RoundKey, list[Event]],
+    texts: dict[str, str | None],
+    held: Held,
+    known_agents: frozenset[str] | None,
+    now: datetime,
+) -> Merged:
+    """The batch merged into the rounds as ``held`` has them (versions not yet taken)."""
+    merged = Merged([], [], texts, {}, {}, now, [])
+    for key in keys:
         row = held.get(key)
         state = row.assembly if row is not None and row.assembly else assembly_new()
         in_policy = row.in_policy if row is not None else True
@@ -245,7 +269,8 @@ def _merge(fresh: Fresh, known_agents: frozenset[str] | None) -> Merged:
             RoundWrite(
                 key,
                 row.pk if row is not None else None,
-                store.round_values(summary, state, in_policy, version, now),
+                # The version is taken under the counter's lock, after the merge (_merge).
+                store.round_values(summary, state, in_policy, 0, now),
                 by_round[key],
                 sorted(summary.tool_ids - before),
                 row.day if row is not None else summary.started_at.astimezone(UTC).date(),
@@ -308,9 +333,10 @@ def events_ingest(
         try:
             with _write_turn(), transaction.atomic():
                 # triage: new, repeated, or a reused event_id (again: looked for more widely)
-                fresh = _triage(parsed, result, again=attempt == 2)
+                held = store.held_rounds(list({event.round_key for _, event, _ in parsed}))
+                fresh = _triage(parsed, result, held, again=attempt == 2)
                 if fresh:
-                    merged = _merge(fresh, known_agents)  # merge into each round's assembly
+                    merged = _merge(fresh, held, known_agents)  # merge into each round's assembly
                     result.change = _store(merged)  # store: rounds, events, tool rows
                     # Per-batch aggregates of other features are computed here, inside the
                     # transaction, from ``merged`` (its rounds and events), before the commit.

@@ -123,19 +123,21 @@ def stored_event_data(
     ids: Sequence[str],
     events: Mapping[str, tuple[RoundKey, datetime]] | None = None,
     *,
+    days: Mapping[RoundKey, date] | None = None,
     wide: bool = False,
 ) -> list[tuple[str, Any]]:
     """``(event_id, data)`` of the stored events among ``ids``: plain SQL (a queryset costs more
     to build than this query takes to run on every POST). ``events``: each id's round key and
     time; on the partitioned layout an id is looked for in its round's partition when its round
-    is stored (an event of a new round is not looked for), and with ``wide`` also in the
+    is stored (``days``: the stored rounds' partition days, when the caller has read them; an
+    event of a new round is not looked for), and with ``wide`` also in the
     partitions of the days its time names (``ts``'s and the ones before and after): an id
     reused by another round collides with it in the day's unique key, and ingest triages
     again, wide."""
     if not ids:
         return []
     if partitioned():
-        return _stored_in_days(ids, events or {}, wide)
+        return _stored_in_days(ids, events or {}, days, wide)
     data_field = StoredEvent._meta.get_field("data")
     quote = connection.ops.quote_name
     table, event_id, data = (quote(n) for n in (StoredEvent._meta.db_table, "event_id", "data"))
@@ -173,7 +175,10 @@ def stored_event_data(
 
 
 def _stored_in_days(
-    ids: Sequence[str], events: Mapping[str, tuple[RoundKey, datetime]], wide: bool
+    ids: Sequence[str],
+    events: Mapping[str, tuple[RoundKey, datetime]],
+    days: Mapping[RoundKey, date] | None,
+    wide: bool,
 ) -> list[tuple[str, Any]]:
     # A stored event lives in its round's partition (ingest writes every event of a round into
     # the round's day), and an event whose round is not stored cannot be a repeat while its
@@ -183,12 +188,15 @@ def _stored_in_days(
     # days' random-UUID indexes; once the store outgrew memory, those were disk reads: 16 ms a
     # batch at 100M events.) ``wide``, after a collision: an id reused by another round landed
     # in the same day's unique key; look for every id in the days its time names as well.
-    held = round_days(list({key for key, _ in events.values()}))
+    if days is None:
+        days = {
+            key: day for key, (_, day) in round_days([key for key, _ in events.values()]).items()
+        }
     by_day: dict[date, set[str]] = {}
     for event_id in ids:
         round_key, ts = events[event_id]
-        if round_key in held:
-            by_day.setdefault(held[round_key][1], set()).add(event_id)
+        if round_key in days:
+            by_day.setdefault(days[round_key], set()).add(event_id)
         if wide:
             for day in _days_around(ts.astimezone(UTC).date()):
                 by_day.setdefault(day, set()).add(event_id)
@@ -343,6 +351,9 @@ class HeldRound:
     in_policy: bool
     facts: RoundFacts
     drift: bool | None
+    #: The row's ``(version, updated_at)`` when read: every write changes one of them (ingest
+    #: the version, the drift check ``updated_at``), so the same pair means the same row.
+    stamp: tuple[int, datetime]
 
 
 def _db_datetime(value: Any) -> datetime:
@@ -370,6 +381,8 @@ def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
         "started_at",
         "drift",
         "day",
+        "version",
+        "updated_at",
     )
     assembly_field = Round._meta.get_field("assembly")
     held: dict[RoundKey, HeldRound] = {}
@@ -406,6 +419,8 @@ def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
             started,
             drift,
             day,
+            version,
+            updated_at,
             *counts,
         ) in rows:
             key = (agent, turn_id, iteration)
@@ -420,8 +435,30 @@ def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
                 bool(in_policy),
                 RoundFacts.of(agent, _db_datetime(started), counts, tools, drift is True),
                 None if drift is None else bool(drift),
+                (int(version), _db_datetime(updated_at)),
             )
     return held
+
+
+def rounds_changed(held: Mapping[RoundKey, HeldRound], keys: Sequence[RoundKey]) -> bool:
+    """Whether another batch has stored or changed one of the rounds ``keys`` since ``held``
+    was read (ingest merges before it takes the counter's lock, then asks this under it).
+    SQLite: never (its transaction holds the database's write lock from its first statement:
+    nothing changes between the read and the lock)."""
+    if connection.vendor == "sqlite" or not keys:
+        return False
+    wanted = set(keys)
+    rows = prepared(
+        "SELECT agent, turn_id, iteration, version, updated_at FROM observe_round"
+        " WHERE agent = ANY(%s::text[]) AND turn_id = ANY(%s::text[])",
+        [sorted({key[0] for key in keys}), sorted({key[1] for key in keys})],
+    )
+    now = {
+        (agent, turn_id, iteration): (int(version), _db_datetime(updated_at))
+        for agent, turn_id, iteration, version, updated_at in rows
+        if (agent, turn_id, iteration) in wanted
+    }
+    return now != {key: held[key].stamp for key in wanted if key in held}
 
 
 class _JsonText(str):

@@ -7,14 +7,16 @@ reads."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
 
+from observe import services, store
 from observe.models import Event, Round
 from observe.partitions import partition_name, partitions_ensure
-from observe.services import events_ingest
 from tests.observe.live_support import HandRound, ingest
 
 pytestmark = [
@@ -115,7 +117,7 @@ def test_an_id_reused_by_another_round_of_the_same_day_is_refused() -> None:
     # round is new), it collides with the stored copy in today's unique key; the retry finds it.
     other = HandRound(turn_id="t-reuse-b", start=BASE + timedelta(minutes=1)).started()
     reused = {**other.events[0], "event_id": first.events[0]["event_id"]}
-    result = events_ingest([reused, *other.call(0, "react.read").events[1:]])
+    result = services.events_ingest([reused, *other.call(0, "react.read").events[1:]])
     assert result.rejected == [{"index": 0, "error": "event_id reused with different content"}]
     assert result.accepted == 2
     # Reused by a round kept in another day's partition: stored under both (docs/api.md).
@@ -123,3 +125,40 @@ def test_an_id_reused_by_another_round_of_the_same_day_is_refused() -> None:
     far_reused = {**far.events[0], "event_id": first.events[0]["event_id"]}
     assert ingest([far_reused]).accepted == 1
     assert Event.objects.filter(event_id=first.events[0]["event_id"]).count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_round_another_batch_changes_during_the_merge_loses_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Ingest merges before it takes the counter's lock: a batch that stores the same round in
+    # between (here: from another thread, its own connection, committed) must not be
+    # overwritten by the first batch's merge, made from the round as it was before.
+    hand = HandRound(turn_id="t-race", start=BASE).started()
+    ingest(hand.events)
+    mine = hand.call(0, "react.read").events[-2:]
+    theirs = hand.call(1, "react.write").events[-2:]
+    locked = store.next_versions
+
+    def another_batch_first(count: int) -> list[int]:
+        # The other batch is another worker's: not this process's write turn (this batch holds
+        # it), and it takes the counter's lock itself.
+        monkeypatch.setattr(store, "next_versions", locked)
+        monkeypatch.setattr(services, "_write_turn", contextlib.nullcontext)
+
+        def post() -> None:
+            try:
+                ingest(theirs)
+            finally:
+                connection.close()
+
+        worker = threading.Thread(target=post)
+        worker.start()
+        worker.join()
+        return locked(count)
+
+    monkeypatch.setattr(store, "next_versions", another_batch_first)
+    assert ingest(mine).accepted == len(mine)
+    row = Round.objects.get(turn_id="t-race")
+    assert row.events.count() == len(hand.events)
+    assert set(row.assembly["tools"]) == {"react.read", "react.write"}
