@@ -172,8 +172,8 @@ def rounds_page(
         rounds = rounds.values_list(  # type: ignore[assignment]
             "agent", "turn_id", "iteration", "started_at", "pk", "assembly", named=True
         )
-    floor = round_filter.since.astimezone(UTC).date() if round_filter.since else None
-    page = newest_rounds(rounds, limit + 1, newest=newest.astimezone(UTC).date(), floor=floor)
+    floor = _utc_day(round_filter.since) if round_filter.since else None
+    page = newest_rounds(rounds, limit + 1, newest=_utc_day(newest), floor=floor)
     next_cursor = encode_cursor(page[limit - 1]) if len(page) > limit else None
     return page[:limit], next_cursor
 
@@ -184,7 +184,7 @@ DAY_SPANS = (1, 2, 4, 8)
 
 
 def newest_rounds(
-    rounds: QuerySet[Any], count: int, *, newest: date, floor: date | None
+    rounds: QuerySet[Any], count: int, *, newest: date | None, floor: date | None
 ) -> list[Any]:
     """The first ``count`` of ``rounds`` newest first (``-started_at, -pk``), exactly as that
     order over every row would give them.
@@ -206,9 +206,11 @@ def newest_rounds(
     round of an older day matches at all (docs/performance.md, "The pages bounded by day").
     """
     ordered = rounds.order_by("-started_at", "-pk")
-    if not partitioned():
+    if not partitioned() or newest is None:
         return list(ordered[:count])
     for span in DAY_SPANS:
+        if newest - date.min < timedelta(days=span):  # a time at the calendar's start
+            break
         first = newest - timedelta(days=span - 1)
         page = list(ordered.filter(day__gte=first)[:count])
         midnight = datetime.combine(first, time.min, tzinfo=UTC)
@@ -248,6 +250,15 @@ def _moved_rounds(ordered: QuerySet[Any], *, before: date, since: datetime) -> l
     return list(
         ordered.filter(pk__in=[pk for pk, _ in keys], day__in={day for _, day in keys})[:MOVED_MAX]
     )
+
+
+def _utc_day(moment: datetime) -> date | None:
+    """The UTC day of ``moment``; None past the calendar (a ``since`` or ``until`` of its
+    first or last day in another zone)."""
+    try:
+        return moment.astimezone(UTC).date()
+    except OverflowError:
+        return None
 
 
 def _newest_key(row: Any) -> tuple[datetime, int]:
