@@ -12,7 +12,6 @@ from urllib.parse import urlencode
 
 from django.db import connection
 from django.db.models import Count, Exists, F, Model, OuterRef, Q, QuerySet
-from django.db.models.functions import TruncDate
 from django.urls import reverse
 
 from core.text import dot_segment
@@ -230,19 +229,24 @@ def newest_rounds(
 
 #: The most moved rounds :func:`_moved_rounds` reads before asking every day instead.
 MOVED_MAX = 1000
+#: The moved rounds' keys: the condition is the ``round_moved`` index's (migration 0015), in
+#: its order. Planned each time: a generic plan (``observe.store.prepared``) locks every day's
+#: partition when it runs, which took longer (2.7 ms p50 at 6M events against 2.3).
+MOVED_SQL = (
+    "SELECT id, day FROM observe_round WHERE day < %s AND started_at >= %s"
+    " AND day < (started_at AT TIME ZONE 'UTC')::date ORDER BY started_at DESC, id DESC LIMIT %s"
+)
 
 
 def _moved_rounds(ordered: QuerySet[Any], *, before: date, since: datetime) -> list[Any] | None:
     """The rows of ``ordered`` (at most ``MOVED_MAX``) of the days before ``before`` whose
     ``started_at`` moved past their day, to at or after ``since``; None if there are more. Their
     keys first, with no other condition: the ``round_moved`` index answers alone (with the
-    filter's conditions the planner can walk a whole day's index of the agent or kind, its
-    moved condition guessed true of a third of the rows)."""
-    keys = list(
-        Round.objects.filter(day__lt=before, started_at__gte=since)
-        .filter(day__lt=TruncDate("started_at", tzinfo=UTC))
-        .values_list("pk", "day")[: MOVED_MAX + 1]
-    )
+    filter's conditions the planner walked a whole day's index of the agent, the moved
+    condition guessed true of a third of its rows: 340 ms at 6M events)."""
+    with connection.cursor() as cursor:
+        cursor.execute(MOVED_SQL, [before, since, MOVED_MAX + 1])
+        keys = cursor.fetchall()
     if len(keys) > MOVED_MAX:
         return None
     if not keys:

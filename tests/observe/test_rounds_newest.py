@@ -162,3 +162,13 @@ def _tables(plan: dict[str, Any]) -> set[str]:
     for child in plan.get("Plans", []):
         found |= _tables(child)
     return found
+
+
+def test_more_moved_rounds_than_it_reads_apart_asks_every_day(
+    month: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("observe.selectors.MOVED_MAX", 1)  # the month holds two
+    for name in ("all", "until yesterday"):
+        expected = [row.turn_id for row in _expected(FILTERS[name])]
+        got = [turn for turns, _ in _walk(FILTERS[name], 3) for turn in turns]
+        assert got == expected, name
