@@ -51,6 +51,8 @@ SEED_ROUNDS = int(os.environ.get("SCALE_SEED_ROUNDS", "4000"))
 #: Requests per page figure (p99 of these).
 REQUESTS = int(os.environ.get("SCALE_REQUESTS", "40"))
 DAYS = 30
+#: The seed's rounds span this many hours; its copies are shifted by whole days.
+SEED_HOURS = 20
 #: The live harness at each size (``SCALE_LIVE=0`` leaves it out: ~40 s a size).
 LIVE = os.environ.get("SCALE_LIVE", "1") != "0"
 LIVE_P99_MS = 250.0
@@ -139,7 +141,7 @@ def ingest(events: list[dict[str, Any]], batch: int) -> float:
 def seed(base_day: datetime) -> tuple[int, int, int]:
     """The seed rounds through the real ingest; (their round ids from, up to, events)."""
     low = int(sql("SELECT COALESCE(max(id), 0) FROM observe_round")[0][0])
-    events = simulated(SEED_ROUNDS, base_day, 20 * 3600 / SEED_ROUNDS)
+    events = simulated(SEED_ROUNDS, base_day, SEED_HOURS * 3600 / SEED_ROUNDS)
     for event in events:
         event["turn_id"] = f"s-{event['turn_id']}"
     started = time.perf_counter()
@@ -462,24 +464,40 @@ def figures(clients: Clients, label: str) -> dict[str, Any]:
     return out
 
 
-def retention() -> dict[str, Any]:
+def seed_start() -> datetime:
+    """When the seed starts: :data:`DAYS` - 1 days before its last copy, which ends now (or
+    at today's midnight plus :data:`SEED_HOURS`, when that is past). Starting at the first
+    day's midnight, the last copy ran until 20:00 today: at 100M events ~79k rounds started
+    later than now, which ingest never stores (a ``ts`` past the clock skew is refused), and
+    the live view's "rounds of the last minute" read every one of them on each catch-up."""
+    now = datetime.now(UTC)
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return min(midnight, now - timedelta(hours=SEED_HOURS)) - timedelta(days=DAYS - 1)
+
+
+def retention(base_day: datetime) -> dict[str, Any]:
     from observe.partitions import partition_days
     from observe.services import rounds_prune
 
     oldest = partition_days()[0]
     before = store_bytes()
-    cutoff = datetime.combine(oldest + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+    # A whole day at least: when the seed starts after the first day's midnight, that day's
+    # partition holds only its last hours, and the next day goes with it.
+    whole = base_day == base_day.replace(hour=0, minute=0, second=0, microsecond=0)
+    last = oldest if whole else oldest + timedelta(days=1)
+    cutoff = datetime.combine(last + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
     started = time.perf_counter()
     dropped = rounds_prune(older_than=cutoff)
     took = time.perf_counter() - started
     after = store_bytes()
     rate = ingest_figures()
     print(
-        f"--- retention: {oldest} dropped ({dropped:,} rounds) in {took:.3f} s;"
+        f"--- retention: {oldest}..{last} dropped ({dropped:,} rounds) in {took:.3f} s;"
         f" disk {before / 1e9:.2f} → {after / 1e9:.2f} GB; ingest after: {rate}"
     )
     return {
         "day": oldest.isoformat(),
+        "last_day": last.isoformat(),
         "rounds": dropped,
         "drop_s": round(took, 3),
         "bytes_before": before,
@@ -505,10 +523,9 @@ def main() -> None:
         return
     from observe.partitions import partitions_ensure, upkeep_days
 
-    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    base_day = today - timedelta(days=DAYS - 1)
-    partitions_ensure([base_day.date() + timedelta(days=d) for d in range(DAYS)])
-    partitions_ensure(upkeep_days(today.date()))
+    base_day = seed_start()
+    partitions_ensure([base_day.date() + timedelta(days=d) for d in range(DAYS + 1)])
+    partitions_ensure(upkeep_days(datetime.now(UTC).date()))
     clients = Clients()
     curve: dict[str, Any] = {"empty": figures(clients, "empty store")}
     with tempfile.TemporaryDirectory() as tmp:
@@ -532,7 +549,7 @@ def main() -> None:
         rate = made / max(generation_s, 1e-9)
         print(f"grown to {made:,} events in {took:.0f} s ({rate:,.0f} ev/s overall)")
         curve[str(size)] = figures(clients, f"{size:,} events")
-    drop = retention()
+    drop = retention(base_day)
     empty, full = curve["empty"], curve[str(SIZES[-1])]
     worst_page = max(full["pages_p99_ms"].values())
     scale = {
