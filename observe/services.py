@@ -33,7 +33,7 @@ from observe.domain.health import Before, slots_before
 from observe.domain.rounds import Assembly, assembly_merge, assembly_new, assembly_summary
 from observe.domain.storable import check_storable
 from observe.drift import Stored, check_drift_after_ingest
-from observe.health import tool_health_drop_before, tool_health_forget, tool_health_record
+from observe.health import tool_health_change, tool_health_drop_before, tool_health_forget
 from observe.models import Round
 from observe.partitions import partition_days, partition_drop, partitioned
 from observe.round_counts import (
@@ -282,9 +282,13 @@ def _merged(
 def _store(merged: Merged) -> Change:
     """Write the merged batch and fold it into the tool-health tallies; what it changed, for the
     drift check and the live view."""
-    pks = store.batch_write(merged.rounds, merged.texts, merged.versions, merged.now)
-    tool_health_record(rounds=merged.health)
-    round_counts_record(merged.facts.values())
+    tallies = tool_health_change(rounds=merged.health)  # read before the writes are sent
+
+    def counts() -> None:  # written while PostgreSQL writes the rounds (store.pipeline)
+        tallies.write()
+        round_counts_record(merged.facts.values())
+
+    pks = store.batch_write(merged.rounds, merged.texts, merged.versions, merged.now, counts)
     return Change(
         first=merged.versions[0],
         version=merged.versions[-1],

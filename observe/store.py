@@ -592,12 +592,14 @@ def batch_write(
     texts: Mapping[str, str | None],
     versions: Sequence[int],
     now: datetime,
+    meanwhile: Callable[[], None] = lambda: None,
 ) -> dict[RoundKey, int]:
     """Write a merged batch: every round row (one UPDATE and one INSERT statement), then its
     events and new tool rows. ``texts``: each event's JSON text when the checks encoded it.
-    Returns each round's primary key."""
+    ``meanwhile``: the batch's other writes, run once its rounds are sent (on PostgreSQL while
+    the server writes them: a read in it waits for them). Returns each round's primary key."""
     if partitioned():
-        return _write_partitioned(rounds, versions)
+        return _write_partitioned(rounds, versions, meanwhile)
     round_writer = _writer(Round, ROUND_COLUMNS)
     new_round_writer = _writer(Round, ("agent", "turn_id", "iteration", "day", *ROUND_COLUMNS))
     round_writer.update(
@@ -653,90 +655,140 @@ def batch_write(
             for tool_id in r.new_tools
         ]
     )
+    meanwhile()
     return pks
 
 
-#: The partitioned layout's write of a batch's new rounds, events and tool rows: one statement,
-#: each table's rows as one JSON text parameter (the assembly and the event JSON packed, as
-#: ``bytea``'s hex text: :func:`_bytea_text`). A row of an event or a tool names its round by
-#: primary key, or (a round new in this batch) by the version the batch gave it, unique in the
-#: batch: the new rounds' ids come back from their INSERT.
+#: The partitioned layout's write of new rounds, their events and tool rows: one statement. The
+#: rounds are one JSON text parameter read with the round table's row type (the assembly packed,
+#: as ``bytea``'s hex text: :func:`_bytea_text`); the events and tool rows are arrays, one per
+#: column, in PostgreSQL's binary form (psycopg's C dumpers): 1000 events as JSON text, their
+#: packed data in hex, took 7.3 ms to send and parse, as arrays 2.6 ms. A row of an event or a
+#: tool names its round by primary key or, a round new in this batch, by the version the batch
+#: gave it (unique in the batch): the new rounds' ids come back from their INSERT.
 _WRITE_SQL = """
 WITH new_round AS (
     INSERT INTO observe_round ({round_columns})
-    SELECT {round_columns} FROM json_populate_recordset(NULL::observe_round, %s::json)
+    SELECT {round_columns} FROM json_populate_recordset(NULL::observe_round, %t::json)
     RETURNING id, agent, turn_id, iteration, version
 ), new_event AS (
     INSERT INTO observe_event (event_id, round_id, type, ts, data, day)
     SELECT x.event_id, COALESCE(x.round_id, n.id), x.type, x.ts, x.data, x.day
-    FROM json_to_recordset(%s::json) AS x(
-        event_id uuid, round_id bigint, version bigint, type text, ts timestamptz, data bytea,
-        day date
-    ) LEFT JOIN new_round AS n ON n.version = x.version
+    FROM unnest(
+        %b::uuid[], %b::bigint[], %b::bigint[], %b::text[], %b::timestamptz[], %b::bytea[],
+        %b::date[]
+    ) AS x(event_id, round_id, version, type, ts, data, day)
+    LEFT JOIN new_round AS n ON n.version = x.version
 ), new_tool AS (
     INSERT INTO observe_roundtool (round_id, tool_id, day)
     SELECT COALESCE(x.round_id, n.id), x.tool_id, x.day
-    FROM json_to_recordset(%s::json) AS x(round_id bigint, version bigint, tool_id text, day date)
+    FROM unnest(%b::bigint[], %b::bigint[], %b::text[], %b::date[])
+        AS x(round_id, version, tool_id, day)
     LEFT JOIN new_round AS n ON n.version = x.version
 )
 SELECT id, agent, turn_id, iteration FROM new_round
 """
 
+#: Events per part of a batch's write on PostgreSQL (:func:`_write_partitioned`).
+WRITE_PART_EVENTS = 250
+
+
+@contextlib.contextmanager
+def pipeline() -> Iterator[None]:
+    """PostgreSQL: the statements run inside go out without waiting for each other's results
+    (psycopg's pipeline mode), so the server works while this process prepares the next; a
+    read waits for every statement sent before it, and an error is raised (as Django's) at
+    the next read or when the block ends. Other databases: nothing changes."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    connection.ensure_connection()
+    with connection.wrap_database_errors, connection.connection.pipeline():
+        yield
+
 
 def _write_partitioned(
-    rounds: Sequence[RoundWrite], versions: Sequence[int]
+    rounds: Sequence[RoundWrite], versions: Sequence[int], meanwhile: Callable[[], None]
 ) -> dict[RoundKey, int]:
-    """:func:`batch_write` on the partitioned layout: the stored rounds' UPDATE (each naming
-    its day: one partition's primary key is probed, not every day's), then the new rounds,
-    the events and the tool rows in one statement (:data:`_WRITE_SQL`). Two round trips
-    whatever the batch: it took seven (three ``COPY``s, two of them after reading back the new
-    rounds' ids)."""
+    """:func:`batch_write` on the partitioned layout, pipelined (:func:`pipeline`): the stored
+    rounds' UPDATE (each naming its day: one partition's primary key is probed, not every
+    day's), then the new rounds, events and tool rows in parts of about
+    :data:`WRITE_PART_EVENTS` events, one statement each (:data:`_WRITE_SQL`), then
+    ``meanwhile``. The server inserts a part while this process packs the next (a batch of
+    1000 events: 46 → 40 ms), and the batch's other writes follow without a round trip each."""
     round_writer = _writer(Round, ROUND_COLUMNS)
-    round_writer.update(
-        [
-            [*round_writer.prepare(list(r.values.values())), r.pk, r.day]
-            for r in rounds
-            if r.pk is not None
-        ],
-        by_day=True,
-    )
     pks = {r.key: r.pk for r in rounds if r.pk is not None}
+    sql = _WRITE_SQL.format(
+        round_columns=", ".join(("agent", "turn_id", "iteration", "day", *ROUND_COLUMNS))
+    )
+    with contextlib.ExitStack() as cursors, pipeline():
+        round_writer.update(
+            [
+                [*round_writer.prepare(list(r.values.values())), r.pk, r.day]
+                for r in rounds
+                if r.pk is not None
+            ],
+            by_day=True,
+        )
+        sent = []
+        for part in _parts(list(zip(rounds, versions, strict=True))):
+            cursor = cursors.enter_context(_bound_cursor())
+            cursor.execute(sql, _write_params(part))
+            sent.append(cursor)
+        meanwhile()
+        for cursor in sent:
+            for pk, agent, turn_id, iteration in cursor.fetchall():
+                pks[(agent, turn_id, iteration)] = pk
+    return pks
+
+
+def _parts(rounds: list[tuple[RoundWrite, int]]) -> Iterator[list[tuple[RoundWrite, int]]]:
+    """The rounds in parts of at least :data:`WRITE_PART_EVENTS` events (the last may hold
+    fewer), each round whole."""
+    part: list[tuple[RoundWrite, int]] = []
+    count = 0
+    for item in rounds:
+        part.append(item)
+        count += len(item[0].events)
+        if count >= WRITE_PART_EVENTS:
+            yield part
+            part, count = [], 0
+    if part:
+        yield part
+
+
+def _write_params(part: Sequence[tuple[RoundWrite, int]]) -> list[Any]:
+    """The parameters of :data:`_WRITE_SQL` for a part of a batch: the new rounds, then one
+    list per column of the events and of the tool rows (a row names its round by primary key
+    or, a round new in this batch, by its version: the other is NULL)."""
     new_rounds: list[dict[str, Any]] = []
-    events: list[dict[str, Any]] = []
-    tools: list[dict[str, Any]] = []
-    for r, version in zip(rounds, versions, strict=True):
-        # A row names its round by one of the two (the other is NULL, left out).
+    events: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
+    tools: tuple[list[Any], ...] = ([], [], [], [])
+    event_ids, event_rounds, event_versions, types, times, data, event_days = events
+    tool_rounds, tool_versions, tool_ids, tool_days = tools
+    for r, version in part:
         if r.pk is None:
             new_rounds.append(
                 {"agent": r.key[0], "turn_id": r.key[1], "iteration": r.key[2], "day": r.day}
                 | r.values
                 | {"assembly": _bytea_text(pack(r.values["assembly"]))}
             )
-            name, value = "version", version
-        else:
-            name, value = "round_id", r.pk
-        day = r.day
-        events.extend(
-            {
-                "event_id": e.event_id,
-                name: value,
-                "type": e.type,
-                "ts": e.ts,
-                "data": _bytea_text(pack(event_stored_json(e.data))),
-                "day": day,
-            }
-            for e in r.events
-        )
-        tools.extend({name: value, "tool_id": tool_id, "day": day} for tool_id in r.new_tools)
-    columns = ", ".join(("agent", "turn_id", "iteration", "day", *ROUND_COLUMNS))
-    with _bound_cursor() as cursor:
-        cursor.execute(
-            _WRITE_SQL.format(round_columns=columns),
-            [_json_text(new_rounds), _json_text(events), _json_text(tools)],
-        )
-        for pk, agent, turn_id, iteration in cursor.fetchall():
-            pks[(agent, turn_id, iteration)] = pk
-    return pks
+        new = None if r.pk is not None else version
+        count = len(r.events)
+        event_rounds.extend([r.pk] * count)
+        event_versions.extend([new] * count)
+        event_days.extend([r.day] * count)
+        for e in r.events:
+            event_ids.append(e.event_id)
+            types.append(e.type)
+            times.append(e.ts)
+            data.append(pack(event_stored_json(e.data)))
+        count = len(r.new_tools)
+        tool_rounds.extend([r.pk] * count)
+        tool_versions.extend([new] * count)
+        tool_ids.extend(r.new_tools)
+        tool_days.extend([r.day] * count)
+    return [_json_text(new_rounds), *events, *tools]
 
 
 def _json_text(value: Any) -> str:

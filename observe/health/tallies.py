@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
@@ -49,8 +50,23 @@ def bucket_name(moment: datetime, span: int = 5) -> str:
     return moment.strftime("%Y-%m-%dT%H" if span == 60 else "%Y-%m-%dT%H:%M")
 
 
-def tool_health_record(*, rounds: Sequence[RoundMerge]) -> None:
-    """Fold what a batch changed into the stored tallies (inside the batch's transaction).
+@dataclass
+class TallyChange:
+    """What a batch changes in the stored tallies, with the touched rows as they are stored."""
+
+    change: dict[TallyKey, dict[str, int]]
+    held: dict[TallyKey, tuple[int, dict[str, int]]]
+
+    def write(self) -> None:
+        """Write the changed rows (after the batch's rounds: a tally that loses its slowest
+        call reads the max again from them)."""
+        _write(self.change, self.held)
+
+
+def tool_health_change(*, rounds: Sequence[RoundMerge]) -> TallyChange:
+    """What a batch changes in the stored tallies (inside the batch's transaction), read before
+    its rounds are written: ingest sends its writes without waiting for each other
+    (:func:`observe.store.pipeline`), and a read among them would wait for all of them.
 
     Ingest holds the stream counter's row lock while it runs (batches write one after another on
     every database), so reading, adding and writing the touched rows cannot race another batch.
@@ -58,7 +74,14 @@ def tool_health_record(*, rounds: Sequence[RoundMerge]) -> None:
     flat: dict[FlatKey, int] = {}
     for agent, before, state in rounds:
         round_change(agent, before, state, flat)
-    _apply(grouped(flat))
+    change = grouped(flat)
+    return TallyChange(change, _held(change))
+
+
+def tool_health_record(*, rounds: Sequence[RoundMerge]) -> None:
+    """Fold what a batch changed into the stored tallies (:func:`tool_health_change`, written
+    at once)."""
+    tool_health_change(rounds=rounds).write()
 
 
 def tool_health_forget(
@@ -107,11 +130,15 @@ def _db_time(value: Any) -> datetime:
 
 
 def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
-    """One read of the touched rows, one UPDATE, one INSERT and one DELETE statement. A row
-    left counting nothing is deleted — a call moved to another bucket by a later event, or a
-    pruned round's — so no stored row is ever empty. No change, no query."""
+    """One read of the touched rows, then :func:`_write`. No change, no query."""
+    _write(change, _held(change))
+
+
+def _held(change: dict[TallyKey, dict[str, int]]) -> dict[TallyKey, tuple[int, dict[str, int]]]:
+    """The stored rows ``change`` touches, by key: primary key and tally (one read; no change,
+    no query)."""
     if not change:
-        return
+        return {}
     agents = {agent for agent, _, _ in change}
     buckets = {bucket_time(bucket) for _, _, bucket in change}
     held: dict[TallyKey, tuple[int, dict[str, int]]] = {}
@@ -137,6 +164,19 @@ def _apply(change: dict[TallyKey, dict[str, int]]) -> None:
                 else tally_field.from_db_value(tally, None, connection)  # type: ignore[arg-type]
             )
             held[(agent, tool_id, bucket_name(_db_time(bucket), span))] = (pk, value)
+    return held
+
+
+def _write(
+    change: dict[TallyKey, dict[str, int]], held: dict[TallyKey, tuple[int, dict[str, int]]]
+) -> None:
+    """One UPDATE, one INSERT and one DELETE statement. A row left counting nothing is
+    deleted — a call moved to another bucket by a later event, or a pruned round's — so no
+    stored row is ever empty. No change, no query."""
+    if not change:
+        return
+    quote = connection.ops.quote_name
+    table = quote(ToolHealthBucket._meta.db_table)
     updates, inserts, emptied = [], [], []
     for key, delta in change.items():
         found = held.get(key)

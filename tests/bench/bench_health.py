@@ -68,9 +68,10 @@ def ingest_overhead(take_events: Any) -> dict[str, float]:
     """events/s of in-process ingest (batches of 1000) with the tallies and without them, the
     passes interleaved so both see the same machine."""
     import observe.services as services
+    from observe.health.tallies import TallyChange
     from observe.services import events_ingest
 
-    kept = services.tool_health_record
+    kept = services.tool_health_change
     now = datetime.now(UTC) - timedelta(days=1)
 
     def rate(seed: int) -> float:
@@ -84,16 +85,19 @@ def ingest_overhead(take_events: Any) -> dict[str, float]:
     spent = [0.0]
     kept_before = services.slots_before
 
-    def timed_record(**kwargs: Any) -> None:
-        begin = time.perf_counter()
-        kept(**kwargs)
-        spent[0] += time.perf_counter() - begin
+    def timed(call: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            begin = time.perf_counter()
+            found = call(*args, **kwargs)
+            spent[0] += time.perf_counter() - begin
+            return found
 
-    def timed_before(*args: Any) -> Any:
-        begin = time.perf_counter()
-        found = kept_before(*args)
-        spent[0] += time.perf_counter() - begin
-        return found
+        return run
+
+    def timed_change(**kwargs: Any) -> TallyChange:
+        change = timed(kept)(**kwargs)
+        change.write = timed(change.write)  # type: ignore[method-assign]
+        return change
 
     with_tallies, without, shares = [], [], []
     try:
@@ -103,17 +107,17 @@ def ingest_overhead(take_events: Any) -> dict[str, float]:
                 seed = 300 + 2 * n + (variant == "without")
                 if variant == "with":
                     spent[0] = 0.0
-                    services.tool_health_record = timed_record
-                    services.slots_before = timed_before
+                    services.tool_health_change = timed_change
+                    services.slots_before = timed(kept_before)
                     begin = time.perf_counter()
                     with_tallies.append(rate(seed))
                     shares.append(spent[0] / (time.perf_counter() - begin))
                 else:
-                    services.tool_health_record = lambda **_: None
+                    services.tool_health_change = lambda **_: TallyChange({}, {})
                     services.slots_before = kept_before
                     without.append(rate(seed))
     finally:
-        services.tool_health_record = kept
+        services.tool_health_change = kept
         services.slots_before = kept_before
     best_with, best_without = max(with_tallies), max(without)
     return {

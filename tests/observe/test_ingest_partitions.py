@@ -180,3 +180,39 @@ def test_the_look_ups_over_every_day_are_planned_once_per_connection() -> None:
     # Both statements prepared (with any other look-up an earlier test of this connection ran).
     assert len([generic for _, generic, _ in plans if generic >= 3]) >= 2, plans
     assert all(custom == 0 for _, _, custom in plans), plans
+
+
+def test_a_batch_written_in_parts_stores_each_round_whole_or_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The write goes out in parts, pipelined (store.pipeline), with the tallies and round counts
+    # behind it: each part's events and tool rows name the rounds of that part, and a part
+    # refused after others were sent takes the whole batch back before its retry.
+    from observe.health.tallies import recomputed_tallies, stored_tallies
+
+    monkeypatch.setattr(store, "WRITE_PART_EVENTS", 5)
+    first = HandRound(turn_id="t-parts-first", start=BASE).started()
+    ingest(first.events)
+    hands = [
+        HandRound(turn_id=f"t-parts-{n}", start=BASE + timedelta(seconds=n))
+        .started()
+        .call(0, "react.read")
+        .call(1, f"tool.{n % 3}")
+        .generation()
+        .finished()
+        for n in range(12)
+    ]
+    batch = [e for hand in hands for e in hand.events]
+    # The last part reuses the first round's id: it collides after the other parts are sent.
+    batch[-1] = {**batch[-1], "event_id": first.events[0]["event_id"]}
+    result = services.events_ingest(batch)
+    assert result.rejected == [
+        {"index": len(batch) - 1, "error": "event_id reused with different content"}
+    ]
+    assert result.accepted == len(batch) - 1
+    for n, hand in enumerate(hands):
+        row = Round.objects.get(turn_id=f"t-parts-{n}")
+        assert row.events.count() == len(hand.events) - (n == len(hands) - 1)
+        assert set(row.tools.values_list("tool_id", flat=True)) == {"react.read", f"tool.{n % 3}"}
+    assert Event.objects.filter(event_id=first.events[0]["event_id"]).count() == 1
+    assert stored_tallies() == recomputed_tallies()

@@ -245,6 +245,19 @@ def test_the_exact_max_is_read_again_when_the_slowest_call_is_taken_back(
     assert found["figures"]["max_ms"] == "exact"
 
 
+def test_the_max_read_again_counts_a_new_round_of_the_same_batch(viewer_client: Client) -> None:
+    """The batch that takes the slowest call back also brings a new round's call: the max read
+    again from the stored rounds sees it (the tallies are written after the batch's rounds)."""
+    load_sample_into_draft()
+    tool = "workspace_jobs.search"
+    events_ingest([finished(tool, "t1", 150.5), finished(tool, "t2", 120.25)])
+    events_ingest(
+        [finished(tool, "t1", 110.0, at=AT + timedelta(seconds=1)), finished(tool, "t3", 140.0)]
+    )
+    found = entry(viewer_client.get(URL, {"agent": "main", "since": "1h"}).json(), tool)
+    assert (found["calls"], found["max_ms"]) == (3, 140.0)
+
+
 def test_silence_is_explained_and_few_timeouts_are_watched(viewer_client: Client) -> None:
     load_sample_into_draft()
     tool = "mcp.browser.close"
