@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
+from django.conf import settings
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
@@ -82,8 +83,19 @@ def counters_for(round_filter: RoundFilter, *, now: datetime | None = None) -> C
         matching = Round.objects.filter(pk__in=matching.values("pk"))
     return Counters(
         _filter_totals(round_filter, matching),
-        _totals(matching.filter(started_at__gte=now - RATE_WINDOW)),
+        _totals(_last_minute(matching, now)),
     )
+
+
+def _last_minute(matching: QuerySet[Round], now: datetime) -> QuerySet[Round]:
+    """The rounds of ``matching`` started in the last minute: from ``now`` less
+    :data:`RATE_WINDOW` to the latest start ingest accepts now (``now`` plus the allowed clock
+    skew). A round stored with a later start (an import, a clock set back) is not in the last
+    minute: it counted in every viewer's rates until its start was a minute past, and each
+    viewer's catch-up read all such rounds (issue 39: ~79k of them made the live view's p99
+    seconds)."""
+    latest = now + timedelta(seconds=settings.TRAITDECK_CLOCK_SKEW_S)
+    return matching.filter(started_at__gte=now - RATE_WINDOW, started_at__lte=latest)
 
 
 # --- kept incrementally -------------------------------------------------------------------------
@@ -182,8 +194,8 @@ def tally_for(round_filter: RoundFilter, *, now: datetime | None = None) -> Tall
     columns = [kind.counter for kind in ROUND_KINDS]
     recent = {
         pk: (started, (1, *counts, int(drift is True)))
-        for pk, started, drift, *counts in matching.filter(
-            started_at__gte=now - RATE_WINDOW
-        ).values_list("pk", "started_at", "drift", *columns)
+        for pk, started, drift, *counts in _last_minute(matching, now).values_list(
+            "pk", "started_at", "drift", *columns
+        )
     }
     return Tally(round_filter, _filter_totals(round_filter, matching), recent)

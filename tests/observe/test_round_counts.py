@@ -4,7 +4,7 @@ read from them equal the same read from the rounds."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest.mock import patch
 
@@ -18,6 +18,7 @@ from observe.models import Round, RoundCountBucket, ToolHealthBucket
 from observe.selectors import RoundFilter
 from observe.services import events_ingest, rounds_prune
 from tests.observe.health.test_tallies import START, raw_events
+from tests.observe.live_support import HandRound
 
 NOW = START + timedelta(minutes=30)
 FILTERS = (
@@ -104,6 +105,20 @@ def test_the_history_chart_and_the_live_totals_read_the_counts_not_the_rounds() 
     assert chart.series[0].total == 7  # rounds with a rejection, the first kind
     tally = tally_for(RoundFilter(), now=NOW)
     assert tally.totals[0] == 7
+
+
+@pytest.mark.django_db
+def test_a_round_stored_with_a_start_ahead_of_the_clock_is_not_in_the_last_minute() -> None:
+    # Ingest refuses a start past the allowed skew; an import or a clock set back can still
+    # store one. It is counted in the totals, not in the last minute's rates.
+    now = datetime.now(UTC)
+    for n in range(3):
+        hand = HandRound(turn_id=f"t-ahead-{n}", start=now - timedelta(seconds=20 + n))
+        assert events_ingest(hand.started().events).accepted == 1
+    Round.objects.filter(turn_id="t-ahead-2").update(started_at=now + timedelta(hours=2))
+    tally = tally_for(RoundFilter(), now=now).counters(now)
+    counters = counters_for(RoundFilter(), now=now)
+    assert (tally.rounds, tally.rate_rounds) == (counters.rounds, counters.rate_rounds) == (3, 2)
 
 
 @pytest.mark.django_db
