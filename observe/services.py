@@ -224,8 +224,6 @@ def _merge(fresh: Fresh, held: Held, known_agents: frozenset[str] | None) -> Mer
         again = _merged(keys, by_round, texts, store.held_rounds(keys), known_agents, now)
         again.versions = merged.versions
         merged = again
-    for write, version in zip(merged.rounds, merged.versions, strict=True):
-        write.values["version"] = version
     return merged
 
 
@@ -269,8 +267,7 @@ def _merged(
             RoundWrite(
                 key,
                 row.pk if row is not None else None,
-                # The version is taken under the counter's lock, after the merge (_merge).
-                store.round_values(summary, state, in_policy, 0, now),
+                store.round_values(summary, state, in_policy, now),
                 by_round[key],
                 sorted(summary.tool_ids - before),
                 row.day if row is not None else summary.started_at.astimezone(UTC).date(),

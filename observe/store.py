@@ -120,23 +120,23 @@ def event_whole(
 
 def stored_event_data(
     ids: Sequence[str],
-    events: Mapping[str, tuple[RoundKey, datetime]] | None = None,
+    events: Mapping[str, tuple[RoundKey, datetime]],
     *,
-    days: Mapping[RoundKey, date] | None = None,
+    days: Mapping[RoundKey, date],
     wide: bool = False,
 ) -> list[tuple[str, Any]]:
     """``(event_id, data)`` of the stored events among ``ids``: plain SQL (a queryset costs more
     to build than this query takes to run on every POST). ``events``: each id's round key and
     time; on the partitioned layout an id is looked for in its round's partition when its round
-    is stored (``days``: the stored rounds' partition days, when the caller has read them; an
-    event of a new round is not looked for), and with ``wide`` also in the
-    partitions of the days its time names (``ts``'s and the ones before and after): an id
-    reused by another round collides with it in the day's unique key, and ingest triages
-    again, wide."""
+    is stored (``days``: the stored rounds' partition days, as :func:`held_rounds` read them;
+    an event of a new round is not looked for), and with ``wide`` also in the partitions of the
+    days its time names (``ts``'s and the ones before and after): an id reused by another round
+    collides with it in the day's unique key, and ingest triages again, wide. Other layouts
+    look every id up in the one unique index."""
     if not ids:
         return []
     if partitioned():
-        return _stored_in_days(ids, events or {}, days, wide)
+        return _stored_in_days(ids, events, days, wide)
     data_field = StoredEvent._meta.get_field("data")
     quote = connection.ops.quote_name
     table, event_id, data = (quote(n) for n in (StoredEvent._meta.db_table, "event_id", "data"))
@@ -176,7 +176,7 @@ def stored_event_data(
 def _stored_in_days(
     ids: Sequence[str],
     events: Mapping[str, tuple[RoundKey, datetime]],
-    days: Mapping[RoundKey, date] | None,
+    days: Mapping[RoundKey, date],
     wide: bool,
 ) -> list[tuple[str, Any]]:
     # A stored event lives in its round's partition (ingest writes every event of a round into
@@ -187,10 +187,6 @@ def _stored_in_days(
     # days' random-UUID indexes; once the store outgrew memory, those were disk reads: 16 ms a
     # batch at 100M events.) ``wide``, after a collision: an id reused by another round landed
     # in the same day's unique key; look for every id in the days its time names as well.
-    if days is None:
-        days = {
-            key: day for key, (_, day) in round_days([key for key, _ in events.values()]).items()
-        }
     by_day: dict[date, set[str]] = {}
     for event_id in ids:
         round_key, ts = events[event_id]
@@ -261,23 +257,23 @@ def _bound_cursor() -> Iterator[Any]:
         yield cursor
 
 
-def round_days(keys: Sequence[RoundKey]) -> dict[RoundKey, tuple[int, date]]:
-    """The stored rounds among ``keys``: primary key and partition day."""
+def _rounds_by_key(columns: str, keys: Sequence[RoundKey]) -> dict[RoundKey, tuple[Any, ...]]:
+    """The stored rounds among ``keys`` (partitioned layout), each as its ``columns`` (SQL, after
+    the key's three): one look-up over every day's partition, by the batch's agents and turns
+    as arrays, so its text and plan are the same whatever the batch (:func:`prepared`)."""
     if not keys:
         return {}
     wanted = set(keys)
-    agents = sorted({key[0] for key in keys})
-    turns = sorted({key[1] for key in keys})
-    found: dict[RoundKey, tuple[int, date]] = {}
     rows = prepared(
-        "SELECT id, agent, turn_id, iteration, day FROM observe_round"
+        f"SELECT agent, turn_id, iteration, {columns} FROM observe_round"
         " WHERE agent = ANY(%s::text[]) AND turn_id = ANY(%s::text[])",
-        [agents, turns],
+        [sorted({key[0] for key in keys}), sorted({key[1] for key in keys})],
     )
-    for pk, agent, turn_id, iteration, day in rows:
-        if (agent, turn_id, iteration) in wanted:
-            found[(agent, turn_id, iteration)] = (pk, _db_date(day))
-    return found
+    return {
+        key: tuple(rest)
+        for agent, turn_id, iteration, *rest in rows
+        if (key := (agent, turn_id, iteration)) in wanted
+    }
 
 
 def prepared(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -308,13 +304,14 @@ ROUND_COLUMNS = (
     *COUNT_KEYS,
     "agent_in_policy",
     "assembly",
-    "version",
     "updated_at",
 )
+#: The columns a write sets: :data:`ROUND_COLUMNS`, then the version the batch gave the round.
+_SET_COLUMNS = (*ROUND_COLUMNS, "version")
 
 
 def round_values(
-    summary: AssemblySummary, state: Assembly, in_policy: bool, version: int, now: datetime
+    summary: AssemblySummary, state: Assembly, in_policy: bool, now: datetime
 ) -> dict[str, Any]:
     """The columns of a round row, as :data:`ROUND_COLUMNS` names them."""
     counts = summary.counts
@@ -328,7 +325,6 @@ def round_values(
         **{key: counts[key] for key in COUNT_KEYS},
         "agent_in_policy": in_policy,
         "assembly": state,
-        "version": version,
         "updated_at": now,
     }
 
@@ -357,15 +353,9 @@ def _db_datetime(value: Any) -> datetime:
 def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
     """The rounds already stored, with their assembly and facts (one plain query: a queryset
     costs more to build than the query takes to run on every POST)."""
-    wanted = set(keys)
-    agents = sorted({key[0] for key in keys})
-    turns = sorted({key[1] for key in keys})
     quote = connection.ops.quote_name
-    columns = (
+    names = (
         "id",
-        "agent",
-        "turn_id",
-        "iteration",
         "assembly",
         "agent_in_policy",
         "started_at",
@@ -373,60 +363,44 @@ def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
         "day",
         "version",
         "updated_at",
+        *KIND_COUNTERS,
     )
-    assembly_field = Round._meta.get_field("assembly")
-    held: dict[RoundKey, HeldRound] = {}
-    select = (
-        f"SELECT {', '.join(quote(c) for c in (*columns, *KIND_COUNTERS))}"
-        f" FROM {quote(Round._meta.db_table)}"
-    )
-    if partitioned():  # every day's partition: planned once (:func:`prepared`)
-        batches = [
-            prepared(
-                f"{select} WHERE agent = ANY(%s::text[]) AND turn_id = ANY(%s::text[])",
-                [agents, turns],
-            )
-        ]
+    columns = ", ".join(quote(name) for name in names)
+    if partitioned():
+        found = _rounds_by_key(columns, keys)
     else:
-        batches = []
+        wanted = set(keys)
+        agents = sorted({key[0] for key in keys})
+        turns = sorted({key[1] for key in keys})
+        found = {}
         with connection.cursor() as cursor:
             for first in range(0, len(turns), _IDS_PER_QUERY):
                 chunk = turns[first : first + _IDS_PER_QUERY]
                 cursor.execute(
-                    f"{select} WHERE {quote('agent')} IN ({', '.join(['%s'] * len(agents))})"
+                    f"SELECT {quote('agent')}, {quote('turn_id')}, {quote('iteration')},"
+                    f" {columns} FROM {quote(Round._meta.db_table)}"
+                    f" WHERE {quote('agent')} IN ({', '.join(['%s'] * len(agents))})"
                     f" AND {quote('turn_id')} IN ({', '.join(['%s'] * len(chunk))})",
                     [*agents, *chunk],
                 )
-                batches.append(cursor.fetchall())
-    for rows in batches:
-        for (
+                for agent, turn_id, iteration, *rest in cursor.fetchall():
+                    if (key := (agent, turn_id, iteration)) in wanted:
+                        found[key] = tuple(rest)
+    assembly_field = Round._meta.get_field("assembly")
+    held: dict[RoundKey, HeldRound] = {}
+    for key, row in found.items():
+        pk, assembly, in_policy, started, drift, day, version, updated_at, *counts = row
+        state = assembly_field.from_db_value(assembly, None, connection)
+        tools = state.get("tools", []) if state else []
+        held[key] = HeldRound(
             pk,
-            agent,
-            turn_id,
-            iteration,
-            assembly,
-            in_policy,
-            started,
-            drift,
-            day,
-            version,
-            updated_at,
-            *counts,
-        ) in rows:
-            key = (agent, turn_id, iteration)
-            if key not in wanted:
-                continue
-            state = assembly_field.from_db_value(assembly, None, connection)
-            tools = state.get("tools", []) if state else []
-            held[key] = HeldRound(
-                pk,
-                _db_date(day),
-                state,
-                bool(in_policy),
-                RoundFacts.of(agent, _db_datetime(started), counts, tools, drift is True),
-                None if drift is None else bool(drift),
-                (int(version), _db_datetime(updated_at)),
-            )
+            _db_date(day),
+            state,
+            bool(in_policy),
+            RoundFacts.of(key[0], _db_datetime(started), counts, tools, drift is True),
+            None if drift is None else bool(drift),
+            (int(version), _db_datetime(updated_at)),
+        )
     return held
 
 
@@ -437,18 +411,11 @@ def rounds_changed(held: Mapping[RoundKey, HeldRound], keys: Sequence[RoundKey])
     nothing changes between the read and the lock)."""
     if connection.vendor == "sqlite" or not keys:
         return False
-    wanted = set(keys)
-    rows = prepared(
-        "SELECT agent, turn_id, iteration, version, updated_at FROM observe_round"
-        " WHERE agent = ANY(%s::text[]) AND turn_id = ANY(%s::text[])",
-        [sorted({key[0] for key in keys}), sorted({key[1] for key in keys})],
-    )
     now = {
-        (agent, turn_id, iteration): (int(version), _db_datetime(updated_at))
-        for agent, turn_id, iteration, version, updated_at in rows
-        if (agent, turn_id, iteration) in wanted
+        key: (int(version), _db_datetime(updated_at))
+        for key, (version, updated_at) in _rounds_by_key("version, updated_at", keys).items()
     }
-    return now != {key: held[key].stamp for key in wanted if key in held}
+    return now != {key: held[key].stamp for key in keys if key in held}
 
 
 class _JsonText(str):
@@ -595,19 +562,29 @@ def batch_write(
     meanwhile: Callable[[], None] = lambda: None,
 ) -> dict[RoundKey, int]:
     """Write a merged batch: every round row (one UPDATE and one INSERT statement), then its
-    events and new tool rows. ``texts``: each event's JSON text when the checks encoded it.
+    events and new tool rows. ``texts``: each event's JSON text when the checks encoded it;
+    ``versions``: each round's, in order (taken under the counter's lock, after the merge).
     ``meanwhile``: the batch's other writes, run once its rounds are sent (on PostgreSQL while
     the server writes them: a read in it waits for them). Returns each round's primary key."""
     if partitioned():
         return _write_partitioned(rounds, versions, meanwhile)
-    round_writer = _writer(Round, ROUND_COLUMNS)
-    new_round_writer = _writer(Round, ("agent", "turn_id", "iteration", "day", *ROUND_COLUMNS))
+    round_writer = _writer(Round, _SET_COLUMNS)
+    new_round_writer = _writer(Round, ("agent", "turn_id", "iteration", "day", *_SET_COLUMNS))
+    written = list(zip(rounds, versions, strict=True))
     round_writer.update(
-        [[*round_writer.prepare(list(r.values.values())), r.pk] for r in rounds if r.pk is not None]
+        [
+            [*round_writer.prepare([*r.values.values(), version]), r.pk]
+            for r, version in written
+            if r.pk is not None
+        ]
     )
     new = [r for r in rounds if r.pk is None]
     new_round_writer.insert(
-        [new_round_writer.prepare([*r.key, r.day, *r.values.values()]) for r in new]
+        [
+            new_round_writer.prepare([*r.key, r.day, *r.values.values(), version])
+            for r, version in written
+            if r.pk is None
+        ]
     )
     pks = {r.key: r.pk for r in rounds if r.pk is not None}
     if new:
@@ -716,22 +693,23 @@ def _write_partitioned(
     :data:`WRITE_PART_EVENTS` events, one statement each (:data:`_WRITE_SQL`), then
     ``meanwhile``. The server inserts a part while this process packs the next (a batch of
     1000 events: 46 → 40 ms), and the batch's other writes follow without a round trip each."""
-    round_writer = _writer(Round, ROUND_COLUMNS)
+    round_writer = _writer(Round, _SET_COLUMNS)
     pks = {r.key: r.pk for r in rounds if r.pk is not None}
     sql = _WRITE_SQL.format(
-        round_columns=", ".join(("agent", "turn_id", "iteration", "day", *ROUND_COLUMNS))
+        round_columns=", ".join(("agent", "turn_id", "iteration", "day", *_SET_COLUMNS))
     )
+    written = list(zip(rounds, versions, strict=True))
     with contextlib.ExitStack() as cursors, pipeline():
         round_writer.update(
             [
-                [*round_writer.prepare(list(r.values.values())), r.pk, r.day]
-                for r in rounds
+                [*round_writer.prepare([*r.values.values(), version]), r.pk, r.day]
+                for r, version in written
                 if r.pk is not None
             ],
             by_day=True,
         )
         sent = []
-        for part in _parts(list(zip(rounds, versions, strict=True))):
+        for part in _parts(written):
             cursor = cursors.enter_context(_bound_cursor())
             cursor.execute(sql, _write_params(part))
             sent.append(cursor)
@@ -771,7 +749,7 @@ def _write_params(part: Sequence[tuple[RoundWrite, int]]) -> list[Any]:
             new_rounds.append(
                 {"agent": r.key[0], "turn_id": r.key[1], "iteration": r.key[2], "day": r.day}
                 | r.values
-                | {"assembly": _bytea_text(pack(r.values["assembly"]))}
+                | {"version": version, "assembly": _bytea_text(pack(r.values["assembly"]))}
             )
         new = None if r.pk is not None else version
         count = len(r.events)

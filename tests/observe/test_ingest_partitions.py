@@ -170,7 +170,7 @@ def test_the_look_ups_over_every_day_are_planned_once_per_connection() -> None:
     keys = [("main", "t-planned", 0)]
     for _ in range(3):
         store.held_rounds(keys)
-        store.round_days(keys)
+        store.rounds_changed({}, keys)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
