@@ -412,7 +412,6 @@ def live_figures() -> dict[str, Any]:
     """``make bench``'s live harness (10 viewers, 1,000 events/s for 20 s, sequence-checked)
     against a daphne on this PostgreSQL store. The previous size's live rounds are deleted
     first: the harness posts the same rounds each time."""
-    from observe.models import Round
     from tests.bench import bench_observe
 
     class Live(bench_observe.Bench):
@@ -423,11 +422,7 @@ def live_figures() -> dict[str, Any]:
             self.env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver"}
             self.process = None
 
-    # The previous size's live rounds are today's or yesterday's: asked there only (every day's
-    # rounds by a prefix of turn_id took 13 s at 100M and pushed the live view's pages out of
-    # memory just before it was measured).
-    since = (datetime.now(UTC) - timedelta(days=1)).date()
-    Round.objects.filter(day__gte=since, turn_id__startswith="live-").delete()
+    bench_observe.stored_live_rounds().delete()  # the previous size's
     bench = Live()
     bench.start()
     try:

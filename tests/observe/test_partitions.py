@@ -287,7 +287,7 @@ def test_a_small_month_routes_every_event_prunes_a_day_and_stores_repeats_once()
 
     base_day = MIDNIGHT - timedelta(days=bench_scale.DAYS - 1)
     partitions_ensure([base_day.date() + timedelta(days=d) for d in range(bench_scale.DAYS)])
-    events = bench_scale.simulated(1000, base_day, 20 * 3600 / 1000)
+    events = bench_scale.simulated(1000, base_day, bench_scale.SEED_HOURS * 3600 / 1000)
     for first in range(0, len(events), 1000):
         assert not events_ingest(events[first : first + 1000]).rejected
     (stride,) = bench_scale.sql("SELECT GREATEST(max(id), max(version)) + 1 FROM observe_round")[0]
