@@ -78,12 +78,6 @@ def tool_health_change(*, rounds: Sequence[RoundMerge]) -> TallyChange:
     return TallyChange(change, _held(change))
 
 
-def tool_health_record(*, rounds: Sequence[RoundMerge]) -> None:
-    """Fold what a batch changed into the stored tallies (:func:`tool_health_change`, written
-    at once)."""
-    tool_health_change(rounds=rounds).write()
-
-
 def tool_health_forget(
     *, rounds: Iterable[tuple[str, Assembly]], since: datetime | None = None
 ) -> None:
