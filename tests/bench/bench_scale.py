@@ -93,6 +93,26 @@ def sql(statement: str, params: Any = None) -> list[tuple[Any, ...]]:
         return cursor.fetchall() if cursor.description else []
 
 
+#: The server settings every figure depends on, printed first and kept in ``BENCH_JSON``.
+SERVER_SETTINGS = (
+    "server_version",
+    "shared_buffers",
+    "max_wal_size",
+    "checkpoint_timeout",
+    "maintenance_work_mem",
+    "work_mem",
+    "fsync",
+    "synchronous_commit",
+)
+
+
+def server_settings() -> dict[str, str]:
+    """The server's settings of :data:`SERVER_SETTINGS`, as ``SHOW`` gives them."""
+    settings = {name: str(sql(f"SHOW {name}")[0][0]) for name in SERVER_SETTINGS}
+    print("PostgreSQL:", ", ".join(f"{name} {value}" for name, value in settings.items()))
+    return settings
+
+
 def store_events() -> int:
     return int(sql("SELECT count(*) FROM observe_event")[0][0])
 
@@ -507,6 +527,7 @@ def verdict(ok: bool) -> str:
 
 def main() -> None:
     setup()
+    server = server_settings()
     if WORKERS_ONLY:
         with tempfile.TemporaryDirectory() as tmp:
             per_worker = worker_figures(Path(tmp))
@@ -514,7 +535,7 @@ def main() -> None:
         if out:
             from tests.bench.bench_policy import merge_json
 
-            merge_json(out, "scale", {"workers": per_worker})
+            merge_json(out, "scale", {"server": server, "workers": per_worker})
         return
     from observe.partitions import partitions_ensure, upkeep_days
 
@@ -548,6 +569,7 @@ def main() -> None:
     empty, full = curve["empty"], curve[str(SIZES[-1])]
     worst_page = max(full["pages_p99_ms"].values())
     scale = {
+        "server": server,
         "sizes": curve,
         "generation_s": round(generation_s, 1),
         "generation_events_per_s": round(made / max(generation_s, 1e-9)),
