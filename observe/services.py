@@ -194,14 +194,14 @@ class Merged:
     texts: dict[str, str | None]
     facts: dict[RoundKey, tuple[RoundFacts | None, RoundFacts]]
     stored: dict[RoundKey, Stored]
-    now: datetime
     #: Per round: its agent, its touched slots before the merge and its assembly after (what
     #: the tool-health tallies take).
     health: list[tuple[str, Before, Assembly]]
 
 
-def _merge(fresh: Fresh, held: Held, known_agents: frozenset[str] | None) -> Merged:
-    """Merge the new events into the assembly of each round they touch.
+def _merge(fresh: Fresh, held: Held, since: int, known_agents: frozenset[str] | None) -> Merged:
+    """Merge the new events into the assembly of each round they touch (``held`` read after
+    ``since``: :func:`observe.store.stored_version`).
 
     The work is the batch's, whatever the rounds already hold: each touched round's row is read
     once (with its assembly, by triage) and written once. Merging is order-independent, so
@@ -220,7 +220,7 @@ def _merge(fresh: Fresh, held: Held, known_agents: frozenset[str] | None) -> Mer
     merged = _merged(keys, by_round, texts, held, known_agents, now)
     # The counter row is locked here until the commit: versions follow the commit order.
     merged.versions = store.next_versions(len(keys))
-    if store.rounds_changed(held, keys):
+    if store.rounds_changed(held, keys, since):
         again = _merged(keys, by_round, texts, store.held_rounds(keys), known_agents, now)
         again.versions = merged.versions
         merged = again
@@ -236,7 +236,7 @@ def _merged(
     now: datetime,
 ) -> Merged:
     """The batch merged into the rounds as ``held`` has them (versions not yet taken)."""
-    merged = Merged([], [], texts, {}, {}, now, [])
+    merged = Merged([], [], texts, {}, {}, [])
     for key in keys:
         row = held.get(key)
         state = row.assembly if row is not None and row.assembly else assembly_new()
@@ -285,7 +285,7 @@ def _store(merged: Merged) -> Change:
         tallies.write()
         round_counts_record(merged.facts.values())
 
-    pks = store.batch_write(merged.rounds, merged.texts, merged.versions, merged.now, counts)
+    pks = store.batch_write(merged.rounds, merged.texts, merged.versions, counts)
     return Change(
         first=merged.versions[0],
         version=merged.versions[-1],
@@ -334,10 +334,12 @@ def events_ingest(
         try:
             with _write_turn(), transaction.atomic():
                 # triage: new, repeated, or a reused event_id (again: looked for more widely)
+                since = store.stored_version()  # dates the read (the merge's re-check)
                 held = store.held_rounds(list({event.round_key for _, event, _ in parsed}))
                 fresh = _triage(parsed, result, held, again=attempt == 2)
                 if fresh:
-                    merged = _merge(fresh, held, known_agents)  # merge into each round's assembly
+                    # merge into each round's assembly
+                    merged = _merge(fresh, held, since, known_agents)
                     result.change = _store(merged)  # store: rounds, events, tool rows
                     # Per-batch aggregates of other features are computed here, inside the
                     # transaction, from ``merged`` (its rounds and events), before the commit.

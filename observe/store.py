@@ -404,18 +404,59 @@ def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
     return held
 
 
-def rounds_changed(held: Mapping[RoundKey, HeldRound], keys: Sequence[RoundKey]) -> bool:
+def stored_version() -> int:
+    """The last version handed out by a committed batch (0: none yet). Read before a batch's
+    rounds, it dates that read for :func:`rounds_changed`. SQLite: 0, unread (nothing changes
+    between its read and its lock)."""
+    if connection.vendor == "sqlite":
+        return 0
+    table = connection.ops.quote_name(StreamCounter._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT value FROM {table} WHERE id = %s", [StreamCounter.SINGLETON_ID])
+        row = cursor.fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+#: The upper bound of :func:`rounds_changed`'s version range (a version is a ``bigint``).
+_LAST_VERSION = 2**63 - 1
+
+
+def rounds_changed(
+    held: Mapping[RoundKey, HeldRound], keys: Sequence[RoundKey], since: int
+) -> bool:
     """Whether another batch has stored or changed one of the rounds ``keys`` since ``held``
-    was read (ingest merges before it takes the counter's lock, then asks this under it).
-    SQLite: never (its transaction holds the database's write lock from its first statement:
-    nothing changes between the read and the lock)."""
+    was read, ``since`` (:func:`stored_version`) read before it (ingest merges before it takes
+    the counter's lock, then asks this under it). Every round a batch writes takes one of its
+    versions, all past ``since`` if the batch committed after ``held`` was read: the rounds of
+    versions past ``since`` (a few batches' worth, at the end of each day's version index) and
+    the held rounds by primary key (a drift verdict changes ``updated_at`` only; a pruned round
+    is gone) — not the batch's keys looked up in every day's partition again (4.3 ms a batch
+    of 1000 at 10M events). SQLite: never (its transaction holds the database's write lock from
+    its first statement: nothing changes between the read and the lock)."""
     if connection.vendor == "sqlite" or not keys:
         return False
+    stamps = {key: held[key].stamp for key in keys if key in held}
+    # Two bounds: a generic plan reckons ``version > $1`` alone a third of each partition (a
+    # scan), a range half a percent (an index scan).
+    rows = prepared(
+        "SELECT agent, turn_id, iteration, version, updated_at FROM observe_round"
+        " WHERE version > %s AND version <= %s"
+        " UNION ALL SELECT agent, turn_id, iteration, version, updated_at FROM observe_round"
+        " WHERE id = ANY(%s::bigint[]) AND day = ANY(%s::date[])",
+        [
+            since,
+            _LAST_VERSION,
+            sorted({held[key].pk for key in stamps}),
+            sorted({held[key].day for key in stamps}),
+        ],
+    )
+    wanted = set(keys)
     now = {
         key: (int(version), _db_datetime(updated_at))
-        for key, (version, updated_at) in _rounds_by_key("version, updated_at", keys).items()
+        for agent, turn_id, iteration, version, updated_at in rows
+        if (key := (agent, turn_id, iteration)) in wanted
     }
-    return now != {key: held[key].stamp for key in keys if key in held}
+    return now != stamps
 
 
 class _JsonText(str):
@@ -558,7 +599,6 @@ def batch_write(
     rounds: Sequence[RoundWrite],
     texts: Mapping[str, str | None],
     versions: Sequence[int],
-    now: datetime,
     meanwhile: Callable[[], None] = lambda: None,
 ) -> dict[RoundKey, int]:
     """Write a merged batch: every round row (one UPDATE and one INSERT statement), then its
@@ -578,7 +618,6 @@ def batch_write(
             if r.pk is not None
         ]
     )
-    new = [r for r in rounds if r.pk is None]
     new_round_writer.insert(
         [
             new_round_writer.prepare([*r.key, r.day, *r.values.values(), version])
@@ -587,7 +626,7 @@ def batch_write(
         ]
     )
     pks = {r.key: r.pk for r in rounds if r.pk is not None}
-    if new:
+    if len(pks) < len(rounds):
         # Each round of the batch took one of its versions: they find the new rows' ids.
         quote = connection.ops.quote_name
         with connection.cursor() as cursor:
@@ -637,16 +676,19 @@ def batch_write(
 
 
 #: The partitioned layout's write of new rounds, their events and tool rows: one statement. The
-#: rounds are one JSON text parameter read with the round table's row type (the assembly packed,
-#: as ``bytea``'s hex text: :func:`_bytea_text`); the events and tool rows are arrays, one per
-#: column, in PostgreSQL's binary form (psycopg's C dumpers): 1000 events as JSON text, their
-#: packed data in hex, took 7.3 ms to send and parse, as arrays 2.6 ms. A row of an event or a
-#: tool names its round by primary key or, a round new in this batch, by the version the batch
-#: gave it (unique in the batch): the new rounds' ids come back from their INSERT.
+#: rounds' columns are one JSON text parameter read with the round table's row type, but their
+#: packed assemblies an array beside it, keyed by version; the events and tool rows are arrays,
+#: one per column. Arrays go in PostgreSQL's binary form (psycopg's C dumpers): 1000 events as
+#: JSON text, their packed data in hex, took 7.3 ms to send and parse, as arrays 2.6 ms. A row
+#: of an event or a tool names its round by primary key or, a round new in this batch, by the
+#: version the batch gave it (unique in the batch): the new rounds' ids come back from their
+#: INSERT.
 _WRITE_SQL = """
 WITH new_round AS (
     INSERT INTO observe_round ({round_columns})
-    SELECT {round_columns} FROM json_populate_recordset(NULL::observe_round, %t::json)
+    SELECT {round_values}
+    FROM json_populate_recordset(NULL::observe_round, %t::json) AS r
+    JOIN unnest(%b::bigint[], %b::bytea[]) AS a(version, assembly) ON a.version = r.version
     RETURNING id, agent, turn_id, iteration, version
 ), new_event AS (
     INSERT INTO observe_event (event_id, round_id, type, ts, data, day)
@@ -695,8 +737,10 @@ def _write_partitioned(
     1000 events: 46 → 40 ms), and the batch's other writes follow without a round trip each."""
     round_writer = _writer(Round, _SET_COLUMNS)
     pks = {r.key: r.pk for r in rounds if r.pk is not None}
+    columns = ("agent", "turn_id", "iteration", "day", *_SET_COLUMNS)
     sql = _WRITE_SQL.format(
-        round_columns=", ".join(("agent", "turn_id", "iteration", "day", *_SET_COLUMNS))
+        round_columns=", ".join(columns),
+        round_values=", ".join("a.assembly" if c == "assembly" else f"r.{c}" for c in columns),
     )
     written = list(zip(rounds, versions, strict=True))
     with contextlib.ExitStack() as cursors, pipeline():
@@ -736,10 +780,13 @@ def _parts(rounds: list[tuple[RoundWrite, int]]) -> Iterator[list[tuple[RoundWri
 
 
 def _write_params(part: Sequence[tuple[RoundWrite, int]]) -> list[Any]:
-    """The parameters of :data:`_WRITE_SQL` for a part of a batch: the new rounds, then one
-    list per column of the events and of the tool rows (a row names its round by primary key
-    or, a round new in this batch, by its version: the other is NULL)."""
+    """The parameters of :data:`_WRITE_SQL` for a part of a batch: the new rounds' columns but
+    their assemblies, their versions and packed assemblies, then one list per column of the
+    events and of the tool rows (a row names its round by primary key or, a round new in this
+    batch, by its version: the other is NULL)."""
     new_rounds: list[dict[str, Any]] = []
+    round_versions: list[int] = []
+    assemblies: list[bytes] = []
     events: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
     tools: tuple[list[Any], ...] = ([], [], [], [])
     event_ids, event_rounds, event_versions, types, times, data, event_days = events
@@ -749,8 +796,10 @@ def _write_params(part: Sequence[tuple[RoundWrite, int]]) -> list[Any]:
             new_rounds.append(
                 {"agent": r.key[0], "turn_id": r.key[1], "iteration": r.key[2], "day": r.day}
                 | r.values
-                | {"version": version, "assembly": _bytea_text(pack(r.values["assembly"]))}
+                | {"version": version, "assembly": None}
             )
+            round_versions.append(version)
+            assemblies.append(pack(r.values["assembly"]))
         new = None if r.pk is not None else version
         count = len(r.events)
         event_rounds.extend([r.pk] * count)
@@ -766,7 +815,7 @@ def _write_params(part: Sequence[tuple[RoundWrite, int]]) -> list[Any]:
         tool_versions.extend([new] * count)
         tool_ids.extend(r.new_tools)
         tool_days.extend([r.day] * count)
-    return [_json_text(new_rounds), *events, *tools]
+    return [_json_text(new_rounds), round_versions, assemblies, *events, *tools]
 
 
 def _json_text(value: Any) -> str:
@@ -778,12 +827,6 @@ def _json_text(value: Any) -> str:
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
     except TypeError:
         return json.dumps(value, ensure_ascii=False, default=_iso)
-
-
-def _bytea_text(packed: bytes) -> str:
-    """Packed JSON (:mod:`observe.domain.packing`) as a JSON string PostgreSQL reads into
-    ``bytea`` (its hex input form)."""
-    return "\\x" + packed.hex()
 
 
 def _iso(value: Any) -> str:
