@@ -437,7 +437,7 @@ def rounds_changed(
         return False
     stamps = {key: held[key].stamp for key in keys if key in held}
     # Two bounds: a generic plan reckons ``version > $1`` alone a third of each partition (a
-    # scan), a range half a percent (an index scan).
+    # bitmap heap scan), a range half a percent (an index scan).
     rows = prepared(
         "SELECT agent, turn_id, iteration, version, updated_at FROM observe_round"
         " WHERE version > %s AND version <= %s"
