@@ -412,10 +412,14 @@ def worker_figures(tmp: Path) -> dict[str, Any]:
         check=True,
     )
     call_command("migrate", verbosity=0)
-    out = {
-        "sqlite_1": max(workers(1, sqlite)[0] for _ in range(2)),
-        "postgresql_1": max(workers(1, {})[0] for _ in range(2)),
-    }
+    # Interleaved, best of three each: this VM's speed drifts by 20-30 % within an hour, and
+    # SQLite's passes all before PostgreSQL's compared two different machines.
+    passes: dict[str, list[int]] = {"sqlite_1": [], "postgresql_1": []}
+    for _ in range(3):
+        passes["sqlite_1"].append(workers(1, sqlite)[0])
+        passes["postgresql_1"].append(workers(1, {})[0])
+    out: dict[str, Any] = {name: max(rates) for name, rates in passes.items()}
+    out["passes"] = passes
     two = max((workers(2, {}) for _ in range(2)), key=sum)
     out["postgresql_2"] = sum(two)
     out["postgresql_2_each"] = two
@@ -423,7 +427,8 @@ def worker_figures(tmp: Path) -> dict[str, Any]:
     print(
         f"--- ingest per worker (batches of 1000): SQLite {out['sqlite_1']:,} ev/s,"
         f" PostgreSQL {out['postgresql_1']:,} ev/s; two PostgreSQL workers"
-        f" {out['postgresql_2']:,} ev/s ({out['two_vs_one']}×)"
+        f" {out['postgresql_2']:,} ev/s ({out['two_vs_one']}×); passes, interleaved:"
+        f" SQLite {passes['sqlite_1']}, PostgreSQL {passes['postgresql_1']}"
     )
     return out
 
