@@ -134,13 +134,16 @@ def _held(change: dict[TallyKey, dict[str, int]]) -> dict[TallyKey, tuple[int, d
     if not change:
         return {}
     agents = {agent for agent, _, _ in change}
+    spans = {span_of(bucket) for _, _, bucket in change}
     buckets = {bucket_time(bucket) for _, _, bucket in change}
     held: dict[TallyKey, tuple[int, dict[str, int]]] = {}
     quote = connection.ops.quote_name
     table = quote(ToolHealthBucket._meta.db_table)
     tally_field = ToolHealthBucket._meta.get_field("tally")
     # Plain SQL: building the equivalent queryset cost more than the query, a fifth of a
-    # 100-event batch.
+    # 100-event batch. The spans lead the (span, bucket) index: without them the buckets were
+    # looked for in the whole index, a read that grew with the month of tallies (0.6 → 1.4 ms
+    # a batch at 1M events, 798 pages read for 98 rows).
     columns = ", ".join(
         quote(name) for name in ("id", "agent", "tool_id", "span", "bucket", "tally")
     )
@@ -148,8 +151,9 @@ def _held(change: dict[TallyKey, dict[str, int]]) -> dict[TallyKey, tuple[int, d
         cursor.execute(
             f"SELECT {columns} FROM {table}"
             f" WHERE {quote('agent')} IN ({', '.join(['%s'] * len(agents))})"
+            f" AND {quote('span')} IN ({', '.join(['%s'] * len(spans))})"
             f" AND {quote('bucket')} IN ({', '.join(['%s'] * len(buckets))})",
-            [*agents, *(_time(bucket) for bucket in buckets)],
+            [*agents, *sorted(spans), *(_time(bucket) for bucket in buckets)],
         )
         for pk, agent, tool_id, span, bucket, tally in cursor.fetchall():
             value = (

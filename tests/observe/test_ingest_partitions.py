@@ -8,6 +8,7 @@ reads."""
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -246,3 +247,35 @@ def test_a_batch_written_in_parts_stores_each_round_whole_or_nothing(
         assert set(row.tools.values_list("tool_id", flat=True)) == {"react.read", f"tool.{n % 3}"}
     assert Event.objects.filter(event_id=first.events[0]["event_id"]).count() == 1
     assert stored_tallies() == recomputed_tallies()
+
+
+def test_the_tally_read_does_not_grow_with_the_months_tallies() -> None:
+    """A batch reads the tool-health rows it touches: the pages that read costs the server stay
+    a handful when the table holds a month of every tool's buckets (before: the buckets were
+    looked for through the whole (span, bucket) index, a read that grew with the month)."""
+    from django.test.utils import CaptureQueriesContext
+
+    from observe.models import ToolHealthBucket
+
+    month = [TODAY - timedelta(days=d, minutes=5 * n) for d in range(1, 31) for n in range(288)]
+    ToolHealthBucket.objects.bulk_create(
+        ToolHealthBucket(agent="main", tool_id=tool, span=5, bucket=moment, tally={"calls": 1})
+        for tool in ("react.read", "react.write")
+        for moment in month
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE observe_toolhealthbucket")
+    hand = HandRound(turn_id="t-tally", start=BASE).started().call(0, "react.read")
+    hand.timeout(0, "react.read", None)
+    with CaptureQueriesContext(connection) as queries:
+        ingest(hand.events)
+    (read,) = [
+        q["sql"] for q in queries.captured_queries if q["sql"].startswith('SELECT "id", "agent"')
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {read}")
+        (explained,) = cursor.fetchone()
+    plan = (json.loads(explained) if isinstance(explained, str) else explained)[0]["Plan"]
+    pages = plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
+    assert pages <= 24, f"the tally read touched {pages} pages for {plan['Actual Rows']} rows"
+    assert ToolHealthBucket.objects.filter(bucket__gte=TODAY, tool_id="react.read").exists()
