@@ -200,19 +200,20 @@ def _stored_in_days(
     branches = sorted((day, list(day_ids)) for day, day_ids in by_day.items())
     select = "SELECT event_id::text, type, ts, data, round_id, day FROM observe_event"
     found: list[tuple[str, Any]] = []
+    # Prepared, one text per number of days (a batch's held rounds are mostly of one or two):
+    # planned at every batch, pruning the days at plan time cost 0.96 ms of the server's time
+    # with the month's 38 days, the generic plan pruning them as it starts 0.3 ms in all.
+    rows = prepared(
+        " UNION ALL ".join(
+            f"{select} WHERE day = %s::date AND event_id = ANY(string_to_array(%s, ',')::uuid[])"
+            for _ in branches
+        ),
+        # The ids as one text each (psycopg dumps a list item by item, in Python).
+        [value for day, day_ids in branches for value in (day, ",".join(day_ids))],
+    )
+    if not rows:
+        return found
     with _bound_cursor() as cursor:
-        cursor.execute(
-            " UNION ALL ".join(
-                f"{select} WHERE day = %s::date"
-                " AND event_id = ANY(string_to_array(%s, ',')::uuid[])"
-                for _ in branches
-            ),
-            # The ids as one text each (psycopg dumps a list item by item, in Python).
-            [value for day, day_ids in branches for value in (day, ",".join(day_ids))],
-        )
-        rows = cursor.fetchall()
-        if not rows:
-            return found
         # The rounds of the few found (a repeat is rare): their keys, for the whole JSON.
         cursor.execute(
             "SELECT id, agent, turn_id, iteration, day FROM observe_round"
@@ -281,11 +282,16 @@ def prepared(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     connection with one generic plan (the settings' ``plan_cache_mode``, which only prepared
     statements follow; ``prepare_threshold`` lets psycopg prepare what asks): planning such a
     query took longer than running it, on every batch (1.2–1.8 ms with 38 days). The SQL holds
-    arrays (``= ANY(%s)``), so its text and plan are the same whatever the batch. (A lookup its
-    arrays prune to a few days is better planned each time: :func:`_stored_in_days`.)"""
+    arrays (``= ANY(%s)``), so its text and plan are the same whatever the batch."""
     connection.ensure_connection()
     with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(sql, params, prepare=True)
+        if connection.queries_logged:  # in Django's query log like every other statement
+            # Django's wrapper takes any DB-API cursor (its annotation names its own).
+            logged = connection.make_debug_cursor(cursor)  # type: ignore[arg-type]
+            with logged.debug_sql(sql, params):
+                cursor.execute(sql, params, prepare=True)
+        else:
+            cursor.execute(sql, params, prepare=True)
         return cursor.fetchall()
 
 
