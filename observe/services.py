@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from core.vocabulary import ROUND_KINDS
+from core.vocabulary import ROUND_KINDS, ROUND_STARTED
 from observe import store
 from observe.domain.events import Event, EventError, parse_event, same_content, stored_event
 from observe.domain.facts import RoundFacts
@@ -101,6 +101,44 @@ def _parse_all(raw_events: Sequence[Any]) -> tuple[Parsed, list[dict[str, Any]]]
         except EventError as exc:
             rejected.append({"index": index, "error": str(exc)})
     return parsed, rejected
+
+
+#: How far around its events a round going on is looked for first (docs/api.md, "Where a round
+#: is looked for").
+ROUND_REACH = timedelta(days=1)
+
+
+def round_days(parsed: Parsed) -> dict[RoundKey, store.Days]:
+    """Where each round of a batch is looked for first (``store.held_rounds``): a round lies in
+    the day it started as first stored, and a round going on (its ``round.started`` not in the
+    batch) most likely started within :data:`ROUND_REACH` of its events here — those days,
+    then every day when it is not there (a round that ran for days). A round the batch starts
+    is looked for in every day: it may have been stored, days earlier, from an event stamped
+    before it (a "moved" round, ``observe.selectors``)."""
+    first: dict[RoundKey, datetime] = {}
+    last: dict[RoundKey, datetime] = {}
+    opened: set[RoundKey] = set()
+    for _, event, _ in parsed:
+        key, ts = event.round_key, event.ts
+        if event.type == ROUND_STARTED:
+            opened.add(key)
+        if key not in first or ts < first[key]:
+            first[key] = ts
+        if key not in last or ts > last[key]:
+            last[key] = ts
+    return {
+        key: (_day_of(first[key], -ROUND_REACH), _day_of(last[key], ROUND_REACH))
+        for key in first
+        if key not in opened
+    }
+
+
+def _day_of(moment: datetime, shift: timedelta) -> date:
+    """The UTC day of ``moment`` + ``shift``, the calendar's first or last day past its ends."""
+    try:
+        return (moment + shift).astimezone(UTC).date()
+    except OverflowError:
+        return date.min if shift < timedelta(0) else date.max
 
 
 def _triage(parsed: Parsed, result: IngestResult, held: Held, *, again: bool = False) -> Fresh:
@@ -335,7 +373,9 @@ def events_ingest(
             with _write_turn(), transaction.atomic():
                 # triage: new, repeated, or a reused event_id (again: looked for more widely)
                 since = store.stored_version()  # dates the read (the merge's re-check)
-                held = store.held_rounds(list({event.round_key for _, event, _ in parsed}))
+                held = store.held_rounds(
+                    list({event.round_key for _, event, _ in parsed}), round_days(parsed)
+                )
                 fresh = _triage(parsed, result, held, again=attempt == 2)
                 if fresh:
                     # merge into each round's assembly

@@ -258,23 +258,51 @@ def _bound_cursor() -> Iterator[Any]:
         yield cursor
 
 
-def _rounds_by_key(columns: str, keys: Sequence[RoundKey]) -> dict[RoundKey, tuple[Any, ...]]:
+#: Where a batch's round is looked for first, as a range of days (inclusive): :func:`held_rounds`.
+Days = tuple[date, date]
+
+
+def _rounds_by_key(
+    columns: str, keys: Sequence[RoundKey], days: Mapping[RoundKey, Days]
+) -> dict[RoundKey, tuple[Any, ...]]:
     """The stored rounds among ``keys`` (partitioned layout), each as its ``columns`` (SQL, after
-    the key's three): one look-up over every day's partition, by the batch's agents and turns
-    as arrays, so its text and plan are the same whatever the batch (:func:`prepared`)."""
+    the key's three), by the batch's agents and turns as arrays, so its text and plan are the
+    same whatever the batch (:func:`prepared`): the keys of ``days`` in the days named there
+    (one range: the batch's earliest first and latest last day) and the others in every day,
+    in one statement; then the keys of ``days`` not found, in every day."""
     if not keys:
         return {}
     wanted = set(keys)
-    rows = prepared(
+    going = [key for key in keys if key in days]
+    select = (
         f"SELECT agent, turn_id, iteration, {columns} FROM observe_round"
-        " WHERE agent = ANY(%s::text[]) AND turn_id = ANY(%s::text[])",
-        [sorted({key[0] for key in keys}), sorted({key[1] for key in keys})],
+        " WHERE agent = ANY(%s::text[]) AND turn_id = ANY(%s::text[])"
     )
-    return {
-        key: tuple(rest)
-        for agent, turn_id, iteration, *rest in rows
-        if (key := (agent, turn_id, iteration)) in wanted
-    }
+    found: dict[RoundKey, tuple[Any, ...]] = {}
+
+    def read(sql: str, params: list[Any]) -> None:
+        for agent, turn_id, iteration, *rest in prepared(sql, params):
+            if (key := (agent, turn_id, iteration)) in wanted:
+                found[key] = tuple(rest)
+
+    others = [key for key in keys if key not in days]
+    if going:
+        window = [min(days[key][0] for key in going), max(days[key][1] for key in going)]
+        if others:  # one statement
+            read(
+                f"{select} AND day BETWEEN %s AND %s UNION ALL {select}",
+                [*_agents_turns(going), *window, *_agents_turns(others)],
+            )
+        else:
+            read(f"{select} AND day BETWEEN %s AND %s", [*_agents_turns(going), *window])
+        others = [key for key in going if key not in found]
+    if others:
+        read(select, _agents_turns(others))
+    return found
+
+
+def _agents_turns(keys: Sequence[RoundKey]) -> list[list[str]]:
+    return [sorted({key[0] for key in keys}), sorted({key[1] for key in keys})]
 
 
 def prepared(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -356,9 +384,14 @@ def _db_datetime(value: Any) -> datetime:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
-def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
+def held_rounds(
+    keys: Sequence[RoundKey], days: Mapping[RoundKey, Days] | None = None
+) -> dict[RoundKey, HeldRound]:
     """The rounds already stored, with their assembly and facts (one plain query: a queryset
-    costs more to build than the query takes to run on every POST)."""
+    costs more to build than the query takes to run on every POST). ``days``: on the
+    partitioned layout, where a round of ``keys`` is looked for first (ingest's
+    ``round_days``), then in every day when it is not there; a key without a range is looked
+    for in every day. Other layouts ask one table."""
     quote = connection.ops.quote_name
     names = (
         "id",
@@ -373,7 +406,7 @@ def held_rounds(keys: Sequence[RoundKey]) -> dict[RoundKey, HeldRound]:
     )
     columns = ", ".join(quote(name) for name in names)
     if partitioned():
-        found = _rounds_by_key(columns, keys)
+        found = _rounds_by_key(columns, keys, days or {})
     else:
         wanted = set(keys)
         agents = sorted({key[0] for key in keys})
@@ -448,12 +481,15 @@ def rounds_changed(
         "SELECT agent, turn_id, iteration, version, updated_at FROM observe_round"
         " WHERE version > %s AND version <= %s"
         " UNION ALL SELECT agent, turn_id, iteration, version, updated_at FROM observe_round"
-        " WHERE id = ANY(%s::bigint[]) AND day = ANY(%s::date[])",
+        " WHERE id = ANY(%s::bigint[]) AND day BETWEEN %s AND %s",
         [
             since,
             _LAST_VERSION,
             sorted({held[key].pk for key in stamps}),
-            sorted({held[key].day for key in stamps}),
+            # A range of days, not an array: a generic plan prunes no partition by
+            # ``day = ANY($n)`` (every day's primary key was asked for every held id).
+            min((held[key].day for key in stamps), default=date.max),
+            max((held[key].day for key in stamps), default=date.max),
         ],
     )
     wanted = set(keys)

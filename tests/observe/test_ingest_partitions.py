@@ -41,6 +41,18 @@ def index_scans(index: str) -> int:
         return int(cursor.fetchone()[0])
 
 
+def reads(partition: str) -> int:
+    """Scans of ``partition`` so far in this transaction: sequential, and of each of its indexes
+    (a small partition's look-up may be planned either way)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_stat_get_xact_numscans(%s::regclass) + sum(pg_stat_get_xact_numscans("
+            "indexrelid)) FROM pg_index WHERE indrelid = %s::regclass",
+            [partition, partition],
+        )
+        return int(cursor.fetchone()[0])
+
+
 def partitions_of_past_days(days: int) -> list[datetime]:
     past = [TODAY - timedelta(days=n) for n in range(1, days + 1)]
     partitions_ensure([moment.date() for moment in past])
@@ -287,3 +299,35 @@ def test_the_tally_read_does_not_grow_with_the_months_tallies() -> None:
     pages = plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
     assert pages <= 24, f"the tally read touched {pages} pages for {plan['Actual Rows']} rows"
     assert ToolHealthBucket.objects.filter(bucket__gte=TODAY, tool_id="react.read").exists()
+
+
+def test_a_round_going_on_is_looked_for_around_its_events_then_in_every_day() -> None:
+    """A batch of rounds going on (their ``round.started`` stored before) asks the days around
+    their events, not every day (the day partitions' round-key indexes were each probed for
+    every round of every batch: 4,104 descents a batch of 1000 at 38 days); a round not found
+    there is looked for in every day: one that ran for days is found where it is."""
+    partitions_of_past_days(5)
+    far_day = TODAY - timedelta(days=4)
+    far = partition_name("observe_round", far_day.date())
+    long = HandRound(turn_id="t-long", start=far_day + timedelta(hours=1)).started()
+    ingest(long.call(0, "react.read").events)
+    hands = [
+        HandRound(turn_id=f"t-going-{n}", start=BASE + timedelta(minutes=n)).started()
+        for n in range(5)
+    ]
+    ingest([e for hand in hands for e in hand.call(0, "react.read").events])
+    before = reads(far)
+    ingest([e for hand in hands for e in hand.generation().finished().events[-2:]])
+    # Left: the re-check under the lock, one descent to the end of each day's version index
+    # (its look-up of the held rounds by id asks their days only: with the days as an array,
+    # a generic plan pruned none and read every day).
+    assert reads(far) - before == 1, "rounds going on today looked for four days back"
+    assert Round.objects.filter(turn_id__startswith="t-going-", outcome="ok").count() == 5
+    # The long round goes on today: not in the days around its events, so every day is asked,
+    # and its events join it where it is.
+    long.now = BASE + timedelta(minutes=9)
+    ingest(long.generation().finished().events[-2:])
+    assert reads(far) - before > 1
+    (row,) = Round.objects.filter(turn_id="t-long")
+    assert (row.day, row.outcome) == (far_day.date(), "ok")
+    assert row.events.count() == len(long.events)
