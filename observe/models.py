@@ -46,6 +46,12 @@ class Round(models.Model):
     drift_notes = models.JSONField(null=True, blank=True, default=None)
     version = models.PositiveBigIntegerField(unique=True)
     updated_at = models.DateTimeField(auto_now=True)
+    #: Whether the row lies in a day before its ``round.started``'s, or none is stored yet: its
+    #: first events came first, stamped earlier (NULL: stored before ingest kept it, migration
+    #: 0016, not known). On PostgreSQL the ``round_before_start`` index holds the rows where it
+    #: is not False: a batch that starts a round asks it in every day, the other rows only from
+    #: the day before the ``round.started`` on (docs/api.md, "Where a round is looked for").
+    before_start = models.BooleanField(null=True, default=None)
     #: The partition day (UTC) of the round, its events and its tool rows: the day it started as
     #: first seen, never changed (an earlier event arriving later moves ``started_at``, not the
     #: row). On PostgreSQL the three tables are partitioned by it (docs/architecture.md).

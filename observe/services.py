@@ -103,33 +103,40 @@ def _parse_all(raw_events: Sequence[Any]) -> tuple[Parsed, list[dict[str, Any]]]
     return parsed, rejected
 
 
-#: How far around its events a round going on is looked for first (docs/api.md, "Where a round
-#: is looked for").
+#: How far around its events a round is looked for first, and before its ``round.started``
+#: (docs/api.md, "Where a round is looked for").
 ROUND_REACH = timedelta(days=1)
 
 
 def round_days(parsed: Parsed) -> dict[RoundKey, store.Days]:
-    """Where each round of a batch is looked for first (``store.held_rounds``): a round lies in
-    the day it started as first stored, and a round going on (its ``round.started`` not in the
-    batch) most likely started within :data:`ROUND_REACH` of its events here — those days,
-    then every day when it is not there (a round that ran for days). A round the batch starts
-    is looked for in every day: it may have been stored, days earlier, from an event stamped
-    before it (a "moved" round, ``observe.selectors``)."""
+    """Where each round of a batch is looked for (``store.held_rounds``). A round lies in the
+    day it started as first stored: its ``round.started``'s, or its earliest event's when that
+    came first. A round the batch starts: from the day before its ``round.started`` on (the
+    runtime stamps it before the round's other events) and, in every day, among the rounds
+    stored without one (an earlier event may have stored it days before). A round going on:
+    first within :data:`ROUND_REACH` of its events here (most rounds last seconds), then every
+    day when it is not there (a round that ran for days)."""
+    opened: dict[RoundKey, datetime] = {}
     first: dict[RoundKey, datetime] = {}
     last: dict[RoundKey, datetime] = {}
-    opened: set[RoundKey] = set()
     for _, event, _ in parsed:
         key, ts = event.round_key, event.ts
-        if event.type == ROUND_STARTED:
-            opened.add(key)
+        # Attempt 0's: a re-stream's may come a while after the round was stored.
+        if (
+            event.type == ROUND_STARTED
+            and not event.attempt
+            and (key not in opened or ts < opened[key])
+        ):
+            opened[key] = ts
         if key not in first or ts < first[key]:
             first[key] = ts
         if key not in last or ts > last[key]:
             last[key] = ts
     return {
-        key: (_day_of(first[key], -ROUND_REACH), _day_of(last[key], ROUND_REACH))
+        key: (_day_of(opened[key], -ROUND_REACH), None)
+        if key in opened
+        else (_day_of(first[key], -ROUND_REACH), _day_of(last[key], ROUND_REACH))
         for key in first
-        if key not in opened
     }
 
 
@@ -301,14 +308,15 @@ def _merged(
             row.drift if row is not None else None,
             state,
         )
+        day = row.day if row is not None else summary.started_at.astimezone(UTC).date()
         merged.rounds.append(
             RoundWrite(
                 key,
                 row.pk if row is not None else None,
-                store.round_values(summary, state, in_policy, now),
+                store.round_values(summary, state, in_policy, now, day),
                 by_round[key],
                 sorted(summary.tool_ids - before),
-                row.day if row is not None else summary.started_at.astimezone(UTC).date(),
+                day,
             )
         )
     return merged

@@ -258,46 +258,55 @@ def _bound_cursor() -> Iterator[Any]:
         yield cursor
 
 
-#: Where a batch's round is looked for first, as a range of days (inclusive): :func:`held_rounds`.
-Days = tuple[date, date]
+#: Where a batch's round is looked for, as a range of days (inclusive): with a last day, there
+#: first, then every day when it is not there; without one, from the first day on and among the
+#: rounds stored without their ``round.started`` in every day (:func:`held_rounds`).
+Days = tuple[date, date | None]
 
 
 def _rounds_by_key(
     columns: str, keys: Sequence[RoundKey], days: Mapping[RoundKey, Days]
 ) -> dict[RoundKey, tuple[Any, ...]]:
     """The stored rounds among ``keys`` (partitioned layout), each as its ``columns`` (SQL, after
-    the key's three), by the batch's agents and turns as arrays, so its text and plan are the
-    same whatever the batch (:func:`prepared`): the keys of ``days`` in the days named there
-    (one range: the batch's earliest first and latest last day) and the others in every day,
-    in one statement; then the keys of ``days`` not found, in every day."""
+    the key's three), by agents and turns as arrays, so each statement's text and plan are the
+    same whatever the batch (:func:`prepared`): one statement for the keys of ``days`` as they
+    name (one range per kind: the batch's earliest first and latest last day) and the others in
+    every day; then the keys of a range with a last day not found there, in every day."""
     if not keys:
         return {}
     wanted = set(keys)
-    going = [key for key in keys if key in days]
+    going = [key for key in keys if key in days and days[key][1] is not None]
+    opened = [key for key in keys if key in days and days[key][1] is None]
+    others = [key for key in keys if key not in days]
     select = (
         f"SELECT agent, turn_id, iteration, {columns} FROM observe_round"
         " WHERE agent = ANY(%s::text[]) AND turn_id = ANY(%s::text[])"
     )
     found: dict[RoundKey, tuple[Any, ...]] = {}
 
-    def read(sql: str, params: list[Any]) -> None:
+    def read(branches: list[tuple[str, list[Any]]]) -> None:
+        sql = " UNION ALL ".join(f"{select}{condition}" for condition, _ in branches)
+        params = [value for _, values in branches for value in values]
         for agent, turn_id, iteration, *rest in prepared(sql, params):
             if (key := (agent, turn_id, iteration)) in wanted:
                 found[key] = tuple(rest)
 
-    others = [key for key in keys if key not in days]
+    branches: list[tuple[str, list[Any]]] = []
     if going:
-        window = [min(days[key][0] for key in going), max(days[key][1] for key in going)]
-        if others:  # one statement
-            read(
-                f"{select} AND day BETWEEN %s AND %s UNION ALL {select}",
-                [*_agents_turns(going), *window, *_agents_turns(others)],
-            )
-        else:
-            read(f"{select} AND day BETWEEN %s AND %s", [*_agents_turns(going), *window])
-        others = [key for key in going if key not in found]
+        last = max(days[key][1] or date.max for key in going)
+        first = min(days[key][0] for key in going)
+        branches.append((" AND day BETWEEN %s AND %s", [*_agents_turns(going), first, last]))
+    if opened:
+        first = min(days[key][0] for key in opened)
+        branches.append((" AND day >= %s", [*_agents_turns(opened), first]))
+        # The round_before_start index (migration 0016): rows of any day, a few.
+        branches.append((" AND before_start IS NOT FALSE", _agents_turns(opened)))
     if others:
-        read(select, _agents_turns(others))
+        branches.append(("", _agents_turns(others)))
+    read(branches)
+    missing = [key for key in going if key not in found]
+    if missing:
+        read([("", _agents_turns(missing))])
     return found
 
 
@@ -337,6 +346,7 @@ ROUND_COLUMNS = (
     "max_actions",
     *COUNT_KEYS,
     "agent_in_policy",
+    "before_start",
     "assembly",
     "updated_at",
 )
@@ -345,9 +355,9 @@ _SET_COLUMNS = (*ROUND_COLUMNS, "version")
 
 
 def round_values(
-    summary: AssemblySummary, state: Assembly, in_policy: bool, now: datetime
+    summary: AssemblySummary, state: Assembly, in_policy: bool, now: datetime, day: date
 ) -> dict[str, Any]:
-    """The columns of a round row, as :data:`ROUND_COLUMNS` names them."""
+    """The columns of a round row of partition ``day``, as :data:`ROUND_COLUMNS` names them."""
     counts = summary.counts
     return {
         "started_at": summary.started_at,
@@ -358,6 +368,9 @@ def round_values(
         "max_actions": summary.max_actions,
         **{key: counts[key] for key in COUNT_KEYS},
         "agent_in_policy": in_policy,
+        # No round.started yet, or the row lies in a day before it (its first events came
+        # first, stamped earlier): a batch that starts the round asks for it in every day.
+        "before_start": state["start"] is None or day < summary.started_at.astimezone(UTC).date(),
         "assembly": state,
         "updated_at": now,
     }

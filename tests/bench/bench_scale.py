@@ -185,12 +185,12 @@ def multiply(base_low: int, base_top: int, stride: int, first: int, last: int) -
         "INSERT INTO observe_round (id, agent, turn_id, iteration, started_at, finished_at,"
         " generation_finished_at, outcome, policy_hash, max_actions, agent_in_policy, actions,"
         " rejections, early_starts, dedups, timeouts, assembly, drift, drift_notes, version,"
-        " updated_at, day)"
+        " updated_at, day, before_start)"
         f" SELECT r.id + c * {stride}, r.agent, r.turn_id || '-' || c, r.iteration,"
         f" r.started_at + {shift}, r.finished_at + {shift}, r.generation_finished_at + {shift},"
         " r.outcome, r.policy_hash, r.max_actions, r.agent_in_policy, r.actions, r.rejections,"
         " r.early_starts, r.dedups, r.timeouts, r.assembly, r.drift, r.drift_notes,"
-        f" r.version + c * {stride}, r.updated_at, r.day + c %% 30"
+        f" r.version + c * {stride}, r.updated_at, r.day + c %% 30, r.before_start"
         " FROM observe_round r CROSS JOIN generate_series(%s, %s) AS c"
         " WHERE r.id > %s AND r.id <= %s",
         [first, last, base_low, base_top],

@@ -177,6 +177,44 @@ def test_repeats_across_midnight_are_stored_once(rounds: int, seed: int, cuts: i
         }
 
 
+def moved(turn_id: str) -> HandRound:
+    """A round whose first events are stamped five days before its ``round.started`` (today,
+    before ``MIDNIGHT``'s day ends): stored first from them, it lies in that earlier day."""
+    hand = HandRound(turn_id=turn_id, start=MIDNIGHT - timedelta(days=5, hours=-1))
+    hand.call(0, "react.read")
+    hand.now = MIDNIGHT + timedelta(minutes=1)
+    return hand.started().generation().finished()
+
+
+@on_postgresql
+@pytest.mark.django_db
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rounds=st.integers(1, 4), seed=st.integers(0, 2**32 - 1), cuts=st.integers(0, 6))
+def test_rounds_stamped_days_before_they_started_are_stored_once(
+    rounds: int, seed: int, cuts: int
+) -> None:
+    """A batch that starts a round looks for it from the day before its ``round.started`` on,
+    and in every day among the rounds stored without one: whichever batch comes first, each
+    round is one row with every event in its day."""
+    from observe.partitions import partitions_ensure
+
+    partitions_ensure([(MIDNIGHT - timedelta(days=n)).date() for n in range(6)])
+    run = uuid.uuid4().hex[:8]
+    hands = [moved(f"m-{run}-{n}") for n in range(rounds)]
+    events = [event for hand in hands for event in hand.events]
+    for batch in _batches(events, seed, cuts):
+        assert not events_ingest(batch, known_agents=frozenset({"main"})).rejected
+    for hand in hands:
+        (row,) = Round.objects.filter(turn_id=hand.turn_id)
+        # Stored first from its early events, it stays in their day, marked for the look-up.
+        assert row.before_start is (row.day < row.started_at.astimezone(UTC).date())
+        assert partitions_of("observe_event", round_id=row.pk) == {
+            partition_name("observe_event", row.day): len(hand.events)
+        }
+
+
 # --- migration from today's layout ---------------------------------------------------------------
 
 BEFORE = ("observe", "0009_toolhealth_censored_and_exact_max")

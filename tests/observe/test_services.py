@@ -199,3 +199,28 @@ def test_a_final_answer_names_no_tool() -> None:
     events_ingest([started(), observed(0, tool_id=None)])
     assert not RoundTool.objects.exists()
     assert Round.objects.get().actions == 1
+
+
+def test_where_a_batch_looks_its_rounds_up() -> None:
+    """A round the batch starts: from the day before its ``round.started`` on (and, in every
+    day, among the rows stored before it); a round going on, or re-streamed (a later attempt's
+    ``round.started``): the days around its events first."""
+    from datetime import UTC, date, datetime
+
+    from observe.domain.storable import check_storable
+    from observe.services import round_days
+
+    posted = [
+        started(turn_id="a", ts="2026-11-29T00:10:00Z"),
+        event("generation.finished", turn_id="a", ts="2026-12-02T18:00:00Z"),
+        event("generation.finished", turn_id="b", ts="2026-11-29T00:10:00Z"),
+        event("round.finished", turn_id="b", outcome="ok", ts="2026-11-30T23:59:00Z"),
+        started(turn_id="c", attempt=1, ts="2026-11-29T18:00:00Z"),
+    ]
+    latest = datetime(2027, 1, 1, tzinfo=UTC)
+    parsed = [(n, *check_storable(raw, latest=latest, skew_s=0)) for n, raw in enumerate(posted)]
+    assert round_days(parsed) == {
+        ("main", "a", 0): (date(2026, 11, 28), None),
+        ("main", "b", 0): (date(2026, 11, 28), date(2026, 12, 1)),
+        ("main", "c", 0): (date(2026, 11, 28), date(2026, 11, 30)),
+    }
