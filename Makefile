@@ -22,7 +22,7 @@ help:
 	@echo "make demo   - install, migrate, load the sample policy, serve http://$(HOST):$(PORT)/ and run the simulator"
 	@echo "make test   - lint, then the unit, conformance, django, async, hardening (fuzzing), scale (PostgreSQL + Redis), container (podman) and browser test groups"
 	@echo "make bench  - measure speed targets"
-	@echo "make bench-scale  - a month of a busy deployment on a throw-away PostgreSQL (20-40 min)"
+	@echo "make bench-scale  - a month of a busy deployment on a throw-away PostgreSQL (~50 min)"
 	@echo "make conformance KDCUBE_SRC=...  - re-record the runtime's answers, print the agreement table"
 
 $(VENV)/.installed: pyproject.toml
