@@ -4,26 +4,9 @@
 # when created. SQLite sorts its embedded store's rounds (its duration is a Django function an
 # index there would depend on).
 
-from typing import Any
-
 from django.db import migrations
 
-INDEX = "round_longest"
-
-
-def create(apps: Any, schema_editor: Any) -> None:
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    schema_editor.execute(
-        f"CREATE INDEX IF NOT EXISTS {INDEX} ON observe_round"
-        " ((finished_at - started_at) DESC, id DESC) WHERE finished_at IS NOT NULL"
-    )
-
-
-def drop(apps: Any, schema_editor: Any) -> None:
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    schema_editor.execute(f"DROP INDEX IF EXISTS {INDEX}")
+from observe.migrations._postgresql import postgresql_index
 
 
 class Migration(migrations.Migration):
@@ -32,4 +15,10 @@ class Migration(migrations.Migration):
         ("observe", "0013_packed_json"),
     ]
 
-    operations = [migrations.RunPython(create, drop, elidable=False)]
+    operations = [
+        postgresql_index(
+            "round_longest",
+            "ON observe_round ((finished_at - started_at) DESC, id DESC)"
+            " WHERE finished_at IS NOT NULL",
+        )
+    ]

@@ -5,26 +5,9 @@
 # top of its ``round_newest`` index and a row. On PostgreSQL only (SQLite's store is not
 # partitioned: its pages read one index). The condition is the selector's own expression.
 
-from typing import Any
-
 from django.db import migrations
 
-INDEX = "round_moved"
-
-
-def create(apps: Any, schema_editor: Any) -> None:
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    schema_editor.execute(
-        f"CREATE INDEX IF NOT EXISTS {INDEX} ON observe_round (started_at DESC, id DESC)"
-        " WHERE day < (started_at AT TIME ZONE 'UTC')::date"
-    )
-
-
-def drop(apps: Any, schema_editor: Any) -> None:
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    schema_editor.execute(f"DROP INDEX IF EXISTS {INDEX}")
+from observe.migrations._postgresql import postgresql_index
 
 
 class Migration(migrations.Migration):
@@ -32,4 +15,10 @@ class Migration(migrations.Migration):
         ("observe", "0014_pages_round_longest"),
     ]
 
-    operations = [migrations.RunPython(create, drop, elidable=False)]
+    operations = [
+        postgresql_index(
+            "round_moved",
+            "ON observe_round (started_at DESC, id DESC)"
+            " WHERE day < (started_at AT TIME ZONE 'UTC')::date",
+        )
+    ]

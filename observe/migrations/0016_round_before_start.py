@@ -3,29 +3,12 @@
 # ``round.started`` on, and, in every day, among these rows — a round first stored from events
 # stamped days before its ``round.started`` lies in that earlier day. The rows stored before this
 # migration are NULL, not known: they are in the index until retention drops their days (the
-# column is added without a rewrite; the index is built over them once). The index is PostgreSQL's only (SQLite's store is
-# not partitioned: a round is found by its one unique key).
-
-from typing import Any
+# column is added without a rewrite; the index is built over them once). The index is
+# PostgreSQL's only (SQLite's store is not partitioned: a round is found by its one unique key).
 
 from django.db import migrations, models
 
-INDEX = "round_before_start"
-
-
-def create(apps: Any, schema_editor: Any) -> None:
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    schema_editor.execute(
-        f"CREATE INDEX IF NOT EXISTS {INDEX} ON observe_round (agent, turn_id, iteration)"
-        " WHERE before_start IS NOT FALSE"
-    )
-
-
-def drop(apps: Any, schema_editor: Any) -> None:
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    schema_editor.execute(f"DROP INDEX IF EXISTS {INDEX}")
+from observe.migrations._postgresql import postgresql_index
 
 
 class Migration(migrations.Migration):
@@ -39,5 +22,8 @@ class Migration(migrations.Migration):
             name="before_start",
             field=models.BooleanField(default=None, null=True),
         ),
-        migrations.RunPython(create, drop, elidable=False),
+        postgresql_index(
+            "round_before_start",
+            "ON observe_round (agent, turn_id, iteration) WHERE before_start IS NOT FALSE",
+        ),
     ]
